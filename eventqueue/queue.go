@@ -1,0 +1,185 @@
+package eventqueue
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// MaxLen is the longest queue this package makes; it matches the one-byte
+// length of the wire format.
+const MaxLen = 255
+
+// Errors Add returns for events it cannot take; callers test them with errors.Is.
+var (
+	ErrStamp = errors.New("event stamp is not newer than the queue's newest event")
+	ErrEvent = errors.New("event is not a key-down or key-up of a key")
+)
+
+// Result says what Add did with an event.
+type Result uint8
+
+const (
+	// Added: the event is at the front of the queue.
+	Added Result = iota
+	// Dropped: the queue is full of lone key-downs of other keys (the seed's
+	// step 5), so the event was dropped.
+	Dropped
+	// Repeat: a key-down for a key the queue already holds (auto-repeat); no event.
+	Repeat
+	// Unheld: a key-up for a key the queue does not hold; no event.
+	Unheld
+)
+
+func (r Result) String() string {
+	switch r {
+	case Added:
+		return "added"
+	case Dropped:
+		return "dropped"
+	case Repeat:
+		return "repeat"
+	case Unheld:
+		return "unheld"
+	}
+	return fmt.Sprintf("result(%d)", uint8(r))
+}
+
+// Queue is the sender's fixed-length balanced queue, newest event at index 0.
+// It is not safe for concurrent use.
+type Queue struct {
+	ev   []Event
+	seen codeSet
+}
+
+// New returns a queue of n events, all None and stamped 0.
+func New(n int) (*Queue, error) {
+	if n < 1 || n > MaxLen {
+		return nil, fmt.Errorf("queue length %d out of range 1..%d", n, MaxLen)
+	}
+	return &Queue{ev: make([]Event, n)}, nil
+}
+
+// Len is the fixed length N of the queue.
+func (q *Queue) Len() int { return len(q.ev) }
+
+// Events returns the queue, newest first. The slice is the queue's own: it is
+// valid until the next Add and must not be modified.
+func (q *Queue) Events() []Event { return q.ev }
+
+// Newest is the stamp of the event at index 0.
+func (q *Queue) Newest() uint64 { return q.ev[0].Stamp }
+
+// NextStamp turns a session clock reading (milliseconds) into the stamp of the
+// next event: the clock, or one more than the newest stamp if the clock has not
+// moved past it.
+func (q *Queue) NextStamp(clockMillis uint64) uint64 {
+	return max(clockMillis, q.ev[0].Stamp+1)
+}
+
+// Held reports whether the queue holds code down: its newest event for code is
+// a key-down.
+func (q *Queue) Held(code keys.Code) bool {
+	for _, e := range q.ev {
+		if e.Code == code && e.Kind != None {
+			return e.Kind == Down
+		}
+	}
+	return false
+}
+
+// HeldKeys appends the keys the queue holds down to dst, oldest press first.
+func (q *Queue) HeldKeys(dst []keys.Code) []keys.Code {
+	return heldKeys(dst, q.ev)
+}
+
+// heldKeys lists the keys whose newest event in queue is a key-down, oldest
+// first.
+func heldKeys(dst []keys.Code, queue []Event) []keys.Code {
+	for i := len(queue) - 1; i >= 0; i-- {
+		e := queue[i]
+		if e.Kind == Down && newestOf(queue, e.Code) == i {
+			dst = append(dst, e.Code)
+		}
+	}
+	return dst
+}
+
+// newestOf is the index of the newest real event for code in queue, or -1.
+func newestOf(queue []Event, code keys.Code) int {
+	for i, e := range queue {
+		if e.Code == code && e.Kind != None {
+			return i
+		}
+	}
+	return -1
+}
+
+// Add puts e at the front of the queue following the seed's sender steps 1–7,
+// after filtering repeats and unheld key-ups (see the package doc). It returns
+// an error, and changes nothing, for an event that is not a key-down or key-up
+// of a non-zero key, or whose stamp is not newer than the queue's newest.
+func (q *Queue) Add(e Event) (Result, error) {
+	if (e.Kind != Down && e.Kind != Up) || e.Code == 0 {
+		return 0, fmt.Errorf("%w: %v of key %v", ErrEvent, e.Kind, e.Code)
+	}
+	if e.Stamp <= q.ev[0].Stamp {
+		return 0, fmt.Errorf("%w: %d <= %d", ErrStamp, e.Stamp, q.ev[0].Stamp)
+	}
+	held := q.Held(e.Code)
+	if e.Kind == Down && held {
+		return Repeat, nil
+	}
+	if e.Kind == Up && !held {
+		return Unheld, nil
+	}
+
+	n := len(q.ev)
+	// 1. Set the last shift index to N - 1.
+	last := n - 1
+	// 2. While the event at the last shift index is a key-down of a different
+	//    key, subtract one from the last shift index.
+	for last >= 0 && q.ev[last].Kind == Down && q.ev[last].Code != e.Code {
+		last--
+	}
+	// 3. Set the seen keycodes set to the empty set. (It is empty between
+	//    calls: it is cleared right after step 4.)
+	// 4. For each index i from 0 to N - 1: if the keycode at i was seen and i
+	//    is past the last shift index, move the last shift index to i; then
+	//    add the keycode at i to the seen set.
+	for i := range n {
+		c := q.ev[i].Code
+		if q.seen.has(c) && i > last {
+			last = i
+		}
+		q.seen.add(c)
+	}
+	q.seen.clear(q.ev)
+	// 5. No room left: the event is dropped.
+	if last < 0 {
+		return Dropped, nil
+	}
+	// 6. Shift the events at 0 .. last-1 over by one (overwriting the event at
+	//    the last shift index).
+	copy(q.ev[1:last+1], q.ev[:last])
+	// 7. Put the event at index 0.
+	q.ev[0] = e
+	return Added, nil
+}
+
+// codeSet is a set of key codes, cleared by removing the codes of the queue
+// that filled it, so step 3 costs O(N) and Add allocates nothing.
+type codeSet struct {
+	bits [1 << 16 / 64]uint64
+}
+
+func (s *codeSet) has(c keys.Code) bool { return s.bits[c/64]&(1<<(c%64)) != 0 }
+func (s *codeSet) add(c keys.Code)      { s.bits[c/64] |= 1 << (c % 64) }
+
+// clear empties the set, which must hold no codes but those of queue.
+func (s *codeSet) clear(queue []Event) {
+	for _, e := range queue {
+		s.bits[e.Code/64] = 0
+	}
+}
