@@ -1,8 +1,135 @@
 // Package keys names keyboard keys. On the wire a key is its USB HID usage ID on
 // the keyboard page (0x07); people name keys with W3C KeyboardEvent.code names
-// (KeyA, ShiftLeft, Enter). The tables are generated from qemu's keycodemapdb.
+// (KeyA, ShiftLeft, Enter). The tables are generated from qemu's keycodemapdb
+// (see LICENSE.keycodemapdb) by `go generate`; the build never reads the CSV.
 package keys
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+//go:generate go run ./internal/gen -in ../../shared/data/keycodemapdb/keymaps.csv -license ../../shared/data/keycodemapdb/LICENSE.BSD -out table_gen.go
 
 // Code is a USB HID usage ID on the keyboard/keypad page (0x07). The zero Code
 // is "no event" in HID and never names a key.
 type Code uint16
+
+// Info is what keycodemapdb knows of one key: its codes for each backend.
+type Info struct {
+	Code Code
+	// Name is the W3C KeyboardEvent.code name, "" if the key has none.
+	Name string
+	// Evdev is the Linux input event code (KEY_*), EvdevName its name.
+	Evdev     uint16
+	EvdevName string
+	// X11Keysym is the key's keysym on the US layout, 0 (NoSymbol) if none.
+	X11Keysym uint32
+	X11Name   string
+	// X11Shifted is the keysym with Shift on the US layout, 0 if none.
+	X11Shifted     uint32
+	X11ShiftedName string
+	// MacOS is the macOS virtual key code, -1 if none (0 is KeyA).
+	MacOS int16
+	// Win32VK is the Windows virtual-key code, 0 if none.
+	Win32VK   uint8
+	Win32Name string
+	// XKB is the XKB key name (AC01), "" if none.
+	XKB string
+}
+
+// ErrUnknownKey is wrapped by Parse's error for a name it does not know.
+var ErrUnknownKey = errors.New("unknown key")
+
+var (
+	byCode = map[Code]*Info{}
+	byName = map[string]Code{}
+)
+
+func init() {
+	for i := range table {
+		e := &table[i]
+		byCode[e.Code] = e
+		if e.Name != "" {
+			byName[strings.ToLower(e.Name)] = e.Code
+		}
+	}
+}
+
+// String is the W3C name of c, or its usage in hex ("0x32") for a key
+// without a name.
+func (c Code) String() string {
+	if e := byCode[c]; e != nil && e.Name != "" {
+		return e.Name
+	}
+	return fmt.Sprintf("0x%02X", uint16(c))
+}
+
+// Parse returns the key named s: a W3C KeyboardEvent.code name, in any case
+// ("KeyA", "shiftleft"), or a usage in hex ("0x04") of a key in the table.
+func Parse(s string) (Code, error) {
+	if c, ok := byName[strings.ToLower(s)]; ok {
+		return c, nil
+	}
+	if len(s) > 2 && (s[:2] == "0x" || s[:2] == "0X") {
+		if v, err := strconv.ParseUint(s[2:], 16, 16); err == nil && v != 0 {
+			if _, ok := byCode[Code(v)]; ok {
+				return Code(v), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%w %q (use a W3C KeyboardEvent.code name such as KeyA, Digit1, ShiftLeft, Enter, ArrowUp, F5)", ErrUnknownKey, s)
+}
+
+// Lookup returns what the table knows of c.
+func Lookup(c Code) (Info, bool) {
+	if e := byCode[c]; e != nil {
+		return *e, true
+	}
+	return Info{}, false
+}
+
+// All returns every key of the table in usage order.
+func All() []Info {
+	return append([]Info(nil), table[:]...)
+}
+
+// usLayout lists, for each printable ASCII character, the key that types it
+// on a US layout and whether Shift is needed. This is layout knowledge, not
+// in keycodemapdb.
+var usLayout = map[rune]struct {
+	code  Code
+	shift bool
+}{}
+
+func init() {
+	add := func(chars string, shifted string, codes ...Code) {
+		for i, c := range codes {
+			usLayout[rune(chars[i])] = struct {
+				code  Code
+				shift bool
+			}{c, false}
+			if shifted != "" {
+				usLayout[rune(shifted[i])] = struct {
+					code  Code
+					shift bool
+				}{c, true}
+			}
+		}
+	}
+	for i := range 26 {
+		add(string(rune('a'+i)), string(rune('A'+i)), KeyA+Code(i))
+	}
+	add("1234567890", "!@#$%^&*()", Digit1, Digit2, Digit3, Digit4, Digit5, Digit6, Digit7, Digit8, Digit9, Digit0)
+	add("-=[]\\;',./`", "_+{}|:\"<>?~", Minus, Equal, BracketLeft, BracketRight, Backslash, Semicolon, Quote, Comma, Period, Slash, Backquote)
+	add(" \n\t", "", Space, Enter, Tab)
+}
+
+// ForRune returns the key that types r on a US layout and whether Shift must
+// be held: printable ASCII, '\n' (Enter) and '\t' (Tab).
+func ForRune(r rune) (code Code, shift bool, ok bool) {
+	k, ok := usLayout[r]
+	return k.code, k.shift, ok
+}

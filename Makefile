@@ -1,0 +1,52 @@
+# keyrelay: see README.md. Every target works from a clean clone.
+SHELL := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin:$(shell go env GOPATH 2>/dev/null)/bin
+GO ?= go
+BIN := bin/keyrelay
+# Property tests run at least this many cases per property.
+export RAPID_CHECKS ?= 1000
+FUZZTIME ?= 10s
+
+.PHONY: all build test unit e2e fuzz bench lint demo clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) .
+
+# The README's test command: lint, unit and property tests under the race
+# detector, a short run of every fuzz target, and the end-to-end tests.
+test: lint unit fuzz e2e
+
+unit:
+	$(GO) test -race -shuffle on -count=1 ./...
+
+# End-to-end: the built binary over real loopback UDP (e2e/).
+e2e:
+	$(GO) test -count=1 -tags e2e -v -run . ./e2e/ 2>&1 | tail -n 40; exit $${PIPESTATUS[0]}
+
+# Each fuzz target for FUZZTIME, from the checked-in corpus.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/tmp/keyrelay-fuzz.log 2>&1 || { cat /tmp/keyrelay-fuzz.log; exit 1; }; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./... | tee bench.out
+
+lint:
+	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@cp go.mod /tmp/keyrelay-go.mod; cp go.sum /tmp/keyrelay-go.sum; $(GO) mod tidy; \
+	  if ! cmp -s go.mod /tmp/keyrelay-go.mod || ! cmp -s go.sum /tmp/keyrelay-go.sum; then \
+	    echo "go mod tidy changed go.mod/go.sum"; git diff go.mod go.sum; exit 1; fi
+
+# A receiver and a sender on loopback relaying the demo script.
+demo: build
+	./scripts/demo.sh
+
+clean:
+	rm -rf bin dist bench.out

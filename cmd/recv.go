@@ -1,0 +1,115 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/receiver"
+)
+
+// RecvOptions are the flags of `keyrelay recv`.
+type RecvOptions struct {
+	Listen   string
+	Inject   string
+	Timeout  time.Duration
+	Balanced bool
+	Insecure bool
+	Quiet    bool
+}
+
+// injectors lists the --inject choices and what each needs.
+var injectors = []struct{ name, help string }{
+	{"log", "one JSON object per key event on standard output; needs nothing"},
+}
+
+// NewCmdRecv builds `keyrelay recv`.
+func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra.Command {
+	opts := &RecvOptions{}
+	var list []string
+	for _, i := range injectors {
+		list = append(list, fmt.Sprintf("  %-6s %s", i.name, i.help))
+	}
+	c := &cobra.Command{
+		Use:   "recv [--listen ADDR] [--inject log]",
+		Short: "Receive key events and inject them",
+		Long: `Receive key events from senders and inject them. Each sender session is
+tracked on its own: stale and duplicate packets change nothing, a session
+silent for --timeout has its keys released, and a key stays down while any
+session holds it.
+
+Injectors (--inject):
+` + strings.Join(list, "\n") + `
+
+On SIGINT/SIGTERM recv releases every key it holds and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runRecv(c.Context(), stdio, opts)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "UDP address to listen on")
+	f.StringVar(&opts.Inject, "inject", "log", "where keys go (see above)")
+	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release a silent session's keys after this long")
+	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
+	f.BoolVar(&opts.Insecure, "insecure", false, "accept plaintext packets (today the only mode; will be required for plaintext once keys exist)")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
+	return c
+}
+
+func (o *RecvOptions) validate() error {
+	if o.Timeout < 10*time.Millisecond {
+		return usagef("--timeout %v is too short (minimum 10ms)", o.Timeout)
+	}
+	for _, i := range injectors {
+		if i.name == o.Inject {
+			return nil
+		}
+	}
+	var names []string
+	for _, i := range injectors {
+		names = append(names, i.name)
+	}
+	return usagef("unknown --inject %q (choose one of: %s)", o.Inject, strings.Join(names, ", "))
+}
+
+func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	conn, err := net.ListenPacket("udp", o.Listen)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("unable to listen on %s: the port is in use (another keyrelay recv?); choose another with --listen", o.Listen)
+		}
+		return fmt.Errorf("unable to listen on %s: %w", o.Listen, err)
+	}
+	defer conn.Close()
+	inj := &inject.Log{W: stdio.Out}
+	defer inj.Close()
+	logf := func(format string, args ...any) {
+		if !o.Quiet {
+			fmt.Fprintf(stdio.Err, "keyrelay recv: "+format+"\n", args...)
+		}
+	}
+	r, err := receiver.New(receiver.Config{
+		Conn: conn, Injector: inj, Timeout: o.Timeout, Unbalanced: !o.Balanced, Logf: logf,
+	})
+	if err != nil {
+		return err
+	}
+	logf("listening on %v (inject: %s, timeout %v)", conn.LocalAddr(), o.Inject, o.Timeout)
+	stats, err := r.Run(ctx)
+	logf("%v", stats)
+	return err
+}

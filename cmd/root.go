@@ -1,0 +1,104 @@
+// Package cmd holds keyrelay's cobra commands: flags become option structs,
+// options become the sender's and receiver's configs, and errors become
+// messages and exit codes. Protocol logic lives in the packages it wires.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	ExitOK    = 0
+	ExitError = 1 // the command could not do its job (bad script, port in use...)
+	ExitUsage = 2 // bad flags or arguments
+)
+
+// DefaultPort is the UDP port recv listens on and send sends to when an
+// address has no port.
+const DefaultPort = "7575"
+
+// usageError marks errors in how the command was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// IO is where commands read and write; tests replace it.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// NewRootCmd builds the keyrelay command tree.
+func NewRootCmd(stdio IO) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "keyrelay",
+		Short: "Relay a keyboard over UDP without stuck or lost keys",
+		Long: `keyrelay relays key presses from one machine to others over UDP.
+
+Every packet carries the sender's whole queue of recent key events, and a
+key-down stays in it until its key is released, so a lost, late or duplicated
+packet never loses a release and never leaves a key stuck down.
+
+  keyrelay recv                                # on the machine that types
+  keyrelay send --to HOST --script keys.txt    # on the machine with the keys
+
+The default UDP port is ` + DefaultPort + `.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdio.In)
+	root.SetOut(stdio.Out)
+	root.SetErr(stdio.Err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
+	})
+	root.AddCommand(NewCmdSend(stdio, nil), NewCmdRecv(stdio, nil), NewCmdVersion(stdio), NewCmdImpair(stdio, nil))
+	return root
+}
+
+// Execute runs keyrelay with os.Args and returns the exit code.
+func Execute() int {
+	return Run(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+}
+
+// Run runs keyrelay with args and returns the exit code; SIGINT and SIGTERM
+// cancel the command's context, which every command treats as a clean stop.
+func Run(args []string, stdio IO) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewRootCmd(stdio)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(stdio.Err, "keyrelay: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// cobraUsage matches the argument errors cobra makes itself (unknown
+// command, wrong number of arguments), which do not go through the flag
+// error func. Anchored, so that a message that merely quotes such words (a
+// script error) is not taken for one.
+var cobraUsage = regexp.MustCompile(`^(unknown command ".*" for "|accepts \d+ arg|accepts at most|accepts between|requires at least|unknown (shorthand )?flag)`)
+
+func isCobraUsage(err error) bool { return cobraUsage.MatchString(err.Error()) }

@@ -1,0 +1,217 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/sender"
+)
+
+// SendOptions are the flags of `keyrelay send`.
+type SendOptions struct {
+	To       []string
+	Script   string
+	Interval time.Duration
+	Queue    int
+	Linger   time.Duration
+	Insecure bool
+	Quiet    bool
+}
+
+// NewCmdSend builds `keyrelay send`. runF replaces the run step in tests
+// that only check flag parsing.
+func NewCmdSend(stdio IO, runF func(context.Context, *SendOptions) error) *cobra.Command {
+	opts := &SendOptions{}
+	c := &cobra.Command{
+		Use:   "send --to HOST[:PORT] [--to ...] --script FILE",
+		Short: "Send key events to one or more receivers",
+		Long: `Send key events to every --to address: the whole balanced queue goes out in
+one UDP packet on every key event and every --interval.
+
+Key sources:
+  --script FILE   a key script (see README: down, up, tap, hold, sleep, type,
+                  pace); "-" reads the script from standard input. The whole
+                  script is checked before anything is sent.
+
+When the source ends, or on SIGINT/SIGTERM, send releases every key it holds,
+resends the final queue for a short linger and exits 0, printing a summary
+to standard error.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runSend(c.Context(), stdio, opts)
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
+	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input)`)
+	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
+	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", eventqueue.MaxLen))
+	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue this long before exiting")
+	f.BoolVar(&opts.Insecure, "insecure", false, "send in plaintext (today the only mode; will be required for plaintext once keys exist)")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
+	return c
+}
+
+// validate checks the options that flags alone cannot.
+func (o *SendOptions) validate() error {
+	if len(o.To) == 0 {
+		return usagef("no destination: give --to HOST[:PORT] (the receiver runs 'keyrelay recv', default port %s)", DefaultPort)
+	}
+	if o.Script == "" {
+		return usagef("no key source: give --script FILE, or --script - to read a script from standard input")
+	}
+	if o.Queue < 1 || o.Queue > eventqueue.MaxLen {
+		return usagef("--queue %d out of range 1..%d", o.Queue, eventqueue.MaxLen)
+	}
+	if o.Interval < time.Millisecond {
+		return usagef("--interval %v is too short (minimum 1ms)", o.Interval)
+	}
+	return nil
+}
+
+func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	// Check the whole script before resolving or sending anything.
+	script, err := loadScript(stdio, o.Script)
+	if err != nil {
+		return err
+	}
+	dests, err := resolveAll(o.To)
+	if err != nil {
+		return err
+	}
+	conn, err := newSendConn(dests)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(stdio.Err, "keyrelay send: "+format+"\n", args...)
+	}
+	s, err := sender.New(sender.Config{
+		Conn: conn, Dests: dests, QueueLen: o.Queue, Interval: o.Interval,
+		Linger: o.Linger, Logf: logf,
+	})
+	if err != nil {
+		return err
+	}
+	if !o.Quiet {
+		if len(script.HeldAtEnd) > 0 {
+			logf("note: the script leaves %v held; they are released at the end", script.HeldAtEnd)
+		}
+		logf("session %016x: sending to %s (queue %d, every %v)", s.Session(), joinAddrs(dests), o.Queue, o.Interval)
+	}
+	stats, err := s.Run(ctx, script)
+	if !o.Quiet || err != nil {
+		logf("%v", stats)
+	}
+	return err
+}
+
+func loadScript(stdio IO, name string) (*capture.Script, error) {
+	if name == "-" {
+		return capture.ParseScript("-", stdio.In)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("unable to open script: %w", err)
+	}
+	defer f.Close()
+	return capture.ParseScript(name, f)
+}
+
+// resolveAll resolves every --to address, adding the default port where
+// there is none.
+func resolveAll(to []string) ([]net.Addr, error) {
+	var out []net.Addr
+	var errs []error
+	for _, a := range to {
+		hostport := withDefaultPort(a)
+		ua, err := net.ResolveUDPAddr("udp", hostport)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("unable to resolve --to %q: %w", a, err))
+			continue
+		}
+		if ua.Port == 0 {
+			errs = append(errs, usagef("--to %q: port 0 is not a receiver's port", a))
+			continue
+		}
+		out = append(out, ua)
+	}
+	return out, errors.Join(errs...)
+}
+
+// withDefaultPort adds DefaultPort to an address without a port, including
+// a bare IPv6 address.
+func withDefaultPort(a string) string {
+	if _, _, err := net.SplitHostPort(a); err == nil {
+		return a
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(a, "["), "]")
+	return net.JoinHostPort(host, DefaultPort)
+}
+
+func joinAddrs(as []net.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// sendConn sends IPv4 destinations from an IPv4 socket and IPv6 ones from an
+// IPv6 socket: IPv4 broadcast does not work through an IPv6 socket's mapped
+// addresses. Go sets SO_BROADCAST on UDP sockets, so broadcast addresses work.
+type sendConn struct {
+	v4, v6 net.PacketConn
+}
+
+func newSendConn(dests []net.Addr) (*sendConn, error) {
+	c := &sendConn{}
+	for _, d := range dests {
+		ip := d.(*net.UDPAddr).IP
+		var err error
+		switch {
+		case ip.To4() != nil && c.v4 == nil:
+			c.v4, err = net.ListenPacket("udp4", ":0")
+		case ip.To4() == nil && c.v6 == nil:
+			c.v6, err = net.ListenPacket("udp6", "[::]:0")
+		}
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("unable to open a UDP socket for %v: %w", d, err)
+		}
+	}
+	return c, nil
+}
+
+func (c *sendConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if ua, ok := addr.(*net.UDPAddr); ok && ua.IP.To4() == nil {
+		return c.v6.WriteTo(b, addr)
+	}
+	return c.v4.WriteTo(b, addr)
+}
+
+func (c *sendConn) Close() error {
+	for _, pc := range []net.PacketConn{c.v4, c.v6} {
+		if pc != nil {
+			pc.Close()
+		}
+	}
+	return nil
+}

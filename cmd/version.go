@@ -1,0 +1,47 @@
+package cmd
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// NewCmdVersion builds `keyrelay version`.
+func NewCmdVersion(stdio IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(c *cobra.Command, _ []string) {
+			fmt.Fprintln(stdio.Out, versionString())
+		},
+	}
+}
+
+// versionString reports the module version and, for a build from a git
+// checkout, the commit and its time, as the Go toolchain recorded them.
+func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "keyrelay (unknown version)"
+	}
+	s := "keyrelay " + bi.Main.Version
+	var rev, at, dirty string
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.time":
+			at = kv.Value
+		case "vcs.modified":
+			if kv.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		s += fmt.Sprintf(" commit %.12s%s %s", rev, dirty, at)
+	}
+	return s + " " + bi.GoVersion
+}

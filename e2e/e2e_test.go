@@ -1,0 +1,433 @@
+//go:build e2e
+
+// Package e2e runs the built keyrelay binary over real loopback UDP: a
+// receiver logging keys (recv --inject log), senders playing scripts, and the
+// impairment proxy between them. Run with `make e2e`.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "keyrelay-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "keyrelay")
+	build := exec.Command("go", "build", "-race", "-o", bin, "..")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build failed:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// line is one line of recv's key log, with when the test read it.
+type line struct {
+	Key     string `json:"key"`
+	Action  string `json:"action"`
+	Reason  string `json:"reason"`
+	Session string `json:"session"`
+	at      time.Time
+}
+
+func (l line) String() string {
+	if l.Reason != "" {
+		return l.Key + " " + l.Action + " (" + l.Reason + ")"
+	}
+	return l.Key + " " + l.Action
+}
+
+// proc is a keyrelay process the test started.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	addr   string
+	lines  chan line
+	done   chan struct{}
+	err    error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+	// notify gets a value on every write, so waiters need no polling sleeps.
+	notify chan struct{}
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var listenRE = regexp.MustCompile(`listening on ([^\s,]+)`)
+
+// start runs keyrelay with args. For recv and impair it waits until the
+// process says where it listens.
+func start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, stderr: &syncBuffer{notify: make(chan struct{}, 1)}, lines: make(chan line, 4096), done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stderr = p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var l line
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Errorf("recv printed a line that is not JSON: %q", sc.Text())
+				continue
+			}
+			l.at = time.Now()
+			p.lines <- l
+		}
+		close(p.lines)
+	}()
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	if args[0] == "recv" || args[0] == "impair" {
+		deadline := time.After(10 * time.Second)
+		for {
+			if m := listenRE.FindStringSubmatch(p.stderr.String()); m != nil {
+				p.addr = m[1]
+				break
+			}
+			select {
+			case <-p.stderr.notify:
+			case <-p.done:
+				t.Fatalf("%s exited before listening: %v\n%s", args[0], p.err, p.stderr)
+			case <-deadline:
+				t.Fatalf("%s did not start listening:\n%s", args[0], p.stderr)
+			}
+		}
+	}
+	return p
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *proc) wait(timeout time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		p.t.Fatalf("%v did not exit within %v\n%s", p.cmd.Args, timeout, p.stderr)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// stop sends SIGINT and collects every key line the process printed.
+func (p *proc) stop() []line {
+	p.t.Helper()
+	p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(10 * time.Second); code != 0 {
+		p.t.Errorf("%v exited %d after SIGINT, want 0\n%s", p.cmd.Args, code, p.stderr)
+	}
+	var out []line
+	for l := range p.lines {
+		out = append(out, l)
+	}
+	return out
+}
+
+// next returns the next key line within timeout.
+func (p *proc) next(timeout time.Duration) (line, bool) {
+	select {
+	case l, ok := <-p.lines:
+		return l, ok
+	case <-time.After(timeout):
+		return line{}, false
+	}
+}
+
+func script(t *testing.T, text string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "test.keys")
+	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			t.Fatal(err)
+		}
+	}
+	return cmd.ProcessState.ExitCode(), o.String(), e.String()
+}
+
+func render(ls []line) string {
+	s := make([]string, len(ls))
+	for i, l := range ls {
+		s[i] = l.String()
+	}
+	return strings.Join(s, "\n")
+}
+
+// TestScriptToLog: the exact log of a script relayed over a clean loopback.
+func TestScriptToLog(t *testing.T) {
+	recv := start(t, "recv", "--listen", "127.0.0.1:0")
+	want, err := os.ReadFile("../testdata/e2e/basic.expected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, "", "send", "--to", recv.addr, "--script", "../testdata/e2e/basic.keys")
+	if code != 0 {
+		t.Fatalf("send exited %d:\n%s", code, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^keyrelay send: \d+ events \(\d+ queued, 0 dropped\), \d+ packets, \d+ bytes`).MatchString(stderr) {
+		t.Errorf("send printed no summary line:\n%s", stderr)
+	}
+	got := recv.stop()
+	if g, w := render(got), strings.TrimSpace(string(want)); g != w {
+		t.Errorf("recv log:\n%s\nwant:\n%s", g, w)
+	}
+}
+
+// checkBalanced checks DESIGN.md invariants 1 and 2 on a key log: no key-up
+// of an unheld key, no second key-down, nothing held at the end.
+func checkBalanced(t *testing.T, ls []line) {
+	t.Helper()
+	held := map[string]bool{}
+	for i, l := range ls {
+		switch l.Action {
+		case "down":
+			if held[l.Key] {
+				t.Errorf("line %d: second key-down of held %s", i, l.Key)
+			}
+			held[l.Key] = true
+		case "up":
+			if !held[l.Key] {
+				t.Errorf("line %d: key-up of unheld %s", i, l.Key)
+			}
+			delete(held, l.Key)
+		}
+	}
+	if len(held) > 0 {
+		t.Errorf("keys still held at the end: %v", held)
+	}
+}
+
+// TestLossyLinkThroughProxy: through `keyrelay impair` at 30 % loss with
+// delay, jitter, duplication and reordering, the log stays balanced and the
+// key-downs that arrive are in the sender's order.
+func TestLossyLinkThroughProxy(t *testing.T) {
+	recv := start(t, "recv", "--listen", "127.0.0.1:0")
+	proxy := start(t, "impair", "--listen", "127.0.0.1:0", "--to", recv.addr,
+		"--loss", "0.3", "--delay", "10ms", "--jitter", "5ms", "--duplicate", "0.1", "--reorder", "0.2", "--seed", "1")
+	text := "The quick brown fox jumps over the lazy dog 0123456789!"
+	code, _, stderr := run(t, "", "send", "--to", proxy.addr, "--script",
+		script(t, fmt.Sprintf("pace 15ms\ndown ShiftLeft\ntap KeyA\nup ShiftLeft\ntype %q\nhold KeyB 300ms\n", text)))
+	if code != 0 {
+		t.Fatalf("send exited %d:\n%s", code, stderr)
+	}
+	got := recv.stop()
+	checkBalanced(t, got)
+	// The key-downs the receiver injects are a subsequence of the sender's
+	// (DESIGN.md invariant 3).
+	want := []string{"ShiftLeft", "KeyA"}
+	for _, r := range text {
+		want = append(want, keyFor(r)...)
+	}
+	want = append(want, "KeyB")
+	j := 0
+	downs := 0
+	for _, l := range got {
+		if l.Action != "down" {
+			continue
+		}
+		downs++
+		for j < len(want) && want[j] != l.Key {
+			j++
+		}
+		if j == len(want) {
+			t.Fatalf("key-downs are not a subsequence of the sender's:\n%s", render(got))
+		}
+		j++
+	}
+	if downs < len(want)/2 {
+		t.Errorf("only %d of %d key-downs arrived through 30%% loss", downs, len(want))
+	}
+	t.Logf("%d of %d key-downs arrived through 30%% loss; proxy: %s", downs, len(want), strings.TrimSpace(proxy.stop2()))
+}
+
+func (p *proc) stop2() string {
+	p.cmd.Process.Signal(syscall.SIGINT)
+	p.wait(10 * time.Second)
+	return p.stderr.String()
+}
+
+// keyFor names the keys pressed to type r on the US layout (shift first).
+func keyFor(r rune) []string {
+	switch {
+	case r >= 'a' && r <= 'z':
+		return []string{"Key" + strings.ToUpper(string(r))}
+	case r >= 'A' && r <= 'Z':
+		return []string{"ShiftLeft", "Key" + string(r)}
+	case r >= '0' && r <= '9':
+		return []string{"Digit" + string(r)}
+	case r == ' ':
+		return []string{"Space"}
+	case r == '!':
+		return []string{"ShiftLeft", "Digit1"}
+	}
+	panic("keyFor: add " + string(r))
+}
+
+// TestKilledSenderReleasesOnTimeout: a sender killed with SIGKILL while
+// holding a key cannot release it; the receiver does, within --timeout plus
+// 200 ms (DESIGN.md invariant 5).
+func TestKilledSenderReleasesOnTimeout(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	recv := start(t, "recv", "--listen", "127.0.0.1:0", "--timeout", timeout.String())
+	send := start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyK\nsleep 1h\n"))
+	l, ok := recv.next(10 * time.Second)
+	if !ok || l.String() != "KeyK down" {
+		t.Fatalf("first line %v (ok %v), want KeyK down", l, ok)
+	}
+	send.cmd.Process.Kill()
+	killed := time.Now()
+	send.wait(5 * time.Second)
+	l, ok = recv.next(timeout + 2*time.Second)
+	if !ok {
+		t.Fatal("KeyK was never released")
+	}
+	if l.String() != "KeyK up (timeout)" {
+		t.Fatalf("got %v, want KeyK up (timeout)", l)
+	}
+	if d := l.at.Sub(killed); d > timeout+200*time.Millisecond {
+		t.Errorf("released %v after the kill, want at most %v", d, timeout+200*time.Millisecond)
+	} else {
+		t.Logf("released %v after SIGKILL (timeout %v)", d.Round(time.Millisecond), timeout)
+	}
+	recv.stop()
+}
+
+// TestSignalsReleaseKeys: SIGTERM to a sender holding a key makes it send the
+// key-up and exit 0 (DESIGN.md invariant 6); SIGINT to a receiver holding a
+// key releases it (reason shutdown) and exits 0.
+func TestSignalsReleaseKeys(t *testing.T) {
+	recv := start(t, "recv", "--listen", "127.0.0.1:0", "--timeout", "1h")
+	send := start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyS\nsleep 1h\n"))
+	if l, ok := recv.next(10 * time.Second); !ok || l.String() != "KeyS down" {
+		t.Fatalf("got %v, want KeyS down", l)
+	}
+	send.cmd.Process.Signal(syscall.SIGTERM)
+	if code := send.wait(10 * time.Second); code != 0 {
+		t.Errorf("send exited %d after SIGTERM, want 0\n%s", code, send.stderr)
+	}
+	if l, ok := recv.next(5 * time.Second); !ok || l.String() != "KeyS up" {
+		t.Fatalf("got %v, want KeyS up (a real key-up from the sender)", l)
+	}
+
+	send2 := start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyR\nsleep 1h\n"))
+	if l, ok := recv.next(10 * time.Second); !ok || l.String() != "KeyR down" {
+		t.Fatalf("got %v, want KeyR down", l)
+	}
+	rest := recv.stop()
+	if render(rest) != "KeyR up (shutdown)" {
+		t.Errorf("after SIGINT recv printed:\n%s\nwant KeyR up (shutdown)", render(rest))
+	}
+	send2.cmd.Process.Kill()
+}
+
+// TestCLIErrors: bad input gets a clear message and a non-zero exit code,
+// never a panic.
+func TestCLIErrors(t *testing.T) {
+	busy := start(t, "recv", "--listen", "127.0.0.1:0")
+	tests := []struct {
+		name  string
+		stdin string
+		args  []string
+		code  int
+		msg   string
+	}{
+		{"unknown flag", "", []string{"send", "--bogus"}, 2, "unknown flag: --bogus"},
+		{"no destination", "", []string{"send", "--script", "-"}, 2, "no destination"},
+		{"no source", "", []string{"send", "--to", "127.0.0.1"}, 2, "no key source"},
+		{"bad queue", "", []string{"send", "--to", "127.0.0.1", "--script", "-", "--queue", "0"}, 2, "--queue 0 out of range"},
+		{"bad interval", "", []string{"send", "--to", "127.0.0.1", "--script", "-", "--interval", "soon"}, 2, "invalid argument"},
+		{"bad script", "tap KeyA\nfrobnicate\ntap NoSuchKey\n", []string{"send", "--to", "127.0.0.1", "--script", "-"}, 1, "<stdin>:2:"},
+		{"bad script names every line", "tap KeyA\nfrobnicate\ntap NoSuchKey\n", []string{"send", "--to", "127.0.0.1", "--script", "-"}, 1, "<stdin>:3:"},
+		{"missing script", "", []string{"send", "--to", "127.0.0.1", "--script", "/nonexistent.keys"}, 1, "unable to open script"},
+		{"unresolvable host", "tap KeyA\n", []string{"send", "--to", "no-such-host.invalid:7575", "--script", "-"}, 1, "unable to resolve --to"},
+		{"port in use", "", []string{"recv", "--listen", busy.addr}, 1, "the port is in use"},
+		{"unknown injector", "", []string{"recv", "--inject", "telepathy"}, 2, `unknown --inject "telepathy"`},
+		{"unknown command", "", []string{"transmit"}, 2, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := run(t, tt.stdin, tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.msg) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit %d and %q", code, stderr, tt.code, tt.msg)
+			}
+			if strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine ") {
+				t.Errorf("stderr shows a panic:\n%s", stderr)
+			}
+		})
+	}
+	busy.stop()
+}
+
+// TestVersion: the binary reports a version.
+func TestVersion(t *testing.T) {
+	code, out, _ := run(t, "", "version")
+	if code != 0 || !strings.HasPrefix(out, "keyrelay ") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+}

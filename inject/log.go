@@ -1,0 +1,51 @@
+package inject
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Log writes one JSON object per injected key to W, one Write per line so a
+// reader sees each event as soon as it happens:
+//
+//	{"key":"KeyA","action":"down","session":"0123456789abcdef"}
+//	{"key":"KeyA","action":"up","reason":"timeout","session":"0123456789abcdef"}
+//
+// reason is present only for synthetic events (see eventqueue.Cause). Log is
+// safe for concurrent use.
+type Log struct {
+	W  io.Writer
+	mu sync.Mutex
+}
+
+// LogLine is the JSON form of one Log line.
+type LogLine struct {
+	Key     string `json:"key"`
+	Action  string `json:"action"`
+	Reason  string `json:"reason,omitempty"`
+	Session string `json:"session"`
+}
+
+// Inject writes k as one line.
+func (l *Log) Inject(k Key) error {
+	line := LogLine{Key: k.Code.String(), Action: "up", Reason: k.Cause.String(), Session: fmt.Sprintf("%016x", k.Session)}
+	if k.Down {
+		line.Action = "down"
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.W.Write(b); err != nil {
+		return fmt.Errorf("unable to write key log: %w", err)
+	}
+	return nil
+}
+
+// Close does nothing: the writer belongs to the caller.
+func (l *Log) Close() error { return nil }

@@ -1,0 +1,378 @@
+// Package receiver is keyrelay's receive loop: it keeps one state per sender
+// session, drops stale and malformed packets, diffs each new queue against
+// the session's previous one (eventqueue.Tracker) and hands the resulting key
+// events to an Injector. A key is down in the OS while any session holds it.
+// How keys are injected is the Injector's business.
+package receiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout = time.Second
+	// DefaultJoinAfter: a session first heard when its sender clock is past
+	// this is joined, not replayed (see Config.JoinAfter).
+	DefaultJoinAfter = 2 * time.Second
+	// MaxCheckPeriod bounds how late a timeout is noticed.
+	MaxCheckPeriod = 50 * time.Millisecond
+	// maxSessions bounds the session table; ended sessions are forgotten first.
+	maxSessions = 1024
+)
+
+// Config configures a Receiver.
+type Config struct {
+	// Conn receives the packets. Run closes it when it returns, to stop
+	// reading.
+	Conn net.PacketConn
+	// Injector gets the key events.
+	Injector inject.Injector
+	// Timeout: a session silent this long is ended and its keys released
+	// (DefaultTimeout if 0).
+	Timeout time.Duration
+	// Unbalanced follows the seed literally: a repeated key-down of a held
+	// key is injected as it comes (recv --balanced=false).
+	Unbalanced bool
+	// JoinAfter: when the first packet heard from a session says its sender
+	// has been running longer than this, the receiver joins it: it presses
+	// the keys held now and does not type the older events in the queue
+	// again (DefaultJoinAfter if 0). A sender's first packets are sent at
+	// once, so only a receiver (re)started under a running sender joins.
+	JoinAfter time.Duration
+	// Logf reports what happens (new sessions, timeouts, rejects at a
+	// bounded rate). Nil: silent.
+	Logf func(format string, args ...any)
+}
+
+// Stats are what a Receiver did.
+type Stats struct {
+	Packets   int // datagrams read
+	Accepted  int // packets applied
+	Stale     int // packets not newer than their session's last one
+	Malformed int // packets that did not decode
+	Injected  int // key events given to the injector
+	InjectErr int // key events the injector failed
+	Sessions  int // sessions seen
+	Timeouts  int // sessions ended by silence
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed), %d sessions (%d timed out), %d keys injected (%d failed)",
+		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Sessions, s.Timeouts, s.Injected, s.InjectErr)
+}
+
+type session struct {
+	id        uint64
+	addr      string
+	tracker   eventqueue.Tracker
+	held      map[keys.Code]bool // keys this session holds in the OS
+	counter   uint64             // newest packet counter applied
+	lastHeard time.Time
+	live      bool // false once timed out or ended (keys released)
+	replaced  bool // a newer session from the same address took over
+}
+
+// Receiver is the receive loop. Its methods are not safe for concurrent use:
+// Run owns it until it returns.
+type Receiver struct {
+	cfg      Config
+	sessions map[uint64]*session
+	byAddr   map[string]*session
+	osHeld   map[keys.Code]int // how many live sessions hold each key
+	stats    Stats
+	pkt      wire.Queue
+	ds       []eventqueue.Dispatch
+	rejects  rejectLog
+}
+
+// New checks cfg and makes a Receiver.
+func New(cfg Config) (*Receiver, error) {
+	if cfg.Conn == nil || cfg.Injector == nil {
+		return nil, errors.New("receiver: no connection or injector")
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Timeout < 10*time.Millisecond {
+		return nil, fmt.Errorf("timeout %v is too short (minimum 10ms)", cfg.Timeout)
+	}
+	if cfg.JoinAfter == 0 {
+		cfg.JoinAfter = DefaultJoinAfter
+	}
+	return &Receiver{
+		cfg:      cfg,
+		sessions: map[uint64]*session{},
+		byAddr:   map[string]*session{},
+		osHeld:   map[keys.Code]int{},
+	}, nil
+}
+
+type datagram struct {
+	b    []byte
+	from net.Addr
+	at   time.Time
+}
+
+// Run receives until ctx is done, then releases every key it holds (cause
+// Shutdown) and returns. It returns an error only if reading fails for
+// another reason than ctx.
+func (r *Receiver) Run(ctx context.Context) (Stats, error) {
+	in := make(chan datagram, 64)
+	readErr := make(chan error, 1)
+	go func() {
+		buf := make([]byte, wire.MaxPacketSize+1)
+		for {
+			n, from, err := r.cfg.Conn.ReadFrom(buf)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			d := datagram{b: append([]byte(nil), buf[:n]...), from: from, at: time.Now()}
+			select {
+			case in <- d:
+			case <-ctx.Done():
+				readErr <- ctx.Err()
+				return
+			}
+		}
+	}()
+	// Closing the conn is what unblocks ReadFrom, so Run closes it however
+	// it ends.
+	defer r.cfg.Conn.Close()
+
+	period := min(r.cfg.Timeout/4, MaxCheckPeriod)
+	check := time.NewTicker(period)
+	defer check.Stop()
+	var err error
+loop:
+	for {
+		select {
+		case d := <-in:
+			r.Handle(d.b, d.from, d.at)
+		case now := <-check.C:
+			r.Expire(now)
+		case err = <-readErr:
+			if ctx.Err() != nil {
+				err = nil // closed because we are stopping
+			}
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	r.ReleaseAll(eventqueue.Shutdown)
+	if err != nil {
+		return r.stats, fmt.Errorf("unable to receive: %w", err)
+	}
+	return r.stats, nil
+}
+
+// Handle applies one datagram received at now from from.
+func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
+	r.stats.Packets++
+	if err := wire.ParseQueue(b, &r.pkt); err != nil {
+		r.stats.Malformed++
+		r.rejects.note(r.cfg.Logf, now, from, err)
+		return
+	}
+	addr := from.String()
+	s := r.sessions[r.pkt.Header.Session]
+	if s == nil {
+		// A new session from an address ends the one it replaces: the
+		// sender restarted, and its old keys must not stay down.
+		if old := r.byAddr[addr]; old != nil {
+			r.end(old, eventqueue.SessionEnd)
+			old.replaced = true
+			r.logf("session %016x from %s replaced by %016x", old.id, addr, r.pkt.Header.Session)
+		}
+		s = r.newSession(r.pkt.Header.Session, addr)
+		r.byAddr[addr] = s
+	}
+	// UDP reorders and duplicates: an older queue would release keys that
+	// are still held (DESIGN.md invariant 4).
+	// A replaced session's late packets must not press its keys again.
+	if r.pkt.Header.Counter <= s.counter || s.replaced {
+		r.stats.Stale++
+		return
+	}
+	join := s.counter == 0 && time.Duration(r.pkt.Clock)*time.Millisecond > r.cfg.JoinAfter
+	if !s.live && s.counter != 0 {
+		r.logf("session %016x from %s is back", s.id, addr)
+	}
+	s.counter = r.pkt.Header.Counter
+	s.lastHeard = now
+	s.live = true
+	r.stats.Accepted++
+	r.ds = s.tracker.Apply(r.ds[:0], r.pkt.Events, join)
+	for _, d := range r.ds {
+		r.inject(s, d.Code, d.Kind == eventqueue.Down, d.Cause)
+	}
+}
+
+func (r *Receiver) newSession(id uint64, addr string) *session {
+	if len(r.sessions) >= maxSessions {
+		r.forgetOldest()
+	}
+	s := &session{id: id, addr: addr, held: map[keys.Code]bool{}}
+	s.tracker.Unbalanced = r.cfg.Unbalanced
+	r.sessions[id] = s
+	r.stats.Sessions++
+	r.logf("new session %016x from %s", id, addr)
+	return s
+}
+
+// forgetOldest drops the longest-silent session, releasing its keys if it
+// still held any.
+func (r *Receiver) forgetOldest() {
+	var oldest *session
+	for _, s := range r.sessions {
+		if oldest == nil || s.lastHeard.Before(oldest.lastHeard) {
+			oldest = s
+		}
+	}
+	if oldest != nil {
+		r.end(oldest, eventqueue.SessionEnd)
+		delete(r.sessions, oldest.id)
+		if r.byAddr[oldest.addr] == oldest {
+			delete(r.byAddr, oldest.addr)
+		}
+	}
+}
+
+// Expire ends the live sessions silent for longer than the timeout
+// (DESIGN.md invariant 5). Their state is kept, so a session that comes back
+// resumes without typing old events again.
+func (r *Receiver) Expire(now time.Time) {
+	for _, s := range r.sortedSessions() {
+		if s.live && now.Sub(s.lastHeard) >= r.cfg.Timeout {
+			r.stats.Timeouts++
+			r.logf("session %016x from %s timed out after %v of silence", s.id, s.addr, now.Sub(s.lastHeard).Round(time.Millisecond))
+			r.end(s, eventqueue.Timeout)
+		}
+	}
+}
+
+// ReleaseAll releases every key every session holds.
+func (r *Receiver) ReleaseAll(cause eventqueue.Cause) {
+	for _, s := range r.sortedSessions() {
+		r.end(s, cause)
+	}
+}
+
+// end releases the keys a session holds and marks it not live.
+func (r *Receiver) end(s *session, cause eventqueue.Cause) {
+	if !s.live {
+		return
+	}
+	r.ds = s.tracker.Release(r.ds[:0], cause)
+	for _, d := range r.ds {
+		r.inject(s, d.Code, false, cause)
+	}
+	// Keys the tracker no longer knows about but the session holds (none
+	// when the tracker and the session agree) are released too.
+	for c := range s.held {
+		r.inject(s, c, false, cause)
+	}
+	s.live = false
+}
+
+// sortedSessions lists sessions in a stable order so that releases are
+// deterministic.
+func (r *Receiver) sortedSessions() []*session {
+	out := make([]*session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// inject merges one session's key event into the OS state: a key goes down
+// when the first session presses it and up when the last one releases it.
+func (r *Receiver) inject(s *session, code keys.Code, down bool, cause eventqueue.Cause) {
+	if down {
+		if s.held[code] {
+			// Only with Unbalanced: the seed's repeated key-down goes
+			// through as it would from a keyboard's auto-repeat.
+			r.send(inject.Key{Code: code, Down: true, Cause: cause, Session: s.id})
+			return
+		}
+		s.held[code] = true
+		r.osHeld[code]++
+		if r.osHeld[code] == 1 {
+			r.send(inject.Key{Code: code, Down: true, Cause: cause, Session: s.id})
+		}
+		return
+	}
+	if !s.held[code] {
+		return
+	}
+	delete(s.held, code)
+	r.osHeld[code]--
+	if r.osHeld[code] == 0 {
+		delete(r.osHeld, code)
+		r.send(inject.Key{Code: code, Down: false, Cause: cause, Session: s.id})
+	}
+}
+
+func (r *Receiver) send(k inject.Key) {
+	r.stats.Injected++
+	if err := r.cfg.Injector.Inject(k); err != nil {
+		r.stats.InjectErr++
+		r.logf("unable to inject %v: %v", k.Code, err)
+	}
+}
+
+// Held lists the keys down in the OS because of this receiver, in code order.
+func (r *Receiver) Held() []keys.Code {
+	out := make([]keys.Code, 0, len(r.osHeld))
+	for c := range r.osHeld {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Stats returns what the receiver has done so far.
+func (r *Receiver) Stats() Stats { return r.stats }
+
+func (r *Receiver) logf(format string, args ...any) {
+	if r.cfg.Logf != nil {
+		r.cfg.Logf(format, args...)
+	}
+}
+
+// rejectLog reports malformed packets at most once a second, with a count of
+// those it did not report, so a flood cannot flood the log.
+type rejectLog struct {
+	last       time.Time
+	suppressed int
+}
+
+func (l *rejectLog) note(logf func(string, ...any), now time.Time, from net.Addr, err error) {
+	if logf == nil {
+		return
+	}
+	if !l.last.IsZero() && now.Sub(l.last) < time.Second {
+		l.suppressed++
+		return
+	}
+	if l.suppressed > 0 {
+		logf("dropped packet from %v: %v (and %d more dropped packets)", from, err, l.suppressed)
+	} else {
+		logf("dropped packet from %v: %v", from, err)
+	}
+	l.last = now
+	l.suppressed = 0
+}

@@ -1,0 +1,199 @@
+package receiver
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// recorder is an Injector that remembers what it was given.
+type recorder struct{ got []inject.Key }
+
+func (r *recorder) Inject(k inject.Key) error { r.got = append(r.got, k); return nil }
+func (r *recorder) Close() error              { return nil }
+
+// take renders and forgets what was injected: "KeyA down, KeyA up(timeout)".
+func (r *recorder) take() string {
+	var s []string
+	for _, k := range r.got {
+		a := k.Code.String() + " up"
+		if k.Down {
+			a = k.Code.String() + " down"
+		}
+		if c := k.Cause.String(); c != "" {
+			a += "(" + c + ")"
+		}
+		s = append(s, a)
+	}
+	r.got = nil
+	return strings.Join(s, ", ")
+}
+
+var (
+	addr1 = &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1001}
+	addr2 = &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1002}
+	t0    = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+const (
+	kA = keys.Code(0x04)
+	kB = keys.Code(0x05)
+)
+
+// packet encodes a queue packet; events are given newest first and padded
+// with None events to N=4.
+func packet(t *testing.T, session, counter, clock uint64, events ...eventqueue.Event) []byte {
+	t.Helper()
+	for len(events) < 4 {
+		events = append(events, eventqueue.Event{})
+	}
+	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: session, Counter: counter}, Clock: clock, Events: events}
+	b, err := q.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func dn(c keys.Code, s uint64) eventqueue.Event {
+	return eventqueue.Event{Code: c, Kind: eventqueue.Down, Stamp: s}
+}
+func up(c keys.Code, s uint64) eventqueue.Event {
+	return eventqueue.Event{Code: c, Kind: eventqueue.Up, Stamp: s}
+}
+
+func newReceiver(t *testing.T) (*Receiver, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	r, err := New(Config{Conn: nopConn{}, Injector: rec, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, rec
+}
+
+// nopConn satisfies net.PacketConn for tests that call Handle directly.
+type nopConn struct{ net.PacketConn }
+
+func expect(t *testing.T, rec *recorder, want string) {
+	t.Helper()
+	if got := rec.take(); got != want {
+		t.Errorf("injected %q, want %q", got, want)
+	}
+}
+
+// TestStalePacketsAreDropped: a packet whose counter is not newer than the
+// last applied one from its session changes nothing (DESIGN.md invariant 4).
+// Applied, the older queue would release B, which the sender still holds.
+func TestStalePacketsAreDropped(t *testing.T) {
+	older := []eventqueue.Event{dn(kA, 1)}
+	newer := []eventqueue.Event{dn(kB, 2), dn(kA, 1)}
+	// The failure the counter check prevents: diffing the older queue
+	// against the newer one releases B.
+	if ds := eventqueue.Diff(nil, newer, older, true); len(ds) != 1 || ds[0].Code != kB || ds[0].Kind != eventqueue.Up {
+		t.Fatalf("expected the reordered queue to release B, got %+v", ds)
+	}
+
+	r, rec := newReceiver(t)
+	r.Handle(packet(t, 7, 2, 10, newer...), addr1, t0)
+	expect(t, rec, "KeyA down, KeyB down")
+	r.Handle(packet(t, 7, 1, 5, older...), addr1, t0)  // reordered
+	r.Handle(packet(t, 7, 2, 10, newer...), addr1, t0) // duplicated
+	expect(t, rec, "")
+	if st := r.Stats(); st.Stale != 2 || st.Accepted != 1 {
+		t.Errorf("stats %+v, want 2 stale, 1 accepted", st)
+	}
+	if got := r.Held(); len(got) != 2 {
+		t.Errorf("held %v, want A and B", got)
+	}
+}
+
+// TestNewSessionFromSameAddressEndsTheOld: a sender that restarts (new
+// session id, same address) first gets its old keys released, and late
+// packets of the old session press nothing again.
+func TestNewSessionFromSameAddressEndsTheOld(t *testing.T) {
+	r, rec := newReceiver(t)
+	r.Handle(packet(t, 1, 1, 10, dn(kA, 1)), addr1, t0)
+	expect(t, rec, "KeyA down")
+	r.Handle(packet(t, 2, 1, 10, dn(kB, 1)), addr1, t0)
+	expect(t, rec, "KeyA up(session-end), KeyB down")
+	r.Handle(packet(t, 1, 2, 20, dn(kA, 1)), addr1, t0)
+	expect(t, rec, "")
+}
+
+// TestKeyHeldWhileAnySessionHoldsIt: two senders holding the same key; the
+// OS sees one key-down, and the key-up only when both have released it.
+func TestKeyHeldWhileAnySessionHoldsIt(t *testing.T) {
+	r, rec := newReceiver(t)
+	r.Handle(packet(t, 1, 1, 10, dn(kA, 1)), addr1, t0)
+	r.Handle(packet(t, 2, 1, 10, dn(kA, 1)), addr2, t0)
+	expect(t, rec, "KeyA down")
+	r.Handle(packet(t, 1, 2, 20, up(kA, 2), dn(kA, 1)), addr1, t0)
+	expect(t, rec, "")
+	r.Handle(packet(t, 2, 2, 20, up(kA, 2), dn(kA, 1)), addr2, t0)
+	expect(t, rec, "KeyA up")
+}
+
+// TestSilenceReleases: a session silent for the timeout has its keys
+// released; when it comes back, keys it still holds are pressed again and
+// only newer events are typed (DESIGN.md invariant 5).
+func TestSilenceReleases(t *testing.T) {
+	r, rec := newReceiver(t)
+	r.Handle(packet(t, 1, 1, 10, up(kB, 3), dn(kB, 2), dn(kA, 1)), addr1, t0)
+	expect(t, rec, "KeyA down, KeyB down, KeyB up")
+	r.Expire(t0.Add(999 * time.Millisecond))
+	expect(t, rec, "")
+	r.Expire(t0.Add(time.Second))
+	expect(t, rec, "KeyA up(timeout)")
+	r.Expire(t0.Add(2 * time.Second))
+	expect(t, rec, "")
+	r.Handle(packet(t, 1, 9, 3000, dn(kB, 5), up(kB, 3), dn(kB, 2), dn(kA, 1)), addr1, t0.Add(3*time.Second))
+	expect(t, rec, "KeyA down(resync), KeyB down")
+	if st := r.Stats(); st.Timeouts != 1 {
+		t.Errorf("timeouts = %d, want 1", st.Timeouts)
+	}
+}
+
+// TestJoiningARunningSessionTypesNothingOld: a receiver that starts while a
+// sender has been running for longer than JoinAfter presses the keys held
+// now and does not type the old taps in the queue again.
+func TestJoiningARunningSessionTypesNothingOld(t *testing.T) {
+	r, rec := newReceiver(t)
+	r.Handle(packet(t, 1, 500, 60_000, dn(kB, 59_000), up(kA, 58_000), dn(kA, 57_000)), addr1, t0)
+	expect(t, rec, "KeyB down(resync)")
+	// A fresh sender (clock below JoinAfter) is typed in full.
+	r.Handle(packet(t, 2, 1, 5, up(kA, 2), dn(kA, 1)), addr2, t0)
+	expect(t, rec, "KeyA down, KeyA up")
+}
+
+func TestMalformedPacketsAreCountedNotFatal(t *testing.T) {
+	r, rec := newReceiver(t)
+	good := packet(t, 1, 1, 10, dn(kA, 1))
+	for _, b := range [][]byte{nil, {0}, []byte("hello, world"), good[:len(good)-1], append(append([]byte(nil), good...), 0)} {
+		r.Handle(b, addr1, t0)
+	}
+	expect(t, rec, "")
+	if st := r.Stats(); st.Malformed != 5 {
+		t.Errorf("malformed = %d, want 5", st.Malformed)
+	}
+	r.Handle(good, addr1, t0)
+	expect(t, rec, "KeyA down")
+}
+
+func TestReleaseAllOnShutdown(t *testing.T) {
+	r, rec := newReceiver(t)
+	r.Handle(packet(t, 1, 1, 10, dn(kB, 2), dn(kA, 1)), addr1, t0)
+	r.Handle(packet(t, 2, 1, 10, dn(kA, 1)), addr2, t0)
+	expect(t, rec, "KeyA down, KeyB down")
+	r.ReleaseAll(eventqueue.Shutdown)
+	expect(t, rec, "KeyB up(shutdown), KeyA up(shutdown)")
+	if len(r.Held()) != 0 {
+		t.Errorf("held after shutdown: %v", r.Held())
+	}
+}

@@ -1,0 +1,309 @@
+package receiver_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/netsim"
+	"github.com/keyrelay/keyrelay/receiver"
+	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// step is one key event of a trace and the pause before it.
+type step struct {
+	wait time.Duration
+	code keys.Code
+	down bool
+}
+
+// traceSource plays steps in virtual time, then stays quiet for quiet and
+// signals quietStart before that pause, so the test can look at the state
+// "after one packet sent after the last event".
+type traceSource struct {
+	steps []step
+	quiet time.Duration
+	atEnd func()
+}
+
+func (s traceSource) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+	for _, st := range s.steps {
+		if err := pause(ctx, st.wait); err != nil {
+			return err
+		}
+		if err := emit(st.code, st.down); err != nil {
+			return err
+		}
+	}
+	s.atEnd()
+	return pause(ctx, s.quiet)
+}
+
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// osState is an Injector that keeps what the OS would hold and checks
+// DESIGN.md invariant 2 as events come.
+type osState struct {
+	mu       sync.Mutex
+	held     map[keys.Code]bool
+	downs    []keys.Code // key-downs the sender sent (Cause Sent), in order
+	problems []string
+}
+
+func (o *osState) Inject(k inject.Key) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if k.Down {
+		if o.held[k.Code] {
+			o.problems = append(o.problems, fmt.Sprintf("second key-down of held %v", k.Code))
+		}
+		o.held[k.Code] = true
+		if k.Cause == eventqueue.Sent {
+			o.downs = append(o.downs, k.Code)
+		}
+	} else {
+		if !o.held[k.Code] {
+			o.problems = append(o.problems, fmt.Sprintf("key-up of unheld %v (%v)", k.Code, k.Cause))
+		}
+		delete(o.held, k.Code)
+	}
+	return nil
+}
+
+func (o *osState) Close() error { return nil }
+
+func (o *osState) heldKeys() []keys.Code {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []keys.Code
+	for c := range o.held {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// counterConn records the newest packet counter that went through it and
+// when the last datagram was read.
+type counterConn struct {
+	net.PacketConn
+	mu       sync.Mutex
+	newest   uint64
+	lastRead time.Time
+}
+
+func (c *counterConn) note(b []byte, read bool) {
+	if h, err := wire.ParseHeader(b); err == nil {
+		c.mu.Lock()
+		c.newest = max(c.newest, h.Counter)
+		if read {
+			c.lastRead = time.Now()
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *counterConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, a, err := c.PacketConn.ReadFrom(b)
+	if err == nil {
+		c.note(b[:n], true)
+	}
+	return n, a, err
+}
+
+func (c *counterConn) WriteTo(b []byte, a net.Addr) (int, error) {
+	c.note(b, false)
+	return c.PacketConn.WriteTo(b, a)
+}
+
+func (c *counterConn) get() (uint64, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.newest, c.lastRead
+}
+
+// TestRelayUnderLoss runs the real Sender and Receiver over an impaired
+// in-memory network in virtual time, with random key traces, 0–90 % loss,
+// bursts, duplication, delay, jitter and reordering, and checks DESIGN.md
+// invariants 1–5.
+func TestRelayUnderLoss(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		cfg := netsim.Config{
+			Loss:      float64(rapid.IntRange(0, 90).Draw(rt, "loss%")) / 100,
+			Delay:     time.Duration(rapid.IntRange(0, 30).Draw(rt, "delayMs")) * time.Millisecond,
+			Jitter:    time.Duration(rapid.IntRange(0, 10).Draw(rt, "jitterMs")) * time.Millisecond,
+			Duplicate: float64(rapid.IntRange(0, 20).Draw(rt, "dup%")) / 100,
+			Reorder:   float64(rapid.IntRange(0, 30).Draw(rt, "reorder%")) / 100,
+			Seed:      rapid.Uint64().Draw(rt, "seed"),
+		}
+		if rapid.Bool().Draw(rt, "bursty") {
+			cfg.BurstEnter = 0.05
+			cfg.BurstExit = 0.3
+		}
+		n := rapid.IntRange(1, 16).Draw(rt, "queue")
+		alphabet := rapid.IntRange(1, 12).Draw(rt, "keys")
+		var steps []step
+		for range rapid.IntRange(0, 40).Draw(rt, "steps") {
+			steps = append(steps, step{
+				wait: time.Duration(rapid.IntRange(0, 150).Draw(rt, "waitMs")) * time.Millisecond,
+				code: keys.Code(4 + rapid.IntRange(0, alphabet-1).Draw(rt, "key")),
+				down: rapid.Bool().Draw(rt, "down"),
+			})
+		}
+		crash := rapid.Bool().Draw(rt, "crash")
+		if msg := runRelay(t, cfg, n, steps, crash); msg != "" {
+			rt.Fatal(msg)
+		}
+	})
+}
+
+// runRelay plays steps through a sender and receiver and returns what went
+// wrong, or "".
+func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash bool) string {
+	// The model of the sender: the same queue fed the same events.
+	model, _ := eventqueue.New(n)
+	var sentDowns []keys.Code
+	for i, st := range steps {
+		k := eventqueue.Up
+		if st.down {
+			k = eventqueue.Down
+		}
+		if r, _ := model.Add(eventqueue.Event{Code: st.code, Kind: k, Stamp: uint64(i + 1)}); r == eventqueue.Added && st.down {
+			sentDowns = append(sentDowns, st.code)
+		}
+	}
+	wantHeld := model.HeldKeys(nil)
+	slices.Sort(wantHeld)
+
+	const timeout = 500 * time.Millisecond
+	var problems []string
+	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	synctest.Test(t, func(t *testing.T) {
+		nw := netsim.NewNetwork(cfg)
+		rc, err := nw.Listen("10.0.0.2:7575")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := nw.Listen("10.0.0.1:40000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rconn, sconn := &counterConn{PacketConn: rc}, &counterConn{PacketConn: sc}
+		osk := &osState{held: map[keys.Code]bool{}}
+		r, err := receiver.New(receiver.Config{Conn: rconn, Injector: osk, Timeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stopRecv := context.WithCancel(context.Background())
+		recvDone := make(chan struct{})
+		go func() {
+			defer close(recvDone)
+			if _, err := r.Run(ctx); err != nil {
+				fail("receiver: %v", err)
+			}
+		}()
+
+		src := traceSource{steps: steps, quiet: 2 * time.Second}
+		src.atEnd = func() {
+			// The packet carrying the last event is out.
+			synctest.Wait()
+			last, _ := sconn.get()
+			time.Sleep(time.Second) // virtual: ten resends
+			synctest.Wait()
+			got, lastRead := rconn.get()
+			// Invariant 1: once a packet sent after the last event has
+			// arrived (and the session has not timed out since), the
+			// receiver holds what the sender holds.
+			if got >= last && time.Since(lastRead) < timeout {
+				if h := osk.heldKeys(); !slices.Equal(h, wantHeld) {
+					fail("at rest: receiver holds %v, sender %v", h, wantHeld)
+				}
+			}
+			if crash {
+				// The sender dies: nothing more reaches the receiver, whose
+				// keys must be released within the timeout (invariant 5).
+				// Datagrams already in flight may still arrive for up to
+				// the link's longest delay; the timeout counts from the last.
+				nw.Partition("10.0.0.1:40000", "10.0.0.2:7575", true)
+				inFlight := cfg.Delay + cfg.Jitter + max(2*cfg.Jitter, 10*time.Millisecond)
+				time.Sleep(inFlight + timeout + receiver.MaxCheckPeriod)
+				synctest.Wait()
+				if h := osk.heldKeys(); len(h) != 0 {
+					_, lastRead := rconn.get()
+					fail("%v after the last datagram arrived: still held %v", time.Since(lastRead), h)
+				}
+			}
+		}
+		s, err := sender.New(sender.Config{Conn: sconn, Dests: []net.Addr{rc.LocalAddr()}, QueueLen: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Run(context.Background(), src); err != nil {
+			fail("sender: %v", err)
+		}
+		inFlight := cfg.Delay + cfg.Jitter + max(2*cfg.Jitter, 10*time.Millisecond)
+		// Invariant 6: a clean end sends the all-up state. Once the last
+		// packet has arrived, and before any timeout could fire, the
+		// receiver holds nothing.
+		time.Sleep(inFlight)
+		synctest.Wait()
+		sent, _ := sconn.get()
+		got, _ := rconn.get()
+		if !crash && got == sent {
+			if h := osk.heldKeys(); len(h) != 0 {
+				fail("the sender ended cleanly and its last packet arrived, but %v are held", h)
+			}
+		}
+		// And after at most a timeout, nothing is held whatever was lost.
+		time.Sleep(timeout + receiver.MaxCheckPeriod)
+		synctest.Wait()
+		if h := osk.heldKeys(); len(h) != 0 {
+			fail("after the sender ended: still held %v", h)
+		}
+		stopRecv()
+		<-recvDone
+		osk.mu.Lock()
+		defer osk.mu.Unlock()
+		problems = append(problems, osk.problems...) // invariant 2
+		// Invariant 3: injected key-downs are a subsequence of the sender's.
+		j := 0
+		for _, d := range osk.downs {
+			for j < len(sentDowns) && sentDowns[j] != d {
+				j++
+			}
+			if j == len(sentDowns) {
+				fail("key-downs %v are not a subsequence of the sent %v", osk.downs, sentDowns)
+				break
+			}
+			j++
+		}
+		// A perfect in-order link loses no key-down.
+		if cfg.Loss == 0 && cfg.BurstEnter == 0 && cfg.Jitter == 0 && cfg.Reorder == 0 && !slices.Equal(osk.downs, sentDowns) {
+			fail("lossless link: injected key-downs %v, sent %v", osk.downs, sentDowns)
+		}
+	})
+	if len(problems) > 0 {
+		return fmt.Sprint(problems)
+	}
+	return ""
+}

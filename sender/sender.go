@@ -1,0 +1,281 @@
+// Package sender is keyrelay's send loop: key events from a Source go into
+// the balanced queue, and the whole queue goes out in one UDP packet to every
+// destination on every event and every Interval. How keys are captured is the
+// Source's business; sockets come in as a net.PacketConn, so the loop runs as
+// well over loopback as over an in-memory network in virtual time.
+package sender
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultQueueLen = 16
+	DefaultInterval = 100 * time.Millisecond
+	DefaultLinger   = 300 * time.Millisecond
+)
+
+// Source produces key events. Play calls emit for each key press (down) and
+// release, in order, and returns when it has no more (nil), when ctx is done
+// (ctx.Err()) or when emit fails (that error).
+type Source interface {
+	Play(ctx context.Context, emit func(code keys.Code, down bool) error) error
+}
+
+// Writer sends datagrams; a net.PacketConn is one.
+type Writer interface {
+	WriteTo(b []byte, addr net.Addr) (int, error)
+}
+
+// Config configures a Sender.
+type Config struct {
+	// Conn sends the packets; the Sender does not close it.
+	Conn Writer
+	// Dests receive every packet.
+	Dests []net.Addr
+	// QueueLen is N, the queue length (DefaultQueueLen if 0).
+	QueueLen int
+	// Interval is the resend period when no key moves (DefaultInterval if 0).
+	Interval time.Duration
+	// Linger is how long the final, all-released queue is resent before Run
+	// returns, so that a lost final packet costs nothing (DefaultLinger if 0;
+	// negative: no linger).
+	Linger time.Duration
+	// Session is the session id; 0 picks a random one.
+	Session uint64
+	// Logf reports send errors (at most one line per destination and
+	// error message). Nil: silent.
+	Logf func(format string, args ...any)
+}
+
+// Stats are what a Sender did.
+type Stats struct {
+	Events     int // key events from the source
+	Queued     int // events the queue took
+	Dropped    int // key-downs dropped because the queue was full of held keys
+	Packets    int // packets sent (one packet to several destinations counts once)
+	Bytes      int // bytes written, over all destinations
+	SendErrors int // failed writes
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("%d events (%d queued, %d dropped), %d packets, %d bytes, %d send errors",
+		s.Events, s.Queued, s.Dropped, s.Packets, s.Bytes, s.SendErrors)
+}
+
+// Sender owns one session's queue. It is not safe for concurrent use: Run
+// owns it until it returns.
+type Sender struct {
+	cfg     Config
+	queue   *eventqueue.Queue
+	pkt     wire.Queue
+	buf     []byte
+	start   time.Time
+	stats   Stats
+	errSeen map[string]bool
+}
+
+// New checks cfg and makes a Sender.
+func New(cfg Config) (*Sender, error) {
+	if cfg.Conn == nil {
+		return nil, errors.New("sender: no connection")
+	}
+	if len(cfg.Dests) == 0 {
+		return nil, errors.New("no destination: give at least one --to HOST:PORT")
+	}
+	if cfg.QueueLen == 0 {
+		cfg.QueueLen = DefaultQueueLen
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Interval < time.Millisecond {
+		return nil, fmt.Errorf("interval %v is too short (minimum 1ms)", cfg.Interval)
+	}
+	if cfg.Linger == 0 {
+		cfg.Linger = DefaultLinger
+	}
+	if cfg.QueueLen > wire.MaxEvents {
+		return nil, fmt.Errorf("queue length %d out of range 1..%d", cfg.QueueLen, wire.MaxEvents)
+	}
+	q, err := eventqueue.New(cfg.QueueLen)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Session == 0 {
+		cfg.Session, err = NewSessionID()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &Sender{cfg: cfg, queue: q, errSeen: map[string]bool{}}, nil
+}
+
+// NewSessionID returns a random non-zero 64-bit session id.
+func NewSessionID() (uint64, error) {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, fmt.Errorf("unable to pick a session id: %w", err)
+		}
+		if id := binary.BigEndian.Uint64(b[:]); id != 0 {
+			return id, nil
+		}
+	}
+}
+
+// Session is the session id packets carry.
+func (s *Sender) Session() uint64 { return s.cfg.Session }
+
+type keyEvent struct {
+	code keys.Code
+	down bool
+}
+
+// Run plays src into the queue and sends, until src ends or ctx is done;
+// then it releases every held key, resends the final queue for Linger and
+// returns. A source that ends with an error is reported after the release:
+// keys are never left held at the receiver by a failing source.
+func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
+	s.start = time.Now()
+	events := make(chan keyEvent)
+	playCtx, stopPlay := context.WithCancel(ctx)
+	defer stopPlay()
+	played := make(chan error, 1)
+	go func() {
+		played <- src.Play(playCtx, func(code keys.Code, down bool) error {
+			select {
+			case events <- keyEvent{code, down}:
+				return nil
+			case <-playCtx.Done():
+				return playCtx.Err()
+			}
+		})
+	}()
+
+	tick := time.NewTicker(s.cfg.Interval)
+	defer tick.Stop()
+	s.send() // announce the session at once
+	var srcErr error
+loop:
+	for {
+		select {
+		case ev := <-events:
+			s.add(ev.code, ev.down)
+		case <-tick.C:
+			s.send()
+		case srcErr = <-played:
+			break loop
+		case <-ctx.Done():
+			stopPlay()
+			srcErr = <-played
+			break loop
+		}
+	}
+	if errors.Is(srcErr, context.Canceled) && ctx.Err() != nil {
+		srcErr = nil // stopped by the caller (a signal): a clean exit
+	}
+	s.releaseAll()
+	s.linger(tick)
+	return s.stats, srcErr
+}
+
+// add puts one key event in the queue and sends the queue if it changed.
+func (s *Sender) add(code keys.Code, down bool) {
+	s.stats.Events++
+	e := eventqueue.Event{Code: code, Kind: eventqueue.Up, Stamp: s.queue.NextStamp(s.clock())}
+	if down {
+		e.Kind = eventqueue.Down
+	}
+	r, err := s.queue.Add(e)
+	switch {
+	case err != nil:
+		// The source gave a zero key; nothing to send.
+		s.logf("ignored key event: %v", err)
+	case r == eventqueue.Added:
+		s.stats.Queued++
+		s.send()
+	case r == eventqueue.Dropped:
+		s.stats.Dropped++
+		s.logf("queue full of held keys: %v press dropped (raise --queue)", code)
+	}
+}
+
+// releaseAll adds a key-up for every held key: the all-up state a clean exit
+// must leave at the receiver (DESIGN.md invariant 6).
+func (s *Sender) releaseAll() {
+	for _, c := range s.queue.HeldKeys(nil) {
+		s.add(c, false)
+	}
+}
+
+// linger resends the final queue until Linger has passed.
+func (s *Sender) linger(tick *time.Ticker) {
+	if s.cfg.Linger < 0 {
+		return
+	}
+	period := min(s.cfg.Interval, 50*time.Millisecond)
+	tick.Reset(period)
+	deadline := time.NewTimer(s.cfg.Linger)
+	defer deadline.Stop()
+	s.send()
+	for {
+		select {
+		case <-tick.C:
+			s.send()
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
+// clock is the session clock in milliseconds.
+func (s *Sender) clock() uint64 {
+	return uint64(time.Since(s.start) / time.Millisecond)
+}
+
+// send encodes the queue once and writes it to every destination.
+func (s *Sender) send() {
+	s.pkt.Header = wire.Header{Type: wire.TypeQueue, Session: s.cfg.Session, Counter: uint64(s.stats.Packets) + 1}
+	s.pkt.Clock = s.clock()
+	s.pkt.Events = s.queue.Events()
+	b, err := s.pkt.Append(s.buf[:0])
+	if err != nil {
+		// The queue always encodes (New checks its length); if it ever did
+		// not, sending nothing is safer than sending garbage.
+		s.stats.SendErrors++
+		s.logf("unable to encode the queue: %v", err)
+		return
+	}
+	s.buf = b
+	s.stats.Packets++
+	for _, d := range s.cfg.Dests {
+		n, err := s.cfg.Conn.WriteTo(b, d)
+		s.stats.Bytes += n
+		if err != nil {
+			s.stats.SendErrors++
+			key := d.String() + err.Error()
+			if !s.errSeen[key] {
+				s.errSeen[key] = true
+				s.logf("unable to send to %v: %v", d, err)
+			}
+		}
+	}
+}
+
+func (s *Sender) logf(format string, args ...any) {
+	if s.cfg.Logf != nil {
+		s.cfg.Logf(format, args...)
+	}
+}

@@ -1,0 +1,188 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// entryFixedLen is the kind byte and the two code bytes of a queue entry.
+const entryFixedLen = 3
+
+// Queue is a queue packet (PROTOCOL.md §3).
+type Queue struct {
+	Header Header
+	// Clock is the sender's session clock in milliseconds when it sent the
+	// packet; a receiver uses it to tell a fresh session from one it joins.
+	Clock uint64
+	// Events is the queue, newest first.
+	Events []eventqueue.Event
+}
+
+// MaxQueueLen is the largest encoding of a queue packet of n entries: every
+// varint at its longest (10 bytes). For n = 64 it is 22+10+1+10+63*13+3 =
+// 865 bytes, so any 64-entry queue fits in MaxPacketSize.
+func MaxQueueLen(n int) int {
+	if n <= 0 {
+		return HeaderLen + 10 + 1
+	}
+	return HeaderLen + 10 + 1 + 10 + n*entryFixedLen + (n-1)*10
+}
+
+// Len is the encoded length of q; it assumes q is valid (Append checks).
+func (q *Queue) Len() int {
+	n := HeaderLen + uvarintLen(q.Clock) + 1
+	for i, e := range q.Events {
+		n += entryFixedLen
+		if i == 0 {
+			n += uvarintLen(e.Stamp)
+		} else {
+			n += uvarintLen(q.Events[i-1].Stamp - e.Stamp)
+		}
+	}
+	return n
+}
+
+// validate checks q against the decoding rules (PROTOCOL.md §4), so the
+// encoder never produces a packet the decoder would reject.
+func (q *Queue) validate() error {
+	if q.Header.Type != TypeQueue {
+		return fmt.Errorf("%w: queue packet with type %d", ErrType, q.Header.Type)
+	}
+	if q.Header.Flags&FlagSealed != 0 {
+		return ErrSealed
+	}
+	if err := q.Header.check(); err != nil {
+		return err
+	}
+	if len(q.Events) < 1 || len(q.Events) > MaxEvents {
+		return fmt.Errorf("%w: %d entries, want 1..%d", ErrQueue, len(q.Events), MaxEvents)
+	}
+	for i, e := range q.Events {
+		if err := checkEntry(q.Events, i, e); err != nil {
+			return err
+		}
+	}
+	if n := q.Len(); n > MaxPacketSize {
+		return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
+	}
+	return nil
+}
+
+// checkEntry checks entry i given the entries before it.
+func checkEntry(events []eventqueue.Event, i int, e eventqueue.Event) error {
+	switch e.Kind {
+	case eventqueue.None:
+		if e.Code != 0 {
+			return fmt.Errorf("%w: entry %d: none entry with key %#04x", ErrQueue, i, uint16(e.Code))
+		}
+	case eventqueue.Down, eventqueue.Up:
+		if e.Code == 0 {
+			return fmt.Errorf("%w: entry %d: %v of key 0", ErrQueue, i, e.Kind)
+		}
+		if i > 0 && events[i-1].Kind == eventqueue.None {
+			return fmt.Errorf("%w: entry %d: %v after a none entry", ErrQueue, i, e.Kind)
+		}
+	default:
+		return fmt.Errorf("%w: entry %d: kind %d", ErrQueue, i, uint8(e.Kind))
+	}
+	if i > 0 {
+		prev := events[i-1].Stamp
+		if e.Stamp > prev {
+			return fmt.Errorf("%w: entry %d: stamp %d newer than the entry before it (%d)", ErrQueue, i, e.Stamp, prev)
+		}
+		if e.Kind != eventqueue.None && e.Stamp == prev {
+			return fmt.Errorf("%w: entry %d: stamp %d not older than the entry before it", ErrQueue, i, e.Stamp)
+		}
+	}
+	return nil
+}
+
+// Append appends the encoded packet to b, or returns an error, and b
+// unchanged, if q is not a valid packet.
+func (q *Queue) Append(b []byte) ([]byte, error) {
+	if err := q.validate(); err != nil {
+		return b, err
+	}
+	b = q.Header.Append(b)
+	b = binary.AppendUvarint(b, q.Clock)
+	b = append(b, byte(len(q.Events)))
+	for i, e := range q.Events {
+		if i == 0 {
+			b = binary.AppendUvarint(b, e.Stamp)
+		}
+		b = append(b, byte(e.Kind))
+		b = binary.BigEndian.AppendUint16(b, uint16(e.Code))
+		if i > 0 {
+			b = binary.AppendUvarint(b, q.Events[i-1].Stamp-e.Stamp)
+		}
+	}
+	return b, nil
+}
+
+// ParseQueue decodes a queue packet into dst, reusing dst.Events' storage
+// (no allocation once it is large enough). On error dst is left in an
+// unspecified state and must not be used.
+func ParseQueue(b []byte, dst *Queue) error {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return err
+	}
+	if h.Type != TypeQueue {
+		return fmt.Errorf("%w: %d where a queue packet was expected", ErrType, h.Type)
+	}
+	if h.Flags&FlagSealed != 0 {
+		return ErrSealed
+	}
+	dst.Header = h
+	p := b[HeaderLen:]
+	var n int
+	if dst.Clock, n, err = uvarint(p); err != nil {
+		return fmt.Errorf("clock: %w", err)
+	}
+	p = p[n:]
+	if len(p) < 1 {
+		return fmt.Errorf("queue length: %w", ErrTruncated)
+	}
+	count := int(p[0])
+	p = p[1:]
+	if count == 0 {
+		return fmt.Errorf("%w: zero entries", ErrQueue)
+	}
+	top, n, err := uvarint(p)
+	if err != nil {
+		return fmt.Errorf("top stamp: %w", err)
+	}
+	p = p[n:]
+	dst.Events = dst.Events[:0]
+	stamp := top
+	for i := range count {
+		if len(p) < entryFixedLen {
+			return fmt.Errorf("entry %d: %w", i, ErrTruncated)
+		}
+		e := eventqueue.Event{Kind: eventqueue.Kind(p[0]), Code: keys.Code(binary.BigEndian.Uint16(p[1:3]))}
+		p = p[entryFixedLen:]
+		if i > 0 {
+			back, n, err := uvarint(p)
+			if err != nil {
+				return fmt.Errorf("entry %d stamp: %w", i, err)
+			}
+			p = p[n:]
+			if back > stamp {
+				return fmt.Errorf("%w: entry %d: stamp goes below zero", ErrQueue, i)
+			}
+			stamp -= back
+		}
+		e.Stamp = stamp
+		if err := checkEntry(dst.Events, i, e); err != nil {
+			return err
+		}
+		dst.Events = append(dst.Events, e)
+	}
+	if len(p) > 0 {
+		return fmt.Errorf("%w: %d bytes", ErrTrailing, len(p))
+	}
+	return nil
+}

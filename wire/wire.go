@@ -1,0 +1,171 @@
+// Package wire encodes and decodes keyrelay packets (PROTOCOL.md). Decoding
+// is strict and total: every malformed input is an error wrapping one of the
+// sentinel errors below, never a panic, and anything that decodes re-encodes
+// to the same bytes.
+//
+// Every packet starts with the same 22-byte header, big-endian:
+//
+//	 0      2     3     4     5      6                14                22
+//	+------+-----+-----+-----+------+-----------------+-----------------+------
+//	|magic |ver  |type |flags|rsvd  | session id      | packet counter  | body
+//	|"KR"  | 1   |     |     | 0    | u64, non-zero   | u64, non-zero   |
+//	+------+-----+-----+-----+------+-----------------+-----------------+------
+//
+// Magic and version come first so that anything else is rejected cheaply.
+// The header is laid out to become the associated data of an AEAD in a later
+// version, the counter its nonce, and the SEALED flag marks such a body.
+//
+// The body of a queue packet (type 1):
+//
+//	clock  uvarint   sender's session clock, ms since the session started
+//	n      u8        queue length N, 1..255
+//	top    uvarint   stamp of entry 0 (the newest)
+//	N entries, newest first:
+//	  kind u8        0 none, 1 down, 2 up
+//	  code u16       USB HID usage (keyboard page); 0 for none, else non-zero
+//	  back uvarint   entries 1..N-1 only: stamp[i] = stamp[i-1] - back
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Header layout (PROTOCOL.md §2).
+const (
+	offMagic    = 0
+	offVersion  = 2
+	offType     = 3
+	offFlags    = 4
+	offReserved = 5
+	offSession  = 6
+	offCounter  = 14
+	HeaderLen   = 22
+)
+
+const (
+	Magic0  = 'K'
+	Magic1  = 'R'
+	Version = 1
+	// MaxPacketSize is the largest datagram keyrelay sends or accepts: it
+	// stays below the IPv6 minimum MTU, so packets are never fragmented.
+	MaxPacketSize = 1200
+	// MaxEvents is the largest queue a packet carries (one-byte N).
+	MaxEvents = 255
+)
+
+// Type is the packet type.
+type Type uint8
+
+const (
+	// TypeQueue carries the sender's queue (sender to receiver).
+	TypeQueue Type = 1
+	// TypeAck is reserved for acknowledgements (receiver to sender).
+	TypeAck Type = 2
+)
+
+// Flag bits.
+const (
+	// FlagSealed marks a body sealed with an AEAD; v1 without keys rejects it.
+	FlagSealed uint8 = 1 << 0
+	knownFlags       = FlagSealed
+)
+
+// Sentinel errors; every decoding error wraps exactly one of them.
+var (
+	ErrTooLarge  = errors.New("packet larger than 1200 bytes")
+	ErrTruncated = errors.New("packet truncated")
+	ErrMagic     = errors.New("not a keyrelay packet (bad magic)")
+	ErrVersion   = errors.New("unsupported protocol version")
+	ErrType      = errors.New("unknown packet type")
+	ErrFlags     = errors.New("unknown flags or non-zero reserved byte")
+	ErrSealed    = errors.New("packet is sealed (encrypted) and no key is configured")
+	ErrHeader    = errors.New("zero session id or packet counter")
+	ErrVarint    = errors.New("malformed varint")
+	ErrQueue     = errors.New("malformed queue")
+	ErrTrailing  = errors.New("trailing bytes after the packet")
+)
+
+// Header is the fixed part of every packet.
+type Header struct {
+	Type    Type
+	Flags   uint8
+	Session uint64
+	Counter uint64
+}
+
+// Append appends the encoded header to b.
+func (h Header) Append(b []byte) []byte {
+	b = append(b, Magic0, Magic1, Version, byte(h.Type), h.Flags, 0)
+	b = binary.BigEndian.AppendUint64(b, h.Session)
+	return binary.BigEndian.AppendUint64(b, h.Counter)
+}
+
+// check reports why a header is not valid to send or accept.
+func (h Header) check() error {
+	if h.Type != TypeQueue && h.Type != TypeAck {
+		return fmt.Errorf("%w: %d", ErrType, h.Type)
+	}
+	if h.Flags&^knownFlags != 0 {
+		return fmt.Errorf("%w: %#02x", ErrFlags, h.Flags)
+	}
+	if h.Session == 0 || h.Counter == 0 {
+		return ErrHeader
+	}
+	return nil
+}
+
+// ParseHeader decodes and checks the header of b: only the cheap checks
+// (size, magic, version, type, flags, ids), nothing of the body.
+func ParseHeader(b []byte) (Header, error) {
+	if len(b) > MaxPacketSize {
+		return Header{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(b))
+	}
+	if len(b) >= offVersion && (b[offMagic] != Magic0 || b[offMagic+1] != Magic1) {
+		return Header{}, ErrMagic
+	}
+	if len(b) < HeaderLen {
+		return Header{}, fmt.Errorf("%w: %d bytes, header needs %d", ErrTruncated, len(b), HeaderLen)
+	}
+	if b[offVersion] != Version {
+		return Header{}, fmt.Errorf("%w: %d (this keyrelay speaks %d)", ErrVersion, b[offVersion], Version)
+	}
+	if b[offReserved] != 0 {
+		return Header{}, fmt.Errorf("%w: reserved byte %#02x", ErrFlags, b[offReserved])
+	}
+	h := Header{
+		Type:    Type(b[offType]),
+		Flags:   b[offFlags],
+		Session: binary.BigEndian.Uint64(b[offSession:]),
+		Counter: binary.BigEndian.Uint64(b[offCounter:]),
+	}
+	return h, h.check()
+}
+
+// uvarint decodes a canonical uvarint from b: the shortest encoding, at most
+// 10 bytes, no overflow. It returns the value and the bytes used.
+func uvarint(b []byte) (uint64, int, error) {
+	v, n := binary.Uvarint(b)
+	switch {
+	case n == 0:
+		return 0, 0, ErrTruncated
+	case n < 0:
+		return 0, 0, fmt.Errorf("%w: overflow", ErrVarint)
+	case n > 1 && b[n-1] == 0:
+		// A final zero byte adds nothing: an overlong encoding, which would
+		// let two byte strings mean the same packet.
+		return 0, 0, fmt.Errorf("%w: overlong encoding", ErrVarint)
+	}
+	return v, n, nil
+}
+
+// uvarintLen is the encoded length of v.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
