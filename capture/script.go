@@ -76,6 +76,7 @@ func ParseScript(name string, r io.Reader) (*Script, error) {
 	for _, c := range p.order {
 		if p.held[c] {
 			s.HeldAtEnd = append(s.HeldAtEnd, c)
+			delete(p.held, c) // a key pressed twice is listed once
 		}
 	}
 	return s, nil

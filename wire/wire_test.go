@@ -1,0 +1,322 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// readHex reads a hex file with '#' comments.
+func readHex(t testing.TB, path string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var digits strings.Builder
+	for _, line := range strings.Split(string(raw), "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		digits.WriteString(strings.Join(strings.Fields(line), ""))
+	}
+	b, err := hex.DecodeString(digits.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var golden = Queue{
+	Header: Header{Type: TypeQueue, Session: 0x0123456789ABCDEF, Counter: 42},
+	Clock:  1500,
+	Events: []eventqueue.Event{
+		{Code: keys.KeyH, Kind: eventqueue.Up, Stamp: 1497},
+		{Code: keys.KeyH, Kind: eventqueue.Down, Stamp: 1495},
+		{Code: keys.ShiftLeft, Kind: eventqueue.Down, Stamp: 1490},
+		{},
+	},
+}
+
+// TestGolden: the worked example of PROTOCOL.md §6 decodes field by field
+// and re-encodes to the same bytes.
+func TestGolden(t *testing.T) {
+	b := readHex(t, "../testdata/golden/queue_v1.hex")
+	var q Queue
+	if err := ParseQueue(b, &q); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(q) != fmt.Sprint(golden) {
+		t.Errorf("decoded %+v\nwant    %+v", q, golden)
+	}
+	enc, err := golden.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(enc, b) {
+		t.Errorf("encoded % x\nwant    % x", enc, b)
+	}
+	if golden.Len() != len(b) || len(b) != 43 {
+		t.Errorf("Len() = %d, file %d bytes, PROTOCOL.md says 43", golden.Len(), len(b))
+	}
+}
+
+// TestTruncatedPrefixes: every proper prefix of a valid packet is an error
+// (PROTOCOL.md §4), ErrTruncated except where the magic is already wrong.
+func TestTruncatedPrefixes(t *testing.T) {
+	b, _ := golden.Append(nil)
+	var q Queue
+	for i := range len(b) {
+		if err := ParseQueue(b[:i], &q); !errors.Is(err, ErrTruncated) {
+			t.Errorf("prefix of %d bytes: %v, want ErrTruncated", i, err)
+		}
+	}
+	if err := ParseQueue(append(b, 0), &q); !errors.Is(err, ErrTrailing) {
+		t.Errorf("extended packet: %v, want ErrTrailing", err)
+	}
+}
+
+// TestDecodeErrors: one case per decoding rule of PROTOCOL.md §4.
+func TestDecodeErrors(t *testing.T) {
+	hdr := "4b52 01 01 00 00 0123456789abcdef 000000000000002a"
+	tests := []struct {
+		name string
+		hex  string
+		want error
+	}{
+		{"valid, one none entry", hdr + "00 01 00 000000", nil},
+		{"bad magic", "4b53 01 01 00 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrMagic},
+		{"version 2", "4b52 02 01 00 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrVersion},
+		{"version 0", "4b52 00 01 00 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrVersion},
+		{"unknown type", "4b52 01 07 00 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrType},
+		{"ack where a queue is expected", "4b52 01 02 00 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrType},
+		{"unknown flag", "4b52 01 01 02 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrFlags},
+		{"reserved byte set", "4b52 01 01 00 01 0123456789abcdef 000000000000002a 00 01 00 000000", ErrFlags},
+		{"sealed", "4b52 01 01 01 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrSealed},
+		{"session 0", "4b52 01 01 00 00 0000000000000000 000000000000002a 00 01 00 000000", ErrHeader},
+		{"counter 0", "4b52 01 01 00 00 0123456789abcdef 0000000000000000 00 01 00 000000", ErrHeader},
+		{"overlong clock", hdr + "8000 01 00 000000", ErrVarint},
+		{"clock overflow", hdr + "ffffffffffffffffff02 01 00 000000", ErrVarint},
+		{"zero entries", hdr + "00 00 00", ErrQueue},
+		{"kind 3", hdr + "00 01 00 030004", ErrQueue},
+		{"none with a key", hdr + "00 01 00 000004", ErrQueue},
+		{"down of key 0", hdr + "00 01 05 010000", ErrQueue},
+		{"down after none", hdr + "00 02 05 000000 01000401", ErrQueue},
+		{"equal stamps of real events", hdr + "00 02 05 010004 01000500", ErrQueue},
+		{"stamp below zero", hdr + "00 02 05 010004 01000506", ErrQueue},
+		{"overlong back", hdr + "00 02 05 010004 0100058100", ErrVarint},
+		{"trailing byte", hdr + "00 01 00 000000 00", ErrTrailing},
+		{"too large", hdr + strings.Repeat("00", MaxPacketSize), ErrTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var q Queue
+			err := ParseQueue(unhex(t, tt.hex), &q)
+			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("ParseQueue = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestEncodeRefusesInvalid: the encoder never makes what the decoder
+// rejects (PROTOCOL.md §4).
+func TestEncodeRefusesInvalid(t *testing.T) {
+	ok := golden
+	bad := func(f func(q *Queue)) Queue {
+		q := ok
+		q.Events = append([]eventqueue.Event(nil), ok.Events...)
+		f(&q)
+		return q
+	}
+	for name, q := range map[string]Queue{
+		"no entries":       bad(func(q *Queue) { q.Events = nil }),
+		"256 entries":      bad(func(q *Queue) { q.Events = make([]eventqueue.Event, 256) }),
+		"session 0":        bad(func(q *Queue) { q.Header.Session = 0 }),
+		"ack type":         bad(func(q *Queue) { q.Header.Type = TypeAck }),
+		"sealed":           bad(func(q *Queue) { q.Header.Flags = FlagSealed }),
+		"stamp increasing": bad(func(q *Queue) { q.Events[1].Stamp = 1600 }),
+		"none with key":    bad(func(q *Queue) { q.Events[3].Code = 4 }),
+		"kind 9":           bad(func(q *Queue) { q.Events[0].Kind = 9 }),
+	} {
+		if b, err := q.Append([]byte("x")); err == nil || string(b) != "x" {
+			t.Errorf("%s: Append = % x, %v; want an error and the buffer unchanged", name, b, err)
+		}
+	}
+}
+
+// genQueue draws a valid queue the way a sender makes them.
+func genQueue(t *rapid.T) Queue {
+	n := rapid.IntRange(1, MaxEvents).Draw(t, "n")
+	q, _ := eventqueue.New(n)
+	stamp := uint64(0)
+	for range rapid.IntRange(0, 3*n).Draw(t, "events") {
+		stamp += rapid.Uint64Range(1, 1<<40).Draw(t, "gap")
+		k := eventqueue.Up
+		if rapid.Bool().Draw(t, "down") {
+			k = eventqueue.Down
+		}
+		_, _ = q.Add(eventqueue.Event{Code: keys.Code(rapid.IntRange(1, 0xFFFF).Draw(t, "code")), Kind: k, Stamp: stamp})
+	}
+	return Queue{
+		Header: Header{Type: TypeQueue, Session: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "session"), Counter: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "counter")},
+		Clock:  rapid.Uint64().Draw(t, "clock"),
+		Events: append([]eventqueue.Event(nil), q.Events()...),
+	}
+}
+
+// TestRoundTrip: any queue a sender makes encodes (if it fits), decodes to
+// itself, and Len agrees with Append.
+func TestRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		q := genQueue(t)
+		b, err := q.Append(nil)
+		if q.Len() > MaxPacketSize {
+			if !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("%d bytes: Append error %v, want ErrTooLarge", q.Len(), err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) != q.Len() || len(b) > MaxQueueLen(len(q.Events)) {
+			t.Fatalf("len %d, Len() %d, MaxQueueLen %d", len(b), q.Len(), MaxQueueLen(len(q.Events)))
+		}
+		var got Queue
+		if err := ParseQueue(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(q) {
+			t.Fatalf("round trip: %+v != %+v", got, q)
+		}
+	})
+}
+
+// TestSizes backs PROTOCOL.md §5: N=64 always fits; the sizes of typical
+// typing queues.
+func TestSizes(t *testing.T) {
+	if m := MaxQueueLen(64); m != 865 || m > MaxPacketSize {
+		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 865 (< 1200)", m)
+	}
+	for _, tc := range []struct{ n, want int }{{16, 93}, {64, 286}} {
+		q := typingQueue(t, tc.n)
+		if got := q.Len(); got != tc.want {
+			t.Errorf("typical N=%d queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.want)
+		}
+	}
+}
+
+// typingQueue is a queue after a minute of typing at 100 ms per key event
+// with ShiftLeft held from the start: stamps of a few bytes, deltas of one.
+func typingQueue(t testing.TB, n int) Queue {
+	q, _ := eventqueue.New(n)
+	stamp := uint64(60_000 - 100*4*n)
+	add := func(c keys.Code, k eventqueue.Kind) {
+		stamp += 100
+		if _, err := q.Add(eventqueue.Event{Code: c, Kind: k, Stamp: stamp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(keys.ShiftLeft, eventqueue.Down)
+	for i := range 2 * n {
+		add(keys.KeyA+keys.Code(i%26), eventqueue.Down)
+		add(keys.KeyA+keys.Code(i%26), eventqueue.Up)
+	}
+	return Queue{Header: Header{Type: TypeQueue, Session: 1, Counter: 600}, Clock: stamp, Events: q.Events()}
+}
+
+func TestParseHeader(t *testing.T) {
+	b, _ := golden.Append(nil)
+	h, err := ParseHeader(b)
+	if err != nil || h != golden.Header {
+		t.Errorf("ParseHeader = %+v, %v", h, err)
+	}
+	if _, err := ParseHeader(b[:HeaderLen-1]); !errors.Is(err, ErrTruncated) {
+		t.Errorf("short header: %v", err)
+	}
+}
+
+func FuzzParseQueue(f *testing.F) {
+	b, _ := golden.Append(nil)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var q Queue
+		if err := ParseQueue(b, &q); err != nil {
+			return
+		}
+		// Canonical form: what decodes re-encodes to the same bytes.
+		out, err := q.Append(nil)
+		if err != nil {
+			t.Fatalf("decoded packet does not encode: %v", err)
+		}
+		if !bytes.Equal(out, b) {
+			t.Fatalf("re-encoded % x\nfrom        % x", out, b)
+		}
+	})
+}
+
+func FuzzParseHeader(f *testing.F) {
+	b, _ := golden.Append(nil)
+	f.Add(b[:HeaderLen])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ParseHeader(b)
+		if err != nil {
+			return
+		}
+		if out := h.Append(nil); !bytes.Equal(out, b[:HeaderLen]) {
+			t.Fatalf("header re-encodes to % x from % x", out, b[:HeaderLen])
+		}
+	})
+}
+
+func BenchmarkAppendQueue(b *testing.B) {
+	for _, n := range []int{16, 64} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			q := typingQueue(b, n)
+			buf := make([]byte, 0, MaxPacketSize)
+			b.ReportAllocs()
+			for b.Loop() {
+				buf, _ = q.Append(buf[:0])
+			}
+			b.ReportMetric(float64(len(buf)), "bytes/packet")
+		})
+	}
+}
+
+func BenchmarkParseQueue(b *testing.B) {
+	for _, n := range []int{16, 64} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			q := typingQueue(b, n)
+			pkt, err := q.Append(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var dst Queue
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := ParseQueue(pkt, &dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
