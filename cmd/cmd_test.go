@@ -1,0 +1,85 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSendFlags(t *testing.T) {
+	var got *SendOptions
+	c := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return nil })
+	c.SetArgs([]string{"--to", "a.example", "--to", "[::1]:9", "--script", "-", "--queue", "32", "--interval", "50ms", "--insecure"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.To, ",") != "a.example,[::1]:9" || got.Script != "-" || got.Queue != 32 || got.Interval != 50*time.Millisecond || !got.Insecure {
+		t.Errorf("parsed %+v", got)
+	}
+}
+
+func TestRecvFlagDefaults(t *testing.T) {
+	var got *RecvOptions
+	c := NewCmdRecv(IO{}, func(_ context.Context, o *RecvOptions) error { got = o; return nil })
+	c.SetArgs(nil)
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Listen != ":7575" || got.Inject != "log" || got.Timeout != time.Second || !got.Balanced {
+		t.Errorf("defaults %+v", got)
+	}
+}
+
+func TestWithDefaultPort(t *testing.T) {
+	for in, want := range map[string]string{
+		"host":          "host:7575",
+		"host:9":        "host:9",
+		"10.0.0.1":      "10.0.0.1:7575",
+		"::1":           "[::1]:7575",
+		"[::1]":         "[::1]:7575",
+		"[fe80::1]:123": "[fe80::1]:123",
+	} {
+		if got := withDefaultPort(in); got != want {
+			t.Errorf("withDefaultPort(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestResolveAll(t *testing.T) {
+	as, err := resolveAll([]string{"127.0.0.1", "[::1]:9000", "localhost:7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if as[0].String() != "127.0.0.1:7575" || as[1].String() != "[::1]:9000" || as[2].(*net.UDPAddr).Port != 7 {
+		t.Errorf("resolved %v", as)
+	}
+	if _, err := resolveAll([]string{"127.0.0.1:0"}); err == nil {
+		t.Error("port 0 accepted")
+	}
+}
+
+// TestExitCodes: usage errors exit 2 with a hint, runtime errors 1.
+func TestExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"send", "--nope"}, ExitUsage, "Run 'keyrelay send --help' for usage."},
+		{[]string{"send", "extra", "--to", "x"}, ExitUsage, "unknown command"},
+		{[]string{"recv", "--timeout", "1ms"}, ExitUsage, "--timeout 1ms is too short"},
+		{[]string{"impair"}, ExitUsage, "no target"},
+		{[]string{"impair", "--to", "127.0.0.1:1", "--loss", "2"}, ExitUsage, "loss 2 out of range"},
+		{[]string{"send", "--to", "127.0.0.1", "--script", "/does/not/exist"}, ExitError, "unable to open script"},
+		{[]string{"version"}, ExitOK, ""},
+	} {
+		var out, errb bytes.Buffer
+		code := Run(tc.args, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		if code != tc.code || !strings.Contains(errb.String(), tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.msg)
+		}
+	}
+}

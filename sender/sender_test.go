@@ -1,0 +1,208 @@
+package sender
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/netsim"
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+type arrival struct {
+	at time.Duration
+	q  wire.Queue
+}
+
+// collect reads every packet conn gets, decoded, with its virtual arrival time.
+func collect(t *testing.T, conn net.PacketConn, start time.Time) <-chan []arrival {
+	out := make(chan []arrival, 1)
+	go func() {
+		var got []arrival
+		buf := make([]byte, 2000)
+		for {
+			n, _, err := conn.ReadFrom(buf)
+			if err != nil {
+				out <- got
+				return
+			}
+			var q wire.Queue
+			if err := wire.ParseQueue(buf[:n], &q); err != nil {
+				t.Errorf("undecodable packet: %v", err)
+				continue
+			}
+			q.Events = append([]eventqueue.Event(nil), q.Events...)
+			got = append(got, arrival{time.Since(start), q})
+		}
+	}()
+	return out
+}
+
+func script(t *testing.T, s string) *capture.Script {
+	t.Helper()
+	sc, err := capture.ParseScript("t", strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// run plays src from a sender on a perfect in-memory network to two
+// receivers and returns what each got.
+func run(t *testing.T, cfg Config, src Source, ctx context.Context) (Stats, error, [][]arrival) {
+	nw := netsim.NewNetwork(netsim.Config{})
+	sc, _ := nw.Listen("10.0.0.1:1")
+	r1, _ := nw.Listen("10.0.0.2:7575")
+	r2, _ := nw.Listen("10.0.0.3:7575")
+	start := time.Now()
+	c1, c2 := collect(t, r1, start), collect(t, r2, start)
+	cfg.Conn, cfg.Dests = sc, []net.Addr{r1.LocalAddr(), r2.LocalAddr()}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Run(ctx, src)
+	synctest.Wait()
+	r1.Close()
+	r2.Close()
+	return st, err, [][]arrival{<-c1, <-c2}
+}
+
+// TestIntervalAndLinger: a packet at start, one every interval while idle,
+// then the final queue every 50 ms for the linger, to every destination.
+func TestIntervalAndLinger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, err, got := run(t, Config{Linger: 275 * time.Millisecond}, script(t, "sleep 950ms"), context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var times []string
+		for _, a := range got[0] {
+			times = append(times, a.at.String())
+		}
+		want := "0s 100ms 200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 950ms 1s 1.05s 1.1s 1.15s 1.2s"
+		if strings.Join(times, " ") != want {
+			t.Errorf("packets at %v\nwant        %s", times, want)
+		}
+		if len(got[1]) != len(got[0]) || st.Packets != len(got[0]) {
+			t.Errorf("destination 2 got %d packets, destination 1 %d, stats %d", len(got[1]), len(got[0]), st.Packets)
+		}
+		for i, a := range got[0] {
+			if a.q.Header.Counter != uint64(i+1) || a.q.Header.Session != got[0][0].q.Header.Session {
+				t.Errorf("packet %d: session %x counter %d", i, a.q.Header.Session, a.q.Header.Counter)
+			}
+		}
+	})
+}
+
+// TestEventsSendAtOnce: each key event goes out immediately, stamped with
+// the session clock.
+func TestEventsSendAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, err, got := run(t, Config{Linger: -1}, script(t, "sleep 30ms\ndown KeyA\nsleep 40ms\nup KeyA"), context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var at []string
+		for _, a := range got[0] {
+			at = append(at, a.at.String())
+		}
+		if strings.Join(at, " ") != "0s 30ms 70ms" {
+			t.Fatalf("packets at %v, want 0s 30ms 70ms", at)
+		}
+		if e := got[0][1].q.Events[0]; e.Code != keys.KeyA || e.Kind != eventqueue.Down || e.Stamp != 30 {
+			t.Errorf("packet 2 entry 0 = %+v, want KeyA down stamped 30", e)
+		}
+		if e := got[0][2].q.Events[0]; e.Kind != eventqueue.Up || e.Stamp != 70 {
+			t.Errorf("packet 3 entry 0 = %+v, want KeyA up stamped 70", e)
+		}
+	})
+}
+
+// TestStopReleasesHeldKeys: cancelling Run (SIGINT) releases held keys, and
+// the final packets show no key held (DESIGN.md invariant 6); it is a clean
+// stop, not an error.
+func TestStopReleasesHeldKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(500*time.Millisecond, cancel)
+		st, err, got := run(t, Config{}, script(t, "down ShiftLeft\ndown KeyA\nsleep 1h"), ctx)
+		if err != nil {
+			t.Errorf("Run = %v, want nil after a cancel", err)
+		}
+		last := got[0][len(got[0])-1]
+		for _, e := range last.q.Events {
+			if e.Kind == eventqueue.Down && newest(last.q.Events, e.Code) == eventqueue.Down {
+				t.Errorf("final packet still holds %v", e.Code)
+			}
+		}
+		if st.Events != 4 || last.at != 800*time.Millisecond {
+			t.Errorf("%d events (want 4: two presses, two releases), last packet at %v (want 800ms)", st.Events, last.at)
+		}
+	})
+}
+
+func newest(events []eventqueue.Event, c keys.Code) eventqueue.Kind {
+	for _, e := range events {
+		if e.Code == c {
+			return e.Kind
+		}
+	}
+	return eventqueue.None
+}
+
+// TestDroppedEventsCounted: a queue full of held keys drops a key-down (the
+// seed's step 5), and the stats say so.
+func TestDroppedEventsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, err, _ := run(t, Config{QueueLen: 2, Linger: -1}, script(t, "down KeyA\ndown KeyB\ndown KeyC\nup KeyA"), context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 4 script events + the release of KeyB at the end; KeyC's press
+		// is dropped.
+		if st.Events != 5 || st.Queued != 4 || st.Dropped != 1 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
+func TestSourceErrorStillReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		boom := errors.New("boom")
+		_, err, got := run(t, Config{Linger: -1}, failing{boom}, context.Background())
+		if !errors.Is(err, boom) {
+			t.Errorf("Run = %v, want the source's error", err)
+		}
+		last := got[0][len(got[0])-1].q.Events[0]
+		if last.Code != keys.KeyZ || last.Kind != eventqueue.Up {
+			t.Errorf("last event %+v, want the release of KeyZ", last)
+		}
+	})
+}
+
+type failing struct{ err error }
+
+func (f failing) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+	if err := emit(keys.KeyZ, true); err != nil {
+		return err
+	}
+	return f.err
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	nw := netsim.NewNetwork(netsim.Config{})
+	c, _ := nw.Listen("10.0.0.1:1")
+	for _, cfg := range []Config{{}, {Conn: c}, {Conn: c, Dests: []net.Addr{c.LocalAddr()}, QueueLen: 256}, {Conn: c, Dests: []net.Addr{c.LocalAddr()}, Interval: time.Microsecond}} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) succeeded", cfg)
+		}
+	}
+}
