@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 
 	"os"
 	"os/exec"
@@ -429,5 +430,25 @@ func TestVersion(t *testing.T) {
 	code, out, _ := run(t, "", "version")
 	if code != 0 || !strings.HasPrefix(out, "keyrelay ") {
 		t.Errorf("version: exit %d, %q", code, out)
+	}
+}
+
+// TestTwoDestinationsIPv4AndIPv6: one sender, --to twice (an IPv4 and an
+// IPv6 receiver); both get the whole script.
+func TestTwoDestinationsIPv4AndIPv6(t *testing.T) {
+	if c, err := net.ListenPacket("udp6", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	} else {
+		c.Close()
+	}
+	r4 := start(t, "recv", "--listen", "127.0.0.1:0")
+	r6 := start(t, "recv", "--listen", "[::1]:0")
+	code, _, stderr := run(t, "", "send", "--to", r4.addr, "--to", r6.addr, "--script", "../testdata/scripts/hello.keys")
+	if code != 0 {
+		t.Fatalf("send exited %d:\n%s", code, stderr)
+	}
+	a, b := render(r4.stop()), render(r6.stop())
+	if a != b || !strings.HasPrefix(a, "KeyH down\nKeyH up\nKeyE down") || strings.Count(a, "\n") != 11 {
+		t.Errorf("IPv4 receiver:\n%s\nIPv6 receiver:\n%s", a, b)
 	}
 }
