@@ -83,3 +83,15 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+func TestKeysListsNames(t *testing.T) {
+	var out bytes.Buffer
+	if code := Run([]string{"keys"}, IO{Out: &out, Err: &out}); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	for _, want := range []string{"KeyA", "0x04", "KEY_A", "ShiftLeft", "0xE1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("keys output lacks %q", want)
+		}
+	}
+}

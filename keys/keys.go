@@ -80,7 +80,7 @@ func Parse(s string) (Code, error) {
 			}
 		}
 	}
-	return 0, fmt.Errorf("%w %q (use a W3C KeyboardEvent.code name such as KeyA, Digit1, ShiftLeft, Enter, ArrowUp, F5)", ErrUnknownKey, s)
+	return 0, fmt.Errorf("%w %q (use a W3C KeyboardEvent.code name such as KeyA, Digit1, ShiftLeft, Enter, ArrowUp, F5; 'keyrelay keys' lists them)", ErrUnknownKey, s)
 }
 
 // Lookup returns what the table knows of c.
