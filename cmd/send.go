@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keyrelay/keyrelay/capture"
-	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/wire"
 )
 
 // SendOptions are the flags of `keyrelay send`.
@@ -57,7 +57,7 @@ to standard error.`,
 	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input)`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
-	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", eventqueue.MaxLen))
+	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
 	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue this long before exiting")
 	f.BoolVar(&opts.Insecure, "insecure", false, "send in plaintext (today the only mode; will be required for plaintext once keys exist)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
@@ -72,8 +72,8 @@ func (o *SendOptions) validate() error {
 	if o.Script == "" {
 		return usagef("no key source: give --script FILE, or --script - to read a script from standard input")
 	}
-	if o.Queue < 1 || o.Queue > eventqueue.MaxLen {
-		return usagef("--queue %d out of range 1..%d", o.Queue, eventqueue.MaxLen)
+	if o.Queue < 1 || o.Queue > wire.MaxSafeEvents {
+		return usagef("--queue %d out of range 1..%d (a longer queue might not fit in one packet)", o.Queue, wire.MaxSafeEvents)
 	}
 	if o.Interval < time.Millisecond {
 		return usagef("--interval %v is too short (minimum 1ms)", o.Interval)

@@ -106,8 +106,10 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Linger == 0 {
 		cfg.Linger = DefaultLinger
 	}
-	if cfg.QueueLen > wire.MaxEvents {
-		return nil, fmt.Errorf("queue length %d out of range 1..%d", cfg.QueueLen, wire.MaxEvents)
+	// Above MaxSafeEvents a queue with long gaps between stamps could
+	// outgrow a packet, and the sender would have nothing it can send.
+	if cfg.QueueLen < 1 || cfg.QueueLen > wire.MaxSafeEvents {
+		return nil, fmt.Errorf("queue length %d out of range 1..%d", cfg.QueueLen, wire.MaxSafeEvents)
 	}
 	q, err := eventqueue.New(cfg.QueueLen)
 	if err != nil {

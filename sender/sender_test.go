@@ -200,7 +200,7 @@ func (f failing) Play(ctx context.Context, emit func(keys.Code, bool) error) err
 func TestNewRejectsBadConfig(t *testing.T) {
 	nw := netsim.NewNetwork(netsim.Config{})
 	c, _ := nw.Listen("10.0.0.1:1")
-	for _, cfg := range []Config{{}, {Conn: c}, {Conn: c, Dests: []net.Addr{c.LocalAddr()}, QueueLen: 256}, {Conn: c, Dests: []net.Addr{c.LocalAddr()}, Interval: time.Microsecond}} {
+	for _, cfg := range []Config{{}, {Conn: c}, {Conn: c, Dests: []net.Addr{c.LocalAddr()}, QueueLen: 90}, {Conn: c, Dests: []net.Addr{c.LocalAddr()}, Interval: time.Microsecond}} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
 		}

@@ -31,6 +31,10 @@ func MaxQueueLen(n int) int {
 	return HeaderLen + 10 + 1 + 10 + n*entryFixedLen + (n-1)*10
 }
 
+// MaxSafeEvents is the longest queue whose packet fits in MaxPacketSize
+// whatever its stamps: senders keep N at or below it.
+const MaxSafeEvents = 89
+
 // Len is the encoded length of q; it assumes q is valid (Append checks).
 func (q *Queue) Len() int {
 	n := HeaderLen + uvarintLen(q.Clock) + 1

@@ -217,6 +217,9 @@ func TestSizes(t *testing.T) {
 	if m := MaxQueueLen(64); m != 865 || m > MaxPacketSize {
 		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 865 (< 1200)", m)
 	}
+	if MaxQueueLen(MaxSafeEvents) > MaxPacketSize || MaxQueueLen(MaxSafeEvents+1) <= MaxPacketSize {
+		t.Errorf("MaxSafeEvents %d is not the largest N that always fits", MaxSafeEvents)
+	}
 	for _, tc := range []struct{ n, want int }{{16, 93}, {64, 286}} {
 		q := typingQueue(t, tc.n)
 		if got := q.Len(); got != tc.want {
