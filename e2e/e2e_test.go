@@ -165,11 +165,14 @@ func (p *proc) wait(timeout time.Duration) int {
 }
 
 // stop sends SIGINT and collects every key line the process printed.
-func (p *proc) stop() []line {
+func (p *proc) stop() []line { return p.stopWith(syscall.SIGINT) }
+
+// stopWith sends sig and collects every key line the process printed.
+func (p *proc) stopWith(sig syscall.Signal) []line {
 	p.t.Helper()
-	p.cmd.Process.Signal(syscall.SIGINT)
+	p.cmd.Process.Signal(sig)
 	if code := p.wait(10 * time.Second); code != 0 {
-		p.t.Errorf("%v exited %d after SIGINT, want 0\n%s", p.cmd.Args, code, p.stderr)
+		p.t.Errorf("%v exited %d after %v, want 0\n%s", p.cmd.Args, code, sig, p.stderr)
 	}
 	var out []line
 	for l := range p.lines {
@@ -360,8 +363,8 @@ func TestKilledSenderReleasesOnTimeout(t *testing.T) {
 }
 
 // TestSignalsReleaseKeys: SIGTERM to a sender holding a key makes it send the
-// key-up and exit 0 (DESIGN.md invariant 6); SIGINT to a receiver holding a
-// key releases it (reason shutdown) and exits 0.
+// key-up and exit 0 (DESIGN.md invariant 6); SIGINT or SIGTERM to a receiver
+// holding a key releases it (reason shutdown) and exits 0.
 func TestSignalsReleaseKeys(t *testing.T) {
 	recv := start(t, "recv", "--listen", "127.0.0.1:0", "--timeout", "1h")
 	send := start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyS\nsleep 1h\n"))
@@ -384,7 +387,17 @@ func TestSignalsReleaseKeys(t *testing.T) {
 	if render(rest) != "KeyR up (shutdown)" {
 		t.Errorf("after SIGINT recv printed:\n%s\nwant KeyR up (shutdown)", render(rest))
 	}
+	// The same with SIGTERM, as a service manager stops it.
+	recv2 := start(t, "recv", "--listen", "127.0.0.1:0", "--timeout", "1h")
+	send3 := start(t, "send", "--to", recv2.addr, "--script", script(t, "down KeyT\nsleep 1h\n"))
+	if l, ok := recv2.next(10 * time.Second); !ok || l.String() != "KeyT down" {
+		t.Fatalf("got %v, want KeyT down", l)
+	}
+	if rest := recv2.stopWith(syscall.SIGTERM); render(rest) != "KeyT up (shutdown)" {
+		t.Errorf("after SIGTERM recv printed:\n%s\nwant KeyT up (shutdown)", render(rest))
+	}
 	send2.cmd.Process.Kill()
+	send3.cmd.Process.Kill()
 }
 
 // TestCLIErrors: bad input gets a clear message and a non-zero exit code,
