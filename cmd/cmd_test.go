@@ -28,7 +28,7 @@ func TestRecvFlagDefaults(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Listen != ":7575" || got.Inject != "log" || got.Timeout != time.Second || !got.Balanced {
+	if got.Listen != ":7575" || got.Inject != "auto" || got.Timeout != time.Second || !got.Balanced {
 		t.Errorf("defaults %+v", got)
 	}
 }

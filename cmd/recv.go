@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +28,8 @@ type RecvOptions struct {
 
 // injectors lists the --inject choices and what each needs.
 var injectors = []struct{ name, help string }{
+	{"auto", "robotgo when $DISPLAY is set, else log (the default)"},
+	{"robotgo", "press keys in the X server of $DISPLAY (XTEST, pure Go); needs a reachable X display"},
 	{"log", "one JSON object per key event on standard output; needs nothing"},
 }
 
@@ -59,7 +62,7 @@ On SIGINT/SIGTERM recv releases every key it holds and exits 0.`,
 	}
 	f := c.Flags()
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "UDP address to listen on")
-	f.StringVar(&opts.Inject, "inject", "log", "where keys go (see above)")
+	f.StringVar(&opts.Inject, "inject", "auto", "where keys go (see above)")
 	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release a silent session's keys after this long")
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
 	f.BoolVar(&opts.Insecure, "insecure", false, "accept plaintext packets (today the only mode; will be required for plaintext once keys exist)")
@@ -83,6 +86,29 @@ func (o *RecvOptions) validate() error {
 	return usagef("unknown --inject %q (choose one of: %s)", o.Inject, strings.Join(names, ", "))
 }
 
+// newInjector makes the injector --inject names, checking what it needs
+// before any key arrives.
+func newInjector(choice string, stdio IO, logf func(string, ...any)) (inject.Injector, string, error) {
+	if choice == "auto" {
+		choice = "log"
+		if os.Getenv("DISPLAY") != "" {
+			choice = "robotgo"
+		} else {
+			logf("no DISPLAY: keys are logged to standard output, not typed (choose with --inject)")
+		}
+	}
+	switch choice {
+	case "robotgo":
+		r, err := inject.NewRobotgo(logf)
+		if err != nil {
+			return nil, "", err
+		}
+		return r, choice, nil
+	default:
+		return &inject.Log{W: stdio.Out}, choice, nil
+	}
+}
+
 func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	if err := o.validate(); err != nil {
 		return err
@@ -95,20 +121,23 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 		return fmt.Errorf("unable to listen on %s: %w", o.Listen, err)
 	}
 	defer conn.Close()
-	inj := &inject.Log{W: stdio.Out}
-	defer inj.Close()
 	logf := func(format string, args ...any) {
 		if !o.Quiet {
 			fmt.Fprintf(stdio.Err, "keyrelay recv: "+format+"\n", args...)
 		}
 	}
+	inj, name, err := newInjector(o.Inject, stdio, logf)
+	if err != nil {
+		return err
+	}
+	defer inj.Close()
 	r, err := receiver.New(receiver.Config{
 		Conn: conn, Injector: inj, Timeout: o.Timeout, Unbalanced: !o.Balanced, Logf: logf,
 	})
 	if err != nil {
 		return err
 	}
-	logf("listening on %v (inject: %s, timeout %v)", conn.LocalAddr(), o.Inject, o.Timeout)
+	logf("listening on %v (inject: %s, timeout %v)", conn.LocalAddr(), name, o.Timeout)
 	stats, err := r.Run(ctx)
 	logf("%v", stats)
 	return err

@@ -46,7 +46,7 @@ func TestBroadcast(t *testing.T) {
 	netns(t, "-n", b, "link", "set", vb, "up")
 
 	// ip netns exec forks: signal the whole process group.
-	recv := exec.Command("ip", "netns", "exec", b, bin, "recv", "--listen", "0.0.0.0:7575")
+	recv := exec.Command("ip", "netns", "exec", b, bin, "recv", "--inject", "log", "--listen", "0.0.0.0:7575")
 	recv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out, errb syncBuffer
 	out.notify, errb.notify = make(chan struct{}, 1), make(chan struct{}, 1)

@@ -99,8 +99,15 @@ var listenRE = regexp.MustCompile(`listening on ([^\s,]+)`)
 // process says where it listens.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startWithEnv(t, nil, args...)
+}
+
+// startWithEnv is start with extra environment variables ("DISPLAY=:1").
+func startWithEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{notify: make(chan struct{}, 1)}, lines: make(chan line, 4096), done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -225,7 +232,7 @@ func render(ls []line) string {
 
 // TestScriptToLog: the exact log of a script relayed over a clean loopback.
 func TestScriptToLog(t *testing.T) {
-	recv := start(t, "recv", "--listen", "127.0.0.1:0")
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	want, err := os.ReadFile("../testdata/e2e/basic.expected")
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +278,7 @@ func checkBalanced(t *testing.T, ls []line) {
 // delay, jitter, duplication and reordering, the log stays balanced and the
 // key-downs that arrive are in the sender's order.
 func TestLossyLinkThroughProxy(t *testing.T) {
-	recv := start(t, "recv", "--listen", "127.0.0.1:0")
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	proxy := start(t, "impair", "--listen", "127.0.0.1:0", "--to", recv.addr,
 		"--loss", "0.3", "--delay", "10ms", "--jitter", "5ms", "--duplicate", "0.1", "--reorder", "0.2", "--seed", "1")
 	text := "The quick brown fox jumps over the lazy dog 0123456789!"
@@ -338,7 +345,7 @@ func keyFor(r rune) []string {
 // 200 ms (DESIGN.md invariant 5).
 func TestKilledSenderReleasesOnTimeout(t *testing.T) {
 	const timeout = 500 * time.Millisecond
-	recv := start(t, "recv", "--listen", "127.0.0.1:0", "--timeout", timeout.String())
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--timeout", timeout.String())
 	send := start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyK\nsleep 1h\n"))
 	l, ok := recv.next(10 * time.Second)
 	if !ok || l.String() != "KeyK down" {
@@ -366,7 +373,7 @@ func TestKilledSenderReleasesOnTimeout(t *testing.T) {
 // key-up and exit 0 (DESIGN.md invariant 6); SIGINT or SIGTERM to a receiver
 // holding a key releases it (reason shutdown) and exits 0.
 func TestSignalsReleaseKeys(t *testing.T) {
-	recv := start(t, "recv", "--listen", "127.0.0.1:0", "--timeout", "1h")
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--timeout", "1h")
 	send := start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyS\nsleep 1h\n"))
 	if l, ok := recv.next(10 * time.Second); !ok || l.String() != "KeyS down" {
 		t.Fatalf("got %v, want KeyS down", l)
@@ -388,7 +395,7 @@ func TestSignalsReleaseKeys(t *testing.T) {
 		t.Errorf("after SIGINT recv printed:\n%s\nwant KeyR up (shutdown)", render(rest))
 	}
 	// The same with SIGTERM, as a service manager stops it.
-	recv2 := start(t, "recv", "--listen", "127.0.0.1:0", "--timeout", "1h")
+	recv2 := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--timeout", "1h")
 	send3 := start(t, "send", "--to", recv2.addr, "--script", script(t, "down KeyT\nsleep 1h\n"))
 	if l, ok := recv2.next(10 * time.Second); !ok || l.String() != "KeyT down" {
 		t.Fatalf("got %v, want KeyT down", l)
@@ -403,7 +410,7 @@ func TestSignalsReleaseKeys(t *testing.T) {
 // TestCLIErrors: bad input gets a clear message and a non-zero exit code,
 // never a panic.
 func TestCLIErrors(t *testing.T) {
-	busy := start(t, "recv", "--listen", "127.0.0.1:0")
+	busy := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	tests := []struct {
 		name  string
 		stdin string
@@ -454,8 +461,8 @@ func TestTwoDestinationsIPv4AndIPv6(t *testing.T) {
 	} else {
 		c.Close()
 	}
-	r4 := start(t, "recv", "--listen", "127.0.0.1:0")
-	r6 := start(t, "recv", "--listen", "[::1]:0")
+	r4 := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	r6 := start(t, "recv", "--inject", "log", "--listen", "[::1]:0")
 	code, _, stderr := run(t, "", "send", "--to", r4.addr, "--to", r6.addr, "--script", "../testdata/scripts/hello.keys")
 	if code != 0 {
 		t.Fatalf("send exited %d:\n%s", code, stderr)

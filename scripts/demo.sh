@@ -23,7 +23,7 @@ wait_for() {
   echo "demo: timed out waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
 }
 
-"$BIN" recv --listen 127.0.0.1:0 >"$work/keys.jsonl" 2>"$work/recv.err" &
+"$BIN" recv --inject log --listen 127.0.0.1:0 >"$work/keys.jsonl" 2>"$work/recv.err" &
 pids+=($!)
 wait_for "$work/recv.err" "listening on"
 addr=$(sed -n 's/.*listening on \([0-9.:]*\).*/\1/p' "$work/recv.err" | head -n1)

@@ -1,0 +1,255 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+)
+
+// needX skips without the X test tools, except in CI, where .ci/run
+// installs them and a skip would hide a broken install.
+func needX(t *testing.T) {
+	for _, tool := range []string{"Xvfb", "xev", "xdotool"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s missing in CI: .ci/run must install it", tool)
+			}
+			t.Skipf("needs %s (apt-get install xvfb x11-utils xdotool)", tool)
+		}
+	}
+}
+
+// startXvfb starts a virtual X server and returns its DISPLAY once it is
+// ready (Xvfb writes the display number to -displayfd when it is).
+func startXvfb(t *testing.T) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-noreset", "-nolisten", "tcp", "-screen", "0", "1024x768x24")
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	num := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		num <- strings.TrimSpace(line)
+	}()
+	select {
+	case n := <-num:
+		if _, err := strconv.Atoi(n); err != nil {
+			t.Fatalf("Xvfb gave display %q", n)
+		}
+		return ":" + n
+	case <-time.After(15 * time.Second):
+		t.Fatal("Xvfb did not start")
+	}
+	return ""
+}
+
+// xevRecorder runs xev full-screen on display (so it has the focus under
+// Xvfb's centred pointer) and collects the text of its KeyPress events.
+type xevRecorder struct {
+	mu     sync.Mutex
+	text   strings.Builder
+	notify chan struct{}
+}
+
+var lookupRE = regexp.MustCompile(`XLookupString gives (\d+) bytes: (?:\(([0-9a-f ]+)\))?`)
+
+func startXev(t *testing.T, display string) *xevRecorder {
+	t.Helper()
+	x := &xevRecorder{notify: make(chan struct{}, 1)}
+	cmd := exec.Command("xev", "-geometry", "1024x768+0+0", "-event", "keyboard", "-name", "keyrelay-recorder")
+	cmd.Env = append(os.Environ(), "DISPLAY="+display)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	go func() {
+		sc := bufio.NewScanner(out)
+		press := false
+		for sc.Scan() {
+			l := sc.Text()
+			switch {
+			case strings.HasPrefix(l, "KeyPress event"):
+				press = true
+			case strings.HasPrefix(l, "KeyRelease event"):
+				press = false
+			}
+			m := lookupRE.FindStringSubmatch(l)
+			if m == nil || !press || m[1] == "0" {
+				continue
+			}
+			x.mu.Lock()
+			for _, h := range strings.Fields(m[2]) {
+				b, _ := strconv.ParseUint(h, 16, 8)
+				if b == '\r' {
+					b = '\n'
+				}
+				x.text.WriteByte(byte(b))
+			}
+			x.mu.Unlock()
+			select {
+			case x.notify <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	// Wait until the window exists.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	sync := exec.CommandContext(ctx, "xdotool", "search", "--sync", "--name", "keyrelay-recorder")
+	sync.Env = cmd.Env
+	if o, err := sync.CombinedOutput(); err != nil {
+		t.Fatalf("xev window did not appear: %v %s", err, o)
+	}
+	return x
+}
+
+func (x *xevRecorder) String() string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.text.String()
+}
+
+// waitFor waits until the recorded text has want as a prefix... or fails.
+func (x *xevRecorder) waitFor(t *testing.T, want string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		got := x.String()
+		if len(got) >= len(want) {
+			return
+		}
+		select {
+		case <-x.notify:
+		case <-deadline:
+			t.Fatalf("typed so far %q, want %q", got, want)
+		}
+	}
+}
+
+// heldKeycodes asks the X server which keys are down (QueryKeymap).
+func heldKeycodes(t *testing.T, display string) []int {
+	t.Helper()
+	c, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := xproto.QueryKeymap(c).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []int
+	for i, b := range r.Keys {
+		for bit := range 8 {
+			if b&(1<<bit) != 0 {
+				held = append(held, i*8+bit)
+			}
+		}
+	}
+	return held
+}
+
+// untilKeymap polls QueryKeymap every 5 ms until cond holds or timeout, and
+// returns how long it took.
+func untilKeymap(t *testing.T, display string, timeout time.Duration, cond func([]int) bool) (time.Duration, bool) {
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for {
+		if cond(heldKeycodes(t, display)) {
+			return time.Since(start), true
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return time.Since(start), false
+		}
+	}
+}
+
+// TestTypingThroughABadLink: recv --inject robotgo on a virtual X display;
+// send types a sentence with capitals, digits, punctuation and Enter through
+// the impairment proxy at 20 % loss with reordering; the X client on the
+// display gets exactly the sentence, and afterwards the X server holds no key.
+func TestTypingThroughABadLink(t *testing.T) {
+	needX(t)
+	display := startXvfb(t)
+	xev := startXev(t, display)
+	recv := startWithEnv(t, []string{"DISPLAY=" + display}, "recv", "--inject", "robotgo", "--listen", "127.0.0.1:0")
+	proxy := start(t, "impair", "--listen", "127.0.0.1:0", "--to", recv.addr,
+		"--loss", "0.2", "--reorder", "0.2", "--delay", "5ms", "--jitter", "3ms", "--seed", "3")
+	sentence := "Typing Through A Bad Link: 12 + 30 = 42, right? Yes! (100%) ~ok~\n"
+	code, _, stderr := run(t, "", "send", "--to", proxy.addr, "--script",
+		script(t, fmt.Sprintf("pace 15ms\ntype %q\n", sentence)))
+	if code != 0 {
+		t.Fatalf("send exited %d:\n%s", code, stderr)
+	}
+	xev.waitFor(t, sentence, 15*time.Second)
+	if got := xev.String(); got != sentence {
+		t.Errorf("the X client got %q\nwant            %q", got, sentence)
+	}
+	if _, ok := untilKeymap(t, display, 2*time.Second, func(h []int) bool { return len(h) == 0 }); !ok {
+		t.Errorf("keys still held in the X server: keycodes %v", heldKeycodes(t, display))
+	}
+	t.Logf("typed %d characters exactly through 20%% loss; %s", len(sentence), strings.TrimSpace(proxy.stop2()))
+	recv.stop()
+}
+
+// TestKilledSenderReleasesOnDisplay: a sender killed while holding a key;
+// the X server shows the key released within --timeout + 200 ms.
+func TestKilledSenderReleasesOnDisplay(t *testing.T) {
+	needX(t)
+	display := startXvfb(t)
+	const timeout = 500 * time.Millisecond
+	recv := startWithEnv(t, []string{"DISPLAY=" + display}, "recv", "--inject", "robotgo", "--listen", "127.0.0.1:0", "--timeout", timeout.String())
+	send := start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyK\nsleep 1h\n"))
+	if _, ok := untilKeymap(t, display, 10*time.Second, func(h []int) bool { return len(h) == 1 }); !ok {
+		t.Fatalf("KeyK never went down; held %v", heldKeycodes(t, display))
+	}
+	send.cmd.Process.Kill()
+	took, ok := untilKeymap(t, display, timeout+2*time.Second, func(h []int) bool { return len(h) == 0 })
+	if !ok || took > timeout+200*time.Millisecond {
+		t.Errorf("released after %v (ok %v), want within %v", took, ok, timeout+200*time.Millisecond)
+	}
+	t.Logf("X server saw the release %v after SIGKILL (timeout %v)", took.Round(time.Millisecond), timeout)
+	recv.stop()
+}
+
+// TestRobotgoWithoutDisplay: a clear error naming DISPLAY and the other
+// injectors, never a crash.
+func TestRobotgoWithoutDisplay(t *testing.T) {
+	for _, display := range []string{"", ":99999"} {
+		cmd := exec.Command(bin, "recv", "--inject", "robotgo", "--listen", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), "DISPLAY="+display)
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "DISPLAY") || !strings.Contains(string(out), "--inject log") || strings.Contains(string(out), "goroutine") {
+			t.Errorf("DISPLAY=%q: exit %d:\n%s", display, cmd.ProcessState.ExitCode(), out)
+		}
+	}
+}

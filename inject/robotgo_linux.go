@@ -1,0 +1,105 @@
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-vgo/robotgo/x11"
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xtest"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// ErrNoDisplay is wrapped by NewRobotgo's error when there is no X display
+// to type into.
+var ErrNoDisplay = errors.New("no X display")
+
+// Robotgo presses keys in the X server of $DISPLAY through robotgo's pure-Go
+// X11 backend (XTEST). Keys robotgo cannot press are reported once and
+// skipped, never sent as another key. Safe for use from one goroutine.
+type Robotgo struct {
+	logf   func(format string, args ...any)
+	mu     sync.Mutex
+	warned map[keys.Code]bool
+}
+
+// displayTimeout bounds the start-up check: a TCP display that does not
+// answer must not hang recv.
+const displayTimeout = 3 * time.Second
+
+// NewRobotgo checks that $DISPLAY names a reachable X server with the XTEST
+// extension, before any key is pressed.
+func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {
+	// xgb logs to stderr when it connects without an Xauthority file, which
+	// is normal (Xvfb, xhost); our errors say what matters.
+	xgb.Logger = log.New(io.Discard, "", 0)
+	if os.Getenv("DISPLAY") == "" {
+		return nil, fmt.Errorf("%w: DISPLAY is not set (run recv inside a graphical session, or set DISPLAY=:0; without X use --inject log)", ErrNoDisplay)
+	}
+	if err := checkDisplay(); err != nil {
+		return nil, err
+	}
+	// robotgo sleeps 10 ms after every key by default: keys would queue up.
+	x11.KeySleep = 0
+	return &Robotgo{logf: logf, warned: map[keys.Code]bool{}}, nil
+}
+
+func checkDisplay() error {
+	done := make(chan error, 1)
+	go func() {
+		c, err := xgb.NewConn()
+		if err != nil {
+			done <- fmt.Errorf("%w: cannot connect to DISPLAY=%s: %v (is the X server running, and may this user use it? see xhost/XAUTHORITY; without X use --inject log)", ErrNoDisplay, os.Getenv("DISPLAY"), err)
+			return
+		}
+		defer c.Close()
+		if err := xtest.Init(c); err != nil {
+			done <- fmt.Errorf("the X server of DISPLAY=%s lacks the XTEST extension robotgo needs: %v", os.Getenv("DISPLAY"), err)
+			return
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(displayTimeout):
+		return fmt.Errorf("%w: DISPLAY=%s did not answer within %v", ErrNoDisplay, os.Getenv("DISPLAY"), displayTimeout)
+	}
+}
+
+// Inject presses or releases one key.
+func (r *Robotgo) Inject(k Key) error {
+	name, ok := robotgoNames[k.Code]
+	if !ok {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !r.warned[k.Code] {
+			r.warned[k.Code] = true
+			if r.logf != nil {
+				r.logf("robotgo cannot press %v: skipped (this is reported once)", k.Code)
+			}
+		}
+		return nil
+	}
+	dir := "up"
+	if k.Down {
+		dir = "down"
+	}
+	if err := x11.KeyToggle(name, dir); err != nil {
+		return fmt.Errorf("robotgo %s %s (%v): %w", dir, name, k.Code, err)
+	}
+	return nil
+}
+
+// Close closes robotgo's X connection. X releases what an XTEST client still
+// holds when it disconnects; the receiver has released everything already.
+func (r *Robotgo) Close() error {
+	x11.Close()
+	return nil
+}
