@@ -9,7 +9,7 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all build test unit e2e fuzz bench lint demo clean
+.PHONY: all build test unit e2e fuzz bench lint demo clean robotgo-bench
 
 all: build
 
@@ -45,6 +45,11 @@ lint:
 	@cp go.mod /tmp/keyrelay-go.mod; cp go.sum /tmp/keyrelay-go.sum; $(GO) mod tidy; \
 	  if ! cmp -s go.mod /tmp/keyrelay-go.mod || ! cmp -s go.sum /tmp/keyrelay-go.sum; then \
 	    echo "go mod tidy changed go.mod/go.sum"; git diff go.mod go.sum; exit 1; fi
+
+# robotgo's cgo and pure-Go X11 backends side by side on $$DISPLAY (needs
+# libxtst-dev libx11-dev, and an X server: e.g. Xvfb :9 -noreset & DISPLAY=:9).
+robotgo-bench:
+	$(GO) run -tags robotgobench ./internal/robotgobench -n 3000
 
 # A receiver and a sender on loopback relaying the demo script.
 demo: build
