@@ -19,6 +19,7 @@ import (
 // SendOptions are the flags of `keyrelay send`.
 type SendOptions struct {
 	To       []string
+	Input    string
 	Script   string
 	Interval time.Duration
 	Queue    int
@@ -32,15 +33,20 @@ type SendOptions struct {
 func NewCmdSend(stdio IO, runF func(context.Context, *SendOptions) error) *cobra.Command {
 	opts := &SendOptions{}
 	c := &cobra.Command{
-		Use:   "send --to HOST[:PORT] [--to ...] --script FILE",
+		Use:   "send --to HOST[:PORT] [--to ...] [--script FILE | --input terminal]",
 		Short: "Send key events to one or more receivers",
 		Long: `Send key events to every --to address: the whole balanced queue goes out in
 one UDP packet on every key event and every --interval.
 
-Key sources:
-  --script FILE   a key script (see README: down, up, tap, hold, sleep, type,
-                  pace); "-" reads the script from standard input. The whole
-                  script is checked before anything is sent.
+Key sources (--input):
+  terminal        the keys typed in this terminal (the default without
+                  --script; needs a terminal). A terminal reports characters,
+                  not presses and releases, so each key is sent as a tap
+                  (Shift and Ctrl chords included). Ctrl+] ends the session;
+                  every other key, Ctrl+C included, goes to the receiver.
+  script          --script FILE: a key script (see README: down, up, tap,
+                  hold, sleep, type, pace); "-" reads it from standard input.
+                  The whole script is checked before anything is sent.
 
 When the source ends, or on SIGINT/SIGTERM, send releases every key it holds,
 resends the final queue for a short linger and exits 0, printing a summary
@@ -55,7 +61,8 @@ to standard error.`,
 	}
 	f := c.Flags()
 	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
-	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input)`)
+	f.StringVar(&opts.Input, "input", "", "key source: terminal or script (default: script with --script, else terminal)")
+	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
 	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue this long before exiting")
@@ -69,8 +76,26 @@ func (o *SendOptions) validate() error {
 	if len(o.To) == 0 {
 		return usagef("no destination: give --to HOST[:PORT] (the receiver runs 'keyrelay recv', default port %s)", DefaultPort)
 	}
-	if o.Script == "" {
-		return usagef("no key source: give --script FILE, or --script - to read a script from standard input")
+	switch {
+	case o.Input == "" && o.Script != "":
+		o.Input = "script"
+	case o.Input == "":
+		o.Input = "terminal"
+	}
+	switch o.Input {
+	case "script":
+		if o.Script == "" {
+			return usagef("--input script needs --script FILE (or --script - for standard input)")
+		}
+	case "terminal":
+		if o.Script != "" {
+			return usagef("--script and --input terminal exclude each other")
+		}
+		if err := capture.CheckTerminal(); err != nil {
+			return usageError{err}
+		}
+	default:
+		return usagef("unknown --input %q (choose terminal or script)", o.Input)
 	}
 	if o.Queue < 1 || o.Queue > wire.MaxSafeEvents {
 		return usagef("--queue %d out of range 1..%d (a longer queue might not fit in one packet)", o.Queue, wire.MaxSafeEvents)
@@ -86,9 +111,14 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		return err
 	}
 	// Check the whole script before resolving or sending anything.
-	script, err := loadScript(stdio, o.Script)
-	if err != nil {
-		return err
+	var src sender.Source
+	var script *capture.Script
+	if o.Input == "script" {
+		var err error
+		if script, err = loadScript(stdio, o.Script); err != nil {
+			return err
+		}
+		src = script
 	}
 	dests, err := resolveAll(o.To)
 	if err != nil {
@@ -110,13 +140,20 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.Input == "terminal" {
+		term := &capture.Terminal{Label: joinAddrs(dests)}
+		if !o.Quiet {
+			term.Status = stdio.Err
+		}
+		src = term
+	}
 	if !o.Quiet {
-		if len(script.HeldAtEnd) > 0 {
+		if script != nil && len(script.HeldAtEnd) > 0 {
 			logf("note: the script leaves %v held; they are released at the end", script.HeldAtEnd)
 		}
 		logf("session %016x: sending to %s (queue %d, every %v)", s.Session(), joinAddrs(dests), o.Queue, o.Interval)
 	}
-	stats, err := s.Run(ctx, script)
+	stats, err := s.Run(ctx, src)
 	if !o.Quiet || err != nil {
 		logf("%v", stats)
 	}

@@ -211,6 +211,9 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
+	// A new session has no controlling terminal, as in CI, whatever runs
+	// the tests.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -420,7 +423,9 @@ func TestCLIErrors(t *testing.T) {
 	}{
 		{"unknown flag", "", []string{"send", "--bogus"}, 2, "unknown flag: --bogus"},
 		{"no destination", "", []string{"send", "--script", "-"}, 2, "no destination"},
-		{"no source", "", []string{"send", "--to", "127.0.0.1"}, 2, "no key source"},
+		{"no terminal and no script", "", []string{"send", "--to", "127.0.0.1"}, 2, "no terminal to read keys from"},
+		{"script input without script", "", []string{"send", "--to", "127.0.0.1", "--input", "script"}, 2, "--input script needs --script"},
+		{"unknown input", "", []string{"send", "--to", "127.0.0.1", "--input", "mind"}, 2, `unknown --input "mind"`},
 		{"bad queue", "", []string{"send", "--to", "127.0.0.1", "--script", "-", "--queue", "0"}, 2, "--queue 0 out of range"},
 		{"bad interval", "", []string{"send", "--to", "127.0.0.1", "--script", "-", "--interval", "soon"}, 2, "invalid argument"},
 		{"bad script", "tap KeyA\nfrobnicate\ntap NoSuchKey\n", []string{"send", "--to", "127.0.0.1", "--script", "-"}, 1, "<stdin>:2:"},
