@@ -28,8 +28,9 @@ type RecvOptions struct {
 
 // injectors lists the --inject choices and what each needs.
 var injectors = []struct{ name, help string }{
-	{"auto", "robotgo when $DISPLAY is set, else log (the default)"},
+	{"auto", "robotgo when $DISPLAY is set, else uinput when /dev/uinput exists, else log (the default)"},
 	{"robotgo", "press keys in the X server of $DISPLAY (XTEST, pure Go); needs a reachable X display"},
+	{"uinput", "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console"},
 	{"log", "one JSON object per key event on standard output; needs nothing"},
 }
 
@@ -38,10 +39,10 @@ func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra
 	opts := &RecvOptions{}
 	var list []string
 	for _, i := range injectors {
-		list = append(list, fmt.Sprintf("  %-6s %s", i.name, i.help))
+		list = append(list, fmt.Sprintf("  %-8s %s", i.name, i.help))
 	}
 	c := &cobra.Command{
-		Use:   "recv [--listen ADDR] [--inject log]",
+		Use:   "recv [--listen ADDR] [--inject auto|robotgo|uinput|log]",
 		Short: "Receive key events and inject them",
 		Long: `Receive key events from senders and inject them. Each sender session is
 tracked on its own: stale and duplicate packets change nothing, a session
@@ -90,11 +91,15 @@ func (o *RecvOptions) validate() error {
 // before any key arrives.
 func newInjector(choice string, stdio IO, logf func(string, ...any)) (inject.Injector, string, error) {
 	if choice == "auto" {
-		choice = "log"
-		if os.Getenv("DISPLAY") != "" {
+		_, uerr := os.Stat(inject.DefaultUinputPath)
+		switch {
+		case os.Getenv("DISPLAY") != "":
 			choice = "robotgo"
-		} else {
-			logf("no DISPLAY: keys are logged to standard output, not typed (choose with --inject)")
+		case uerr == nil:
+			choice = "uinput"
+		default:
+			choice = "log"
+			logf("no DISPLAY and no %s: keys are logged to standard output, not typed (choose with --inject)", inject.DefaultUinputPath)
 		}
 	}
 	switch choice {
@@ -104,6 +109,12 @@ func newInjector(choice string, stdio IO, logf func(string, ...any)) (inject.Inj
 			return nil, "", err
 		}
 		return r, choice, nil
+	case "uinput":
+		u, err := inject.NewUinput(inject.DefaultUinputPath, logf)
+		if err != nil {
+			return nil, "", err
+		}
+		return u, choice, nil
 	default:
 		return &inject.Log{W: stdio.Out}, choice, nil
 	}

@@ -434,6 +434,7 @@ func TestCLIErrors(t *testing.T) {
 		{"unresolvable host", "tap KeyA\n", []string{"send", "--to", "no-such-host.invalid:7575", "--script", "-"}, 1, "unable to resolve --to"},
 		{"port in use", "", []string{"recv", "--listen", busy.addr}, 1, "the port is in use"},
 		{"unknown injector", "", []string{"recv", "--inject", "telepathy"}, 2, `unknown --inject "telepathy"`},
+		{"uinput without the device", "", []string{"recv", "--inject", "uinput", "--listen", "127.0.0.1:0"}, 1, "modprobe uinput"},
 		{"unknown command", "", []string{"transmit"}, 2, "unknown command"},
 	}
 	for _, tt := range tests {

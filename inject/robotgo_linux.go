@@ -40,7 +40,7 @@ func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {
 	// is normal (Xvfb, xhost); our errors say what matters.
 	xgb.Logger = log.New(io.Discard, "", 0)
 	if os.Getenv("DISPLAY") == "" {
-		return nil, fmt.Errorf("%w: DISPLAY is not set (run recv inside a graphical session, or set DISPLAY=:0; without X use --inject log)", ErrNoDisplay)
+		return nil, fmt.Errorf("%w: DISPLAY is not set (run recv inside a graphical session, or set DISPLAY=:0; without X use --inject uinput or --inject log)", ErrNoDisplay)
 	}
 	if err := checkDisplay(); err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func checkDisplay() error {
 	go func() {
 		c, err := xgb.NewConn()
 		if err != nil {
-			done <- fmt.Errorf("%w: cannot connect to DISPLAY=%s: %v (is the X server running, and may this user use it? see xhost/XAUTHORITY; without X use --inject log)", ErrNoDisplay, os.Getenv("DISPLAY"), err)
+			done <- fmt.Errorf("%w: cannot connect to DISPLAY=%s: %v (is the X server running, and may this user use it? see xhost/XAUTHORITY; without X use --inject uinput or --inject log)", ErrNoDisplay, os.Getenv("DISPLAY"), err)
 			return
 		}
 		defer c.Close()

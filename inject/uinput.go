@@ -1,0 +1,40 @@
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// DefaultUinputPath is the Linux uinput device.
+const DefaultUinputPath = "/dev/uinput"
+
+// ErrNoUinput is wrapped by NewUinput's error when the device cannot be used.
+var ErrNoUinput = errors.New("uinput unavailable")
+
+// maxUinputKey is the highest evdev key code bendahl/uinput accepts.
+const maxUinputKey = 248
+
+// EvdevCode returns the Linux evdev key code that presses code through
+// uinput, from the generated keys table.
+func EvdevCode(code keys.Code) (int, bool) {
+	info, ok := keys.Lookup(code)
+	if !ok || info.Evdev == 0 || info.Evdev > maxUinputKey {
+		return 0, false
+	}
+	return int(info.Evdev), true
+}
+
+// uinputError explains why path cannot be opened, with what to do.
+func uinputError(path string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s does not exist: load the module (sudo modprobe uinput; to keep it, add uinput to /etc/modules-load.d/uinput.conf), or use --inject robotgo under X or --inject log", ErrNoUinput, path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: %s is not writable by this user: add a udev rule such as KERNEL==\"uinput\", GROUP=\"input\", MODE=\"0660\" (/etc/udev/rules.d/60-keyrelay-uinput.rules), add yourself to the group (sudo usermod -aG input $USER, then log in again), or run recv as root", ErrNoUinput, path)
+	default:
+		return fmt.Errorf("%w: cannot open %s: %v", ErrNoUinput, path, err)
+	}
+}

@@ -1,0 +1,58 @@
+package inject
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/bendahl/uinput"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// Uinput presses keys through a virtual keyboard made with the Linux uinput
+// device: it works without X (Wayland, the console, headless machines).
+// Keys with no evdev code are reported once and skipped.
+type Uinput struct {
+	kb     uinput.Keyboard
+	logf   func(format string, args ...any)
+	mu     sync.Mutex
+	warned map[keys.Code]bool
+}
+
+// NewUinput opens path (DefaultUinputPath) and creates the virtual keyboard.
+func NewUinput(path string, logf func(format string, args ...any)) (*Uinput, error) {
+	// bendahl/uinput hides why the device did not open; open it first to
+	// tell the user what to do.
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, uinputError(path, err)
+	}
+	f.Close()
+	kb, err := uinput.CreateKeyboard(path, []byte("keyrelay"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to create a virtual keyboard on %s: %v", ErrNoUinput, path, err)
+	}
+	return &Uinput{kb: kb, logf: logf, warned: map[keys.Code]bool{}}, nil
+}
+
+// Inject presses or releases one key.
+func (u *Uinput) Inject(k Key) error {
+	ev, ok := EvdevCode(k.Code)
+	if !ok {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if !u.warned[k.Code] && u.logf != nil {
+			u.warned[k.Code] = true
+			u.logf("uinput cannot press %v: skipped (this is reported once)", k.Code)
+		}
+		return nil
+	}
+	if k.Down {
+		return u.kb.KeyDown(ev)
+	}
+	return u.kb.KeyUp(ev)
+}
+
+// Close destroys the virtual keyboard; the kernel releases its keys.
+func (u *Uinput) Close() error { return u.kb.Close() }
