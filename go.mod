@@ -7,6 +7,7 @@ require (
 	github.com/eiannone/keyboard v0.0.0-20220611211555-0d226195f203
 	github.com/go-vgo/robotgo v1.1.0
 	github.com/jezek/xgb v1.3.1
+	github.com/robotn/gohook v1.0.0-beta1
 	github.com/spf13/cobra v1.10.2
 	pgregory.net/rapid v1.3.0
 )

@@ -44,6 +44,11 @@ Key sources (--input):
                   not presses and releases, so each key is sent as a tap
                   (Shift and Ctrl chords included). Ctrl+] ends the session;
                   every other key, Ctrl+C included, goes to the receiver.
+  hook            true key-down and key-up from the X session of $DISPLAY
+                  (an X RECORD hook, github.com/robotn/gohook): keys still
+                  reach the local desktop too; auto-repeat is dropped;
+                  modifiers are relayed as keys. Needs DISPLAY and the RECORD
+                  extension. Ends on SIGINT/SIGTERM.
   script          --script FILE: a key script (see README: down, up, tap,
                   hold, sleep, type, pace); "-" reads it from standard input.
                   The whole script is checked before anything is sent.
@@ -61,7 +66,7 @@ to standard error.`,
 	}
 	f := c.Flags()
 	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
-	f.StringVar(&opts.Input, "input", "", "key source: terminal or script (default: script with --script, else terminal)")
+	f.StringVar(&opts.Input, "input", "", "key source: terminal, hook or script (default: script with --script, else terminal)")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
@@ -94,8 +99,15 @@ func (o *SendOptions) validate() error {
 		if err := capture.CheckTerminal(); err != nil {
 			return usageError{err}
 		}
+	case "hook":
+		if o.Script != "" {
+			return usagef("--script and --input hook exclude each other")
+		}
+		if err := capture.CheckHook(); err != nil {
+			return err
+		}
 	default:
-		return usagef("unknown --input %q (choose terminal or script)", o.Input)
+		return usagef("unknown --input %q (choose terminal, hook or script)", o.Input)
 	}
 	if o.Queue < 1 || o.Queue > wire.MaxSafeEvents {
 		return usagef("--queue %d out of range 1..%d (a longer queue might not fit in one packet)", o.Queue, wire.MaxSafeEvents)
@@ -139,6 +151,13 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	})
 	if err != nil {
 		return err
+	}
+	if o.Input == "hook" {
+		h := &capture.Hook{Label: joinAddrs(dests)}
+		if !o.Quiet {
+			h.Status = stdio.Err
+		}
+		src = h
 	}
 	if o.Input == "terminal" {
 		term := &capture.Terminal{Label: joinAddrs(dests)}

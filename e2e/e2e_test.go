@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net"
 
@@ -32,7 +33,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "keyrelay")
-	build := exec.Command("go", "build", "-race", "-o", bin, "..")
+	// Tests run the binary under the race detector; benchmarks measure a
+	// normal build.
+	flag.Parse()
+	race := "-race"
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		race = "-race=false"
+	}
+	build := exec.Command("go", "build", race, "-tags", "purego", "-o", bin, "..")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build failed:", err)
@@ -61,7 +69,7 @@ func (l line) String() string {
 
 // proc is a keyrelay process the test started.
 type proc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stderr *syncBuffer
 	addr   string
@@ -97,13 +105,13 @@ var listenRE = regexp.MustCompile(`listening on ([^\s,]+)`)
 
 // start runs keyrelay with args. For recv and impair it waits until the
 // process says where it listens.
-func start(t *testing.T, args ...string) *proc {
+func start(t testing.TB, args ...string) *proc {
 	t.Helper()
 	return startWithEnv(t, nil, args...)
 }
 
 // startWithEnv is start with extra environment variables ("DISPLAY=:1").
-func startWithEnv(t *testing.T, env []string, args ...string) *proc {
+func startWithEnv(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{notify: make(chan struct{}, 1)}, lines: make(chan line, 4096), done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
@@ -214,6 +222,8 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 	// A new session has no controlling terminal, as in CI, whatever runs
 	// the tests.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// No X display either, unless a test asks for one.
+	cmd.Env = append(os.Environ(), "DISPLAY=")
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -426,6 +436,7 @@ func TestCLIErrors(t *testing.T) {
 		{"no terminal and no script", "", []string{"send", "--to", "127.0.0.1"}, 2, "no terminal to read keys from"},
 		{"script input without script", "", []string{"send", "--to", "127.0.0.1", "--input", "script"}, 2, "--input script needs --script"},
 		{"unknown input", "", []string{"send", "--to", "127.0.0.1", "--input", "mind"}, 2, `unknown --input "mind"`},
+		{"hook without a display", "", []string{"send", "--to", "127.0.0.1", "--input", "hook"}, 1, "DISPLAY is not set"},
 		{"bad queue", "", []string{"send", "--to", "127.0.0.1", "--script", "-", "--queue", "0"}, 2, "--queue 0 out of range"},
 		{"bad interval", "", []string{"send", "--to", "127.0.0.1", "--script", "-", "--interval", "soon"}, 2, "invalid argument"},
 		{"bad script", "tap KeyA\nfrobnicate\ntap NoSuchKey\n", []string{"send", "--to", "127.0.0.1", "--script", "-"}, 1, "<stdin>:2:"},

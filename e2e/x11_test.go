@@ -6,17 +6,22 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
 )
 
 // needX skips without the X test tools, except in CI, where .ci/run
@@ -34,7 +39,7 @@ func needX(t *testing.T) {
 
 // startXvfb starts a virtual X server and returns its DISPLAY once it is
 // ready (Xvfb writes the display number to -displayfd when it is).
-func startXvfb(t *testing.T) string {
+func startXvfb(t testing.TB) string {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -252,4 +257,144 @@ func TestRobotgoWithoutDisplay(t *testing.T) {
 			t.Errorf("DISPLAY=%q: exit %d:\n%s", display, cmd.ProcessState.ExitCode(), out)
 		}
 	}
+}
+
+// xdotool runs xdotool on display.
+func xdotool(t *testing.T, display string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("xdotool", args...)
+	cmd.Env = append(os.Environ(), "DISPLAY="+display)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("xdotool %v: %v %s", args, err, out)
+	}
+}
+
+// keycodeOf is the X keycode of a Linux evdev key (X adds 8).
+func keycodeOf(evdev int) int { return evdev + 8 }
+
+// TestHookToRobotgo: display B is the sender's desktop; xdotool types and
+// holds keys on B; `send --input hook` relays them to `recv --inject robotgo`
+// on display A. The text arrives exactly, and a key held for 2 s on B stays
+// held on A the whole time and is released after.
+func TestHookToRobotgo(t *testing.T) {
+	needX(t)
+	displayB, displayA := startXvfb(t), startXvfb(t)
+	xev := startXev(t, displayA)
+	recv := startWithEnv(t, []string{"DISPLAY=" + displayA}, "recv", "--inject", "robotgo", "--listen", "127.0.0.1:0")
+	send := startWithEnv(t, []string{"DISPLAY=" + displayB}, "send", "--to", recv.addr, "--input", "hook")
+	// The hook says when it captures.
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(send.stderr.String(), "capturing keys") {
+		select {
+		case <-send.stderr.notify:
+		case <-send.done:
+			t.Fatalf("send exited: %v\n%s", send.err, send.stderr)
+		case <-deadline:
+			t.Fatalf("the hook did not start:\n%s", send.stderr)
+		}
+	}
+	text := "Hooked: Shift, Ctrl & 42 keys!"
+	xdotool(t, displayB, "type", "--delay", "20", text)
+	xdotool(t, displayB, "key", "Return")
+	xev.waitFor(t, text+"\n", 15*time.Second)
+	if got := xev.String(); got != text+"\n" {
+		t.Errorf("display A got %q, want %q", got, text+"\n")
+	}
+
+	// Hold KeyA (evdev 30) on B for 2 s.
+	kcA := keycodeOf(30)
+	held := func(h []int) bool { return slices.Contains(h, kcA) }
+	xdotool(t, displayB, "keydown", "a")
+	if _, ok := untilKeymap(t, displayA, 5*time.Second, held); !ok {
+		t.Fatalf("KeyA never went down on A; held %v", heldKeycodes(t, displayA))
+	}
+	start := time.Now()
+	tick := time.NewTicker(50 * time.Millisecond)
+	for time.Since(start) < 2*time.Second {
+		if h := heldKeycodes(t, displayA); !held(h) {
+			t.Fatalf("KeyA released on A %v into the hold; held %v", time.Since(start), h)
+		}
+		<-tick.C
+	}
+	tick.Stop()
+	xdotool(t, displayB, "keyup", "a")
+	if _, ok := untilKeymap(t, displayA, 5*time.Second, func(h []int) bool { return len(h) == 0 }); !ok {
+		t.Errorf("keys still held on A after the release: %v", heldKeycodes(t, displayA))
+	}
+	if rest := send.stopWith(syscall.SIGTERM); len(rest) != 0 {
+		t.Errorf("send printed key lines: %v", rest)
+	}
+	recv.stop()
+}
+
+func init() {
+	// xgb logs each connection made without an Xauthority file (normal
+	// for Xvfb).
+	xgb.Logger = log.New(io.Discard, "", 0)
+}
+
+// BenchmarkHookToDisplayLatency: a key-down injected on display B (XTEST)
+// to the same key down in display A's key map, through send --input hook,
+// loopback UDP and recv --inject robotgo; one press and release per
+// iteration (make bench runs 300). Reports the median and 99th percentile of
+// the key-downs.
+func BenchmarkHookToDisplayLatency(b *testing.B) {
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		b.Skip("needs Xvfb")
+	}
+	displayB, displayA := startXvfb(b), startXvfb(b)
+	recv := startWithEnv(b, []string{"DISPLAY=" + displayA}, "recv", "--inject", "robotgo", "--listen", "127.0.0.1:0")
+	send := startWithEnv(b, []string{"DISPLAY=" + displayB}, "send", "--to", recv.addr, "--input", "hook")
+	for !strings.Contains(send.stderr.String(), "capturing keys") {
+		select {
+		case <-send.stderr.notify:
+		case <-time.After(10 * time.Second):
+			b.Fatalf("the hook did not start:\n%s", send.stderr)
+		}
+	}
+	cb, err := xgb.NewConnDisplay(displayB)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cb.Close()
+	if err := xtest.Init(cb); err != nil {
+		b.Fatal(err)
+	}
+	ca, err := xgb.NewConnDisplay(displayA)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ca.Close()
+	root := xproto.Setup(cb).DefaultScreen(cb).Root
+	const kc = 38 // KeyA: evdev 30 + 8
+	isDown := func() bool {
+		r, err := xproto.QueryKeymap(ca).Reply()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return r.Keys[kc/8]&(1<<(kc%8)) != 0
+	}
+	wait := func(down bool) time.Time {
+		deadline := time.Now().Add(5 * time.Second)
+		for isDown() != down {
+			if time.Now().After(deadline) {
+				b.Fatalf("key never went %v on A", map[bool]string{true: "down", false: "up"}[down])
+			}
+		}
+		return time.Now()
+	}
+	var lat []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		xtest.FakeInput(cb, xproto.KeyPress, kc, 0, root, 0, 0, 0)
+		cb.Sync()
+		lat = append(lat, wait(true).Sub(t0))
+		xtest.FakeInput(cb, xproto.KeyRelease, kc, 0, root, 0, 0, 0)
+		cb.Sync()
+		wait(false)
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
