@@ -12,7 +12,7 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all build test unit e2e fuzz bench lint demo clean robotgo-bench
+.PHONY: all build test unit e2e fuzz bench lint demo clean robotgo-bench cross
 
 all: build
 
@@ -21,7 +21,7 @@ build:
 
 # The README's test command: lint, unit and property tests under the race
 # detector, a short run of every fuzz target, and the end-to-end tests.
-test: lint unit fuzz e2e
+test: lint unit fuzz e2e cross
 
 unit:
 	$(GO) test -race -shuffle on -count=1 ./...
@@ -41,6 +41,12 @@ fuzz:
 
 # Every benchmark, then the desktop-to-desktop latency over two Xvfb displays
 # (300 presses; needs xvfb, as make test does).
+# macOS and Windows keep building (robotgo's pure-Go backends with -tags
+# purego; on those systems a cgo build works too). Nothing is run there.
+cross:
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null .
+	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null .
+
 bench:
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem ./... && \
 	  $(GO) test -tags e2e -run '^$$' -bench HookToDisplay -benchtime 300x ./e2e/; } | tee bench.out
@@ -54,7 +60,13 @@ lint:
 
 # robotgo's cgo and pure-Go X11 backends side by side on $$DISPLAY (needs
 # libxtst-dev libx11-dev, and an X server: e.g. Xvfb :9 -noreset & DISPLAY=:9).
-robotgo-bench:
+robotgo-# macOS and Windows keep building (robotgo's pure-Go backends with -tags
+# purego; on those systems a cgo build works too). Nothing is run there.
+cross:
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null .
+	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null .
+
+bench:
 	$(GO) run -tags robotgobench ./internal/robotgobench -n 3000
 
 # A receiver and a sender on loopback relaying the demo script.
