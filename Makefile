@@ -60,13 +60,7 @@ lint:
 
 # robotgo's cgo and pure-Go X11 backends side by side on $$DISPLAY (needs
 # libxtst-dev libx11-dev, and an X server: e.g. Xvfb :9 -noreset & DISPLAY=:9).
-robotgo-# macOS and Windows keep building (robotgo's pure-Go backends with -tags
-# purego; on those systems a cgo build works too). Nothing is run there.
-cross:
-	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null .
-	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null .
-
-bench:
+robotgo-bench:
 	$(GO) run -tags robotgobench ./internal/robotgobench -n 3000
 
 # A receiver and a sender on loopback relaying the demo script.
