@@ -36,7 +36,7 @@ type Terminal struct {
 func CheckTerminal() error {
 	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("%w to read keys from (%v): give --script FILE, or --script - to read a script from standard input", ErrNoTerminal, err)
+		return fmt.Errorf("%w to read keys from (%v): give --script FILE (or --script - for standard input), or --input hook to capture the keys of an X session", ErrNoTerminal, err)
 	}
 	return f.Close()
 }
