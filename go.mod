@@ -1,6 +1,6 @@
 module github.com/keyrelay/keyrelay
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/bendahl/uinput v1.7.0
@@ -9,6 +9,8 @@ require (
 	github.com/jezek/xgb v1.3.1
 	github.com/robotn/gohook v1.0.0-beta1
 	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
+	golang.org/x/crypto v0.58.0
 	pgregory.net/rapid v1.3.0
 )
 
@@ -24,7 +26,6 @@ require (
 	github.com/otiai10/gosseract/v2 v2.4.1 // indirect
 	github.com/power-devops/perfstat v0.0.0-20240221224432-82ca36839d55 // indirect
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/tailscale/win v0.0.0-20260619195133-2d76c33a64c1 // indirect
 	github.com/tklauser/go-sysconf v0.4.0 // indirect
 	github.com/tklauser/numcpus v0.12.0 // indirect
@@ -37,5 +38,5 @@ require (
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	golang.org/x/exp v0.0.0-20260611194520-c48552f49976 // indirect
 	golang.org/x/image v0.43.0 // indirect
-	golang.org/x/sys v0.46.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )

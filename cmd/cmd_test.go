@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"net"
 	"strings"
@@ -16,7 +17,7 @@ func TestSendFlags(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(got.To, ",") != "a.example,[::1]:9" || got.Script != "-" || got.Queue != 32 || got.Interval != 50*time.Millisecond || !got.Insecure {
+	if strings.Join(got.To, ",") != "a.example,[::1]:9" || got.Script != "-" || got.Queue != 32 || got.Interval != 50*time.Millisecond || !got.Key.Insecure {
 		t.Errorf("parsed %+v", got)
 	}
 }
@@ -93,5 +94,18 @@ func TestKeysListsNames(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("keys output lacks %q", want)
 		}
+	}
+}
+
+func TestParseAllow(t *testing.T) {
+	got, err := parseAllow([]string{"192.168.1.7/24", "10.0.0.7", "::1", "fd00::/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[192.168.1.0/24 10.0.0.7/32 ::1/128 fd00::/8]" {
+		t.Errorf("parsed %v", got)
+	}
+	if _, err := parseAllow([]string{"lan"}); err == nil {
+		t.Error("--allow lan accepted")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"syscall"
@@ -22,7 +23,9 @@ type RecvOptions struct {
 	Inject   string
 	Timeout  time.Duration
 	Balanced bool
-	Insecure bool
+	Key      KeyOptions
+	Allow    []string
+	MaxSkew  time.Duration
 	Quiet    bool
 }
 
@@ -66,12 +69,17 @@ On SIGINT/SIGTERM recv releases every key it holds and exits 0.`,
 	f.StringVar(&opts.Inject, "inject", "auto", "where keys go (see above)")
 	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release a silent session's keys after this long")
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
-	f.BoolVar(&opts.Insecure, "insecure", false, "accept plaintext packets (today the only mode; will be required for plaintext once keys exist)")
+	opts.Key.register(f)
+	f.StringArrayVar(&opts.Allow, "allow", nil, "accept packets only from this network or address (repeatable; e.g. 192.168.1.0/24, 10.0.0.7, fd00::/8)")
+	f.DurationVar(&opts.MaxSkew, "max-skew", receiver.DefaultMaxSkew, "reject packets whose sender clock differs from ours by more than this (replay defence; needs clocks in sync)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
 	return c
 }
 
 func (o *RecvOptions) validate() error {
+	if o.MaxSkew <= 0 {
+		return usagef("--max-skew must be positive")
+	}
 	if o.Timeout < 10*time.Millisecond {
 		return usagef("--timeout %v is too short (minimum 10ms)", o.Timeout)
 	}
@@ -85,6 +93,23 @@ func (o *RecvOptions) validate() error {
 		names = append(names, i.name)
 	}
 	return usagef("unknown --inject %q (choose one of: %s)", o.Inject, strings.Join(names, ", "))
+}
+
+// parseAllow reads --allow values: networks, or single addresses.
+func parseAllow(vals []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range vals {
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, usagef("--allow %q is not a network (192.168.1.0/24) or an address", v)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }
 
 // newInjector makes the injector --inject names, checking what it needs
@@ -124,6 +149,17 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	logfEarly := func(format string, args ...any) {
+		fmt.Fprintf(stdio.Err, "keyrelay recv: "+format+"\n", args...)
+	}
+	key, err := o.Key.load(logfEarly)
+	if err != nil {
+		return err
+	}
+	allow, err := parseAllow(o.Allow)
+	if err != nil {
+		return err
+	}
 	conn, err := net.ListenPacket("udp", o.Listen)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -144,6 +180,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	defer inj.Close()
 	r, err := receiver.New(receiver.Config{
 		Conn: conn, Injector: inj, Timeout: o.Timeout, Unbalanced: !o.Balanced, Logf: logf,
+		PSK: key, Allow: allow, MaxSkew: o.MaxSkew,
 	})
 	if err != nil {
 		return err

@@ -54,8 +54,9 @@ Every packet carries the sender's whole queue of recent key events, and a
 key-down stays in it until its key is released, so a lost, late or duplicated
 packet never loses a release and never leaves a key stuck down.
 
-  keyrelay recv                                # on the machine that types
-  keyrelay send --to HOST --script keys.txt    # on the machine with the keys
+  keyrelay keygen --out keyrelay.key           # once; copy the file to both machines
+  keyrelay recv --key-file keyrelay.key        # on the machine that types
+  keyrelay send --key-file keyrelay.key --to HOST   # on the machine with the keys
 
 The default UDP port is ` + DefaultPort + `.`,
 		SilenceUsage:  true,
@@ -67,7 +68,7 @@ The default UDP port is ` + DefaultPort + `.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
 	})
-	root.AddCommand(NewCmdSend(stdio, nil), NewCmdRecv(stdio, nil), NewCmdVersion(stdio), NewCmdImpair(stdio, nil), NewCmdKeys(stdio))
+	root.AddCommand(NewCmdSend(stdio, nil), NewCmdRecv(stdio, nil), NewCmdVersion(stdio), NewCmdImpair(stdio, nil), NewCmdKeys(stdio), NewCmdKeygen(stdio))
 	return root
 }
 

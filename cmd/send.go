@@ -24,7 +24,7 @@ type SendOptions struct {
 	Interval time.Duration
 	Queue    int
 	Linger   time.Duration
-	Insecure bool
+	Key      KeyOptions
 	Quiet    bool
 }
 
@@ -71,7 +71,7 @@ to standard error.`,
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
 	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue this long before exiting")
-	f.BoolVar(&opts.Insecure, "insecure", false, "send in plaintext (today the only mode; will be required for plaintext once keys exist)")
+	opts.Key.register(f)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
 	return c
 }
@@ -132,6 +132,13 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		}
 		src = script
 	}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(stdio.Err, "keyrelay send: "+format+"\n", args...)
+	}
+	key, err := o.Key.load(logf)
+	if err != nil {
+		return err
+	}
 	dests, err := resolveAll(o.To)
 	if err != nil {
 		return err
@@ -142,12 +149,9 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	}
 	defer conn.Close()
 
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(stdio.Err, "keyrelay send: "+format+"\n", args...)
-	}
 	s, err := sender.New(sender.Config{
 		Conn: conn, Dests: dests, QueueLen: o.Queue, Interval: o.Interval,
-		Linger: o.Linger, Logf: logf,
+		Linger: o.Linger, Logf: logf, PSK: key,
 	})
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ import (
 	"time"
 )
 
-var bin string
+var bin, keyFile string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "keyrelay-e2e")
@@ -46,6 +46,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build failed:", err)
 		os.Exit(1)
 	}
+	// Every process the tests start shares one key, as two machines set up
+	// per the README would; tests of key handling override it.
+	keyFile = filepath.Join(dir, "test.key")
+	if out, err := exec.Command(bin, "keygen", "--out", keyFile).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "keygen failed: %v %s\n", err, out)
+		os.Exit(1)
+	}
+	os.Setenv("KEYRELAY_KEY_FILE", keyFile)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

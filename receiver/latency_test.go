@@ -56,7 +56,7 @@ func BenchmarkLoopbackLatency(b *testing.B) {
 	}
 	defer sc.Close()
 	injected := make(signalInjector, 16)
-	r, err := receiver.New(receiver.Config{Conn: rc, Injector: injected, Timeout: time.Hour})
+	r, err := receiver.New(receiver.Config{Conn: rc, Injector: injected, Timeout: time.Hour, PSK: relayKey})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func BenchmarkLoopbackLatency(b *testing.B) {
 	recvDone := make(chan struct{})
 	go func() { defer close(recvDone); r.Run(ctx) }()
 	src := make(chanSource)
-	s, err := sender.New(sender.Config{Conn: sc, Dests: []net.Addr{rc.LocalAddr()}, Linger: -1})
+	s, err := sender.New(sender.Config{Conn: sc, Dests: []net.Addr{rc.LocalAddr()}, Linger: -1, PSK: relayKey})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,9 +7,11 @@ package receiver
 
 import (
 	"context"
+	"crypto/cipher"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"time"
 
@@ -50,31 +52,50 @@ type Config struct {
 	// again (DefaultJoinAfter if 0). A sender's first packets are sent at
 	// once, so only a receiver (re)started under a running sender joins.
 	JoinAfter time.Duration
+	// PSK is the pre-shared key: only packets sealed with it are accepted.
+	// Nil accepts plaintext only (--insecure).
+	PSK []byte
+	// Allow, if not empty, lists the source networks accepted; datagrams
+	// from elsewhere are dropped before any decoding or crypto.
+	Allow []netip.Prefix
+	// MaxSkew bounds how far a sealed packet's wall clock may be from ours
+	// (DefaultMaxSkew if 0): the defence against replaying a recorded old
+	// session to a receiver that has forgotten it (PROTOCOL.md §8).
+	MaxSkew time.Duration
 	// Logf reports what happens (new sessions, timeouts, rejects at a
 	// bounded rate). Nil: silent.
 	Logf func(format string, args ...any)
 }
 
+// DefaultMaxSkew is the default Config.MaxSkew.
+const DefaultMaxSkew = 30 * time.Second
+
 // Stats are what a Receiver did.
 type Stats struct {
-	Packets   int // datagrams read
-	Accepted  int // packets applied
-	Stale     int // packets not newer than their session's last one
-	Malformed int // packets that did not decode
-	Injected  int // key events given to the injector
-	InjectErr int // key events the injector failed
-	Sessions  int // sessions seen
-	Timeouts  int // sessions ended by silence
+	Packets    int // datagrams read
+	Accepted   int // packets applied
+	Stale      int // packets not newer than their session's last one
+	Malformed  int // packets that did not decode (size, magic, version, layout)
+	NotAllowed int // datagrams from addresses outside Allow
+	Forged     int // packets that did not authenticate, or of the wrong security mode
+	Replayed   int // authenticated packets seen before (replay window)
+	Skewed     int // authenticated packets whose wall clock is too far from ours
+	Injected   int // key events given to the injector
+	InjectErr  int // key events the injector failed
+	Sessions   int // sessions seen
+	Timeouts   int // sessions ended by silence
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed), %d sessions (%d timed out), %d keys injected (%d failed)",
-		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Sessions, s.Timeouts, s.Injected, s.InjectErr)
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d forged, %d replayed, %d clock-skewed, %d not allowed), %d sessions (%d timed out), %d keys injected (%d failed)",
+		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.NotAllowed, s.Sessions, s.Timeouts, s.Injected, s.InjectErr)
 }
 
 type session struct {
 	id        uint64
 	addr      string
+	aead      cipher.AEAD
+	replay    wire.ReplayFilter
 	tracker   eventqueue.Tracker
 	held      map[keys.Code]bool // keys this session holds in the OS
 	counter   uint64             // newest packet counter applied
@@ -94,6 +115,8 @@ type Receiver struct {
 	pkt      wire.Queue
 	ds       []eventqueue.Dispatch
 	rejects  rejectLog
+	scratch  []byte
+	lastAEAD cipher.AEAD
 }
 
 // New checks cfg and makes a Receiver.
@@ -109,6 +132,12 @@ func New(cfg Config) (*Receiver, error) {
 	}
 	if cfg.JoinAfter == 0 {
 		cfg.JoinAfter = DefaultJoinAfter
+	}
+	if cfg.MaxSkew == 0 {
+		cfg.MaxSkew = DefaultMaxSkew
+	}
+	if cfg.PSK != nil && len(cfg.PSK) != wire.KeyLen {
+		return nil, fmt.Errorf("pre-shared key is %d bytes, want %d", len(cfg.PSK), wire.KeyLen)
 	}
 	return &Receiver{
 		cfg:      cfg,
@@ -178,31 +207,60 @@ loop:
 	return r.stats, nil
 }
 
-// Handle applies one datagram received at now from from.
+// Handle applies one datagram received at now from from. Checks run
+// cheapest first, and nothing about sessions changes before a packet has
+// authenticated: allow-list, size/magic/version/layout, AEAD, wall clock,
+// replay window, then staleness.
 func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	r.stats.Packets++
-	if err := wire.ParseQueue(b, &r.pkt); err != nil {
-		r.stats.Malformed++
+	if len(r.cfg.Allow) > 0 && !r.allowed(from) {
+		r.stats.NotAllowed++
+		r.rejects.note(r.cfg.Logf, now, from, errNotAllowed)
+		return
+	}
+	if err := r.decode(b); err != nil {
+		if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrNotSealed) || errors.Is(err, wire.ErrSealed) {
+			r.stats.Forged++
+		} else {
+			r.stats.Malformed++
+		}
 		r.rejects.note(r.cfg.Logf, now, from, err)
 		return
 	}
+	h := r.pkt.Header
+	if r.cfg.PSK != nil {
+		// A recorded old session replayed to a receiver that has
+		// forgotten it carries old wall-clock times (authenticated).
+		skew := time.Duration(int64(r.pkt.Wall)-now.UnixMilli()) * time.Millisecond
+		if skew > r.cfg.MaxSkew || skew < -r.cfg.MaxSkew {
+			r.stats.Skewed++
+			r.rejects.note(r.cfg.Logf, now, from, fmt.Errorf("sender clock differs from ours by %v, more than --max-skew %v: a replay, or clocks out of sync (use NTP on both machines, or raise --max-skew)", skew.Round(time.Millisecond), r.cfg.MaxSkew))
+			return
+		}
+	}
 	addr := from.String()
-	s := r.sessions[r.pkt.Header.Session]
+	s := r.sessions[h.Session]
 	if s == nil {
 		// A new session from an address ends the one it replaces: the
-		// sender restarted, and its old keys must not stay down.
+		// sender restarted, and its old keys must not stay down. The new
+		// session has authenticated by now.
 		if old := r.byAddr[addr]; old != nil {
 			r.end(old, eventqueue.SessionEnd)
 			old.replaced = true
-			r.logf("session %016x from %s replaced by %016x", old.id, addr, r.pkt.Header.Session)
+			r.logf("session %016x from %s replaced by %016x", old.id, addr, h.Session)
 		}
-		s = r.newSession(r.pkt.Header.Session, addr)
+		s = r.newSession(h.Session, addr)
+		s.aead = r.lastAEAD
 		r.byAddr[addr] = s
 	}
+	if !s.replay.Accept(h.Counter) {
+		r.stats.Replayed++
+		return
+	}
 	// UDP reorders and duplicates: an older queue would release keys that
-	// are still held (DESIGN.md invariant 4).
-	// A replaced session's late packets must not press its keys again.
-	if r.pkt.Header.Counter <= s.counter || s.replaced {
+	// are still held (DESIGN.md invariant 4). A replaced session's late
+	// packets must not press its keys again.
+	if h.Counter <= s.counter || s.replaced {
 		r.stats.Stale++
 		return
 	}
@@ -210,7 +268,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	if !s.live && s.counter != 0 {
 		r.logf("session %016x from %s is back", s.id, addr)
 	}
-	s.counter = r.pkt.Header.Counter
+	s.counter = h.Counter
 	s.lastHeard = now
 	s.live = true
 	r.stats.Accepted++
@@ -218,6 +276,48 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	for _, d := range r.ds {
 		r.inject(s, d.Code, d.Kind == eventqueue.Down, d.Cause)
 	}
+}
+
+var errNotAllowed = errors.New("source address not in --allow")
+
+func (r *Receiver) allowed(from net.Addr) bool {
+	ua, ok := from.(*net.UDPAddr)
+	if !ok {
+		return false
+	}
+	ip, ok := netip.AddrFromSlice(ua.IP)
+	if !ok {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, p := range r.cfg.Allow {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// decode fills r.pkt from b: opened with the session key when the receiver
+// has one, parsed as plaintext otherwise.
+func (r *Receiver) decode(b []byte) error {
+	if r.cfg.PSK == nil {
+		return wire.ParseQueue(b, &r.pkt)
+	}
+	var err error
+	r.scratch, err = wire.OpenQueue(b, r.aeadFor, r.scratch, &r.pkt)
+	return err
+}
+
+// aeadFor returns a session's AEAD: cached for known sessions, derived for
+// others (and kept in lastAEAD for the session Handle may create next).
+func (r *Receiver) aeadFor(id uint64) (cipher.AEAD, error) {
+	if s := r.sessions[id]; s != nil && s.aead != nil {
+		return s.aead, nil
+	}
+	a, err := wire.SessionAEAD(r.cfg.PSK, id, wire.SenderToReceiver)
+	r.lastAEAD = a
+	return a, err
 }
 
 func (r *Receiver) newSession(id uint64, addr string) *session {

@@ -21,6 +21,9 @@ import (
 	"github.com/keyrelay/keyrelay/wire"
 )
 
+// relayKey seals the relay's packets, as in normal use.
+var relayKey = []byte("0123456789abcdef0123456789abcdef")
+
 // step is one key event of a trace and the pause before it.
 type step struct {
 	wait time.Duration
@@ -210,7 +213,7 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash bool) 
 		}
 		rconn, sconn := &counterConn{PacketConn: rc}, &counterConn{PacketConn: sc}
 		osk := &osState{held: map[keys.Code]bool{}}
-		r, err := receiver.New(receiver.Config{Conn: rconn, Injector: osk, Timeout: timeout})
+		r, err := receiver.New(receiver.Config{Conn: rconn, Injector: osk, Timeout: timeout, PSK: relayKey})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +257,7 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash bool) 
 				}
 			}
 		}
-		s, err := sender.New(sender.Config{Conn: sconn, Dests: []net.Addr{rc.LocalAddr()}, QueueLen: n})
+		s, err := sender.New(sender.Config{Conn: sconn, Dests: []net.Addr{rc.LocalAddr()}, QueueLen: n, PSK: relayKey})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,9 @@ wait_for() {
   echo "demo: timed out waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
 }
 
+# Both ends share a key made for the demo (README: Security).
+"$BIN" keygen --out "$work/demo.key"
+export KEYRELAY_KEY_FILE="$work/demo.key"
 "$BIN" recv --inject log --listen 127.0.0.1:0 >"$work/keys.jsonl" 2>"$work/recv.err" &
 pids+=($!)
 wait_for "$work/recv.err" "listening on"

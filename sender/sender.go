@@ -7,6 +7,7 @@ package sender
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -54,6 +55,9 @@ type Config struct {
 	Linger time.Duration
 	// Session is the session id; 0 picks a random one.
 	Session uint64
+	// PSK is the pre-shared key that seals every packet (PROTOCOL.md §8);
+	// nil sends plaintext (--insecure).
+	PSK []byte
 	// Logf reports send errors (at most one line per destination and
 	// error message). Nil: silent.
 	Logf func(format string, args ...any)
@@ -78,6 +82,7 @@ func (s Stats) String() string {
 // owns it until it returns.
 type Sender struct {
 	cfg     Config
+	aead    cipher.AEAD // nil: plaintext
 	queue   *eventqueue.Queue
 	pkt     wire.Queue
 	buf     []byte
@@ -121,7 +126,13 @@ func New(cfg Config) (*Sender, error) {
 			return nil, err
 		}
 	}
-	return &Sender{cfg: cfg, queue: q, errSeen: map[string]bool{}}, nil
+	s := &Sender{cfg: cfg, queue: q, errSeen: map[string]bool{}}
+	if cfg.PSK != nil {
+		if s.aead, err = wire.SessionAEAD(cfg.PSK, cfg.Session, wire.SenderToReceiver); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // NewSessionID returns a random non-zero 64-bit session id.
@@ -251,8 +262,15 @@ func (s *Sender) clock() uint64 {
 func (s *Sender) send() {
 	s.pkt.Header = wire.Header{Type: wire.TypeQueue, Session: s.cfg.Session, Counter: uint64(s.stats.Packets) + 1}
 	s.pkt.Clock = s.clock()
+	s.pkt.Wall = uint64(time.Now().UnixMilli())
 	s.pkt.Events = s.queue.Events()
-	b, err := s.pkt.Append(s.buf[:0])
+	var b []byte
+	var err error
+	if s.aead != nil {
+		b, err = s.pkt.AppendSealed(s.buf[:0], s.aead)
+	} else {
+		b, err = s.pkt.Append(s.buf[:0])
+	}
 	if err != nil {
 		// The queue always encodes (New checks its length); if it ever did
 		// not, sending nothing is safer than sending garbage.

@@ -17,27 +17,33 @@ type Queue struct {
 	// Clock is the sender's session clock in milliseconds when it sent the
 	// packet; a receiver uses it to tell a fresh session from one it joins.
 	Clock uint64
+	// Wall is the sender's wall clock (Unix milliseconds) when it sent the
+	// packet; a receiver rejects packets too far from its own clock, which
+	// defeats the replay of a recorded old session (PROTOCOL.md §8).
+	Wall uint64
 	// Events is the queue, newest first.
 	Events []eventqueue.Event
 }
 
-// MaxQueueLen is the largest encoding of a queue packet of n entries: every
-// varint at its longest (10 bytes). For n = 64 it is 22+10+1+10+63*13+3 =
-// 865 bytes, so any 64-entry queue fits in MaxPacketSize.
+// MaxQueueLen is the largest encoding of a sealed queue packet of n entries:
+// every varint at its longest (10 bytes), plus the AEAD tag. For n = 64 it
+// is 22+10+10+1+10+64*3+63*10+16 = 891 bytes, so any 64-entry queue fits in
+// MaxPacketSize.
 func MaxQueueLen(n int) int {
 	if n <= 0 {
-		return HeaderLen + 10 + 1
+		return HeaderLen + 10 + 10 + 1 + TagLen
 	}
-	return HeaderLen + 10 + 1 + 10 + n*entryFixedLen + (n-1)*10
+	return HeaderLen + 10 + 10 + 1 + 10 + n*entryFixedLen + (n-1)*10 + TagLen
 }
 
-// MaxSafeEvents is the longest queue whose packet fits in MaxPacketSize
-// whatever its stamps: senders keep N at or below it.
-const MaxSafeEvents = 89
+// MaxSafeEvents is the longest queue whose sealed packet fits in
+// MaxPacketSize whatever its stamps: senders keep N at or below it.
+const MaxSafeEvents = 87
 
-// Len is the encoded length of q; it assumes q is valid (Append checks).
+// Len is the encoded length of q in plaintext (add TagLen when sealed); it
+// assumes q is valid (Append checks).
 func (q *Queue) Len() int {
-	n := HeaderLen + uvarintLen(q.Clock) + 1
+	n := HeaderLen + uvarintLen(q.Clock) + uvarintLen(q.Wall) + 1
 	for i, e := range q.Events {
 		n += entryFixedLen
 		if i == 0 {
@@ -69,7 +75,7 @@ func (q *Queue) validate() error {
 			return err
 		}
 	}
-	if n := q.Len(); n > MaxPacketSize {
+	if n := q.Len() + TagLen; n > MaxPacketSize {
 		return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
 	}
 	return nil
@@ -104,14 +110,20 @@ func checkEntry(events []eventqueue.Event, i int, e eventqueue.Event) error {
 	return nil
 }
 
-// Append appends the encoded packet to b, or returns an error, and b
-// unchanged, if q is not a valid packet.
+// Append appends the encoded plaintext packet to b, or returns an error, and
+// b unchanged, if q is not a valid packet.
 func (q *Queue) Append(b []byte) ([]byte, error) {
 	if err := q.validate(); err != nil {
 		return b, err
 	}
 	b = q.Header.Append(b)
+	return q.appendBody(b), nil
+}
+
+// appendBody appends the body of PROTOCOL.md §3.
+func (q *Queue) appendBody(b []byte) []byte {
 	b = binary.AppendUvarint(b, q.Clock)
+	b = binary.AppendUvarint(b, q.Wall)
 	b = append(b, byte(len(q.Events)))
 	for i, e := range q.Events {
 		if i == 0 {
@@ -123,12 +135,12 @@ func (q *Queue) Append(b []byte) ([]byte, error) {
 			b = binary.AppendUvarint(b, q.Events[i-1].Stamp-e.Stamp)
 		}
 	}
-	return b, nil
+	return b
 }
 
-// ParseQueue decodes a queue packet into dst, reusing dst.Events' storage
-// (no allocation once it is large enough). On error dst is left in an
-// unspecified state and must not be used.
+// ParseQueue decodes a plaintext queue packet into dst, reusing dst.Events'
+// storage (no allocation once it is large enough). On error dst is left in
+// an unspecified state and must not be used.
 func ParseQueue(b []byte, dst *Queue) error {
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -140,11 +152,20 @@ func ParseQueue(b []byte, dst *Queue) error {
 	if h.Flags&FlagSealed != 0 {
 		return ErrSealed
 	}
+	return parseBody(h, b[HeaderLen:], dst)
+}
+
+// parseBody decodes the body of PROTOCOL.md §3 (plaintext) into dst.
+func parseBody(h Header, p []byte, dst *Queue) error {
 	dst.Header = h
-	p := b[HeaderLen:]
 	var n int
+	var err error
 	if dst.Clock, n, err = uvarint(p); err != nil {
 		return fmt.Errorf("clock: %w", err)
+	}
+	p = p[n:]
+	if dst.Wall, n, err = uvarint(p); err != nil {
+		return fmt.Errorf("wall clock: %w", err)
 	}
 	p = p[n:]
 	if len(p) < 1 {

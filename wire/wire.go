@@ -8,16 +8,18 @@
 //	 0      2     3     4     5      6                14                22
 //	+------+-----+-----+-----+------+-----------------+-----------------+------
 //	|magic |ver  |type |flags|rsvd  | session id      | packet counter  | body
-//	|"KR"  | 1   |     |     | 0    | u64, non-zero   | u64, non-zero   |
+//	|"KR"  | 2   |     |     | 0    | u64, non-zero   | u64, non-zero   |
 //	+------+-----+-----+-----+------+-----------------+-----------------+------
 //
 // Magic and version come first so that anything else is rejected cheaply.
-// The header is laid out to become the associated data of an AEAD in a later
-// version, the counter its nonce, and the SEALED flag marks such a body.
+// A sealed packet (flag SEALED) carries its body encrypted with
+// ChaCha20-Poly1305 under a per-session key, with the header as associated
+// data and the counter as nonce (seal.go).
 //
-// The body of a queue packet (type 1):
+// The body of a queue packet (type 1), before sealing:
 //
 //	clock  uvarint   sender's session clock, ms since the session started
+//	wall   uvarint   sender's wall clock, Unix ms
 //	n      u8        queue length N, 1..255
 //	top    uvarint   stamp of entry 0 (the newest)
 //	N entries, newest first:
@@ -47,7 +49,7 @@ const (
 const (
 	Magic0  = 'K'
 	Magic1  = 'R'
-	Version = 1
+	Version = 2
 	// MaxPacketSize is the largest datagram keyrelay sends or accepts: it
 	// stays below the IPv6 minimum MTU, so packets are never fragmented.
 	MaxPacketSize = 1200
@@ -67,7 +69,7 @@ const (
 
 // Flag bits.
 const (
-	// FlagSealed marks a body sealed with an AEAD; v1 without keys rejects it.
+	// FlagSealed marks a body sealed with the session's AEAD.
 	FlagSealed uint8 = 1 << 0
 	knownFlags       = FlagSealed
 )
@@ -81,6 +83,8 @@ var (
 	ErrType      = errors.New("unknown packet type")
 	ErrFlags     = errors.New("unknown flags or non-zero reserved byte")
 	ErrSealed    = errors.New("packet is sealed (encrypted) and no key is configured")
+	ErrNotSealed = errors.New("packet is not sealed (plaintext) but a key is configured")
+	ErrAuth      = errors.New("packet does not authenticate (wrong key, or tampered)")
 	ErrHeader    = errors.New("zero session id or packet counter")
 	ErrVarint    = errors.New("malformed varint")
 	ErrQueue     = errors.New("malformed queue")
@@ -129,7 +133,7 @@ func ParseHeader(b []byte) (Header, error) {
 		return Header{}, fmt.Errorf("%w: %d bytes, header needs %d", ErrTruncated, len(b), HeaderLen)
 	}
 	if b[offVersion] != Version {
-		return Header{}, fmt.Errorf("%w: %d (this keyrelay speaks %d)", ErrVersion, b[offVersion], Version)
+		return Header{}, fmt.Errorf("%w: %d (this keyrelay speaks %d; update both ends to the same release)", ErrVersion, b[offVersion], Version)
 	}
 	if b[offReserved] != 0 {
 		return Header{}, fmt.Errorf("%w: reserved byte %#02x", ErrFlags, b[offReserved])

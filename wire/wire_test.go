@@ -48,6 +48,7 @@ func unhex(t testing.TB, s string) []byte {
 var golden = Queue{
 	Header: Header{Type: TypeQueue, Session: 0x0123456789ABCDEF, Counter: 42},
 	Clock:  1500,
+	Wall:   1_795_000_000_000,
 	Events: []eventqueue.Event{
 		{Code: keys.KeyH, Kind: eventqueue.Up, Stamp: 1497},
 		{Code: keys.KeyH, Kind: eventqueue.Down, Stamp: 1495},
@@ -59,7 +60,7 @@ var golden = Queue{
 // TestGolden: the worked example of PROTOCOL.md §6 decodes field by field
 // and re-encodes to the same bytes.
 func TestGolden(t *testing.T) {
-	b := readHex(t, "../testdata/golden/queue_v1.hex")
+	b := readHex(t, "../testdata/golden/queue_v2.hex")
 	var q Queue
 	if err := ParseQueue(b, &q); err != nil {
 		t.Fatal(err)
@@ -74,8 +75,8 @@ func TestGolden(t *testing.T) {
 	if !bytes.Equal(enc, b) {
 		t.Errorf("encoded % x\nwant    % x", enc, b)
 	}
-	if golden.Len() != len(b) || len(b) != 43 {
-		t.Errorf("Len() = %d, file %d bytes, PROTOCOL.md says 43", golden.Len(), len(b))
+	if golden.Len() != len(b) || len(b) != 49 {
+		t.Errorf("Len() = %d, file %d bytes, PROTOCOL.md says 49", golden.Len(), len(b))
 	}
 }
 
@@ -96,34 +97,35 @@ func TestTruncatedPrefixes(t *testing.T) {
 
 // TestDecodeErrors: one case per decoding rule of PROTOCOL.md §4.
 func TestDecodeErrors(t *testing.T) {
-	hdr := "4b52 01 01 00 00 0123456789abcdef 000000000000002a"
+	hdr := "4b52 02 01 00 00 0123456789abcdef 000000000000002a"
 	tests := []struct {
 		name string
 		hex  string
 		want error
 	}{
-		{"valid, one none entry", hdr + "00 01 00 000000", nil},
-		{"bad magic", "4b53 01 01 00 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrMagic},
-		{"version 2", "4b52 02 01 00 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrVersion},
-		{"version 0", "4b52 00 01 00 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrVersion},
-		{"unknown type", "4b52 01 07 00 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrType},
-		{"ack where a queue is expected", "4b52 01 02 00 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrType},
-		{"unknown flag", "4b52 01 01 02 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrFlags},
-		{"reserved byte set", "4b52 01 01 00 01 0123456789abcdef 000000000000002a 00 01 00 000000", ErrFlags},
-		{"sealed", "4b52 01 01 01 00 0123456789abcdef 000000000000002a 00 01 00 000000", ErrSealed},
-		{"session 0", "4b52 01 01 00 00 0000000000000000 000000000000002a 00 01 00 000000", ErrHeader},
-		{"counter 0", "4b52 01 01 00 00 0123456789abcdef 0000000000000000 00 01 00 000000", ErrHeader},
-		{"overlong clock", hdr + "8000 01 00 000000", ErrVarint},
-		{"clock overflow", hdr + "ffffffffffffffffff02 01 00 000000", ErrVarint},
-		{"zero entries", hdr + "00 00 00", ErrQueue},
-		{"kind 3", hdr + "00 01 00 030004", ErrQueue},
-		{"none with a key", hdr + "00 01 00 000004", ErrQueue},
-		{"down of key 0", hdr + "00 01 05 010000", ErrQueue},
-		{"down after none", hdr + "00 02 05 000000 01000401", ErrQueue},
-		{"equal stamps of real events", hdr + "00 02 05 010004 01000500", ErrQueue},
-		{"stamp below zero", hdr + "00 02 05 010004 01000506", ErrQueue},
-		{"overlong back", hdr + "00 02 05 010004 0100058100", ErrVarint},
-		{"trailing byte", hdr + "00 01 00 000000 00", ErrTrailing},
+		{"valid, one none entry", hdr + "00 00 01 00 000000", nil},
+		{"overlong wall", hdr + "00 8000 01 00 000000", ErrVarint},
+		{"bad magic", "4b53 02 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrMagic},
+		{"version 3", "4b52 03 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrVersion},
+		{"version 1 (plaintext keyrelay before keys)", "4b52 01 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrVersion},
+		{"unknown type", "4b52 02 07 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrType},
+		{"ack where a queue is expected", "4b52 02 02 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrType},
+		{"unknown flag", "4b52 02 01 02 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrFlags},
+		{"reserved byte set", "4b52 02 01 00 01 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrFlags},
+		{"sealed", "4b52 02 01 01 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrSealed},
+		{"session 0", "4b52 02 01 00 00 0000000000000000 000000000000002a 00 00 01 00 000000", ErrHeader},
+		{"counter 0", "4b52 02 01 00 00 0123456789abcdef 0000000000000000 00 00 01 00 000000", ErrHeader},
+		{"overlong clock", hdr + "8000 00 01 00 000000", ErrVarint},
+		{"clock overflow", hdr + "ffffffffffffffffff02 00 01 00 000000", ErrVarint},
+		{"zero entries", hdr + "00 00 00 00", ErrQueue},
+		{"kind 3", hdr + "00 00 01 00 030004", ErrQueue},
+		{"none with a key", hdr + "00 00 01 00 000004", ErrQueue},
+		{"down of key 0", hdr + "00 00 01 05 010000", ErrQueue},
+		{"down after none", hdr + "00 00 02 05 000000 01000401", ErrQueue},
+		{"equal stamps of real events", hdr + "00 00 02 05 010004 01000500", ErrQueue},
+		{"stamp below zero", hdr + "00 00 02 05 010004 01000506", ErrQueue},
+		{"overlong back", hdr + "00 00 02 05 010004 0100058100", ErrVarint},
+		{"trailing byte", hdr + "00 00 01 00 000000 00", ErrTrailing},
 		{"too large", hdr + strings.Repeat("00", MaxPacketSize), ErrTooLarge},
 	}
 	for _, tt := range tests {
@@ -179,6 +181,7 @@ func genQueue(t *rapid.T) Queue {
 	return Queue{
 		Header: Header{Type: TypeQueue, Session: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "session"), Counter: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "counter")},
 		Clock:  rapid.Uint64().Draw(t, "clock"),
+		Wall:   rapid.Uint64().Draw(t, "wall"),
 		Events: append([]eventqueue.Event(nil), q.Events()...),
 	}
 }
@@ -189,9 +192,10 @@ func TestRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		q := genQueue(t)
 		b, err := q.Append(nil)
-		if q.Len() > MaxPacketSize {
+		// Append refuses what would not fit once sealed (PROTOCOL.md §5).
+		if q.Len()+TagLen > MaxPacketSize {
 			if !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("%d bytes: Append error %v, want ErrTooLarge", q.Len(), err)
+				t.Fatalf("%d bytes sealed: Append error %v, want ErrTooLarge", q.Len()+TagLen, err)
 			}
 			return
 		}
@@ -214,22 +218,23 @@ func TestRoundTrip(t *testing.T) {
 // TestSizes backs PROTOCOL.md §5: N=64 always fits; the sizes of typical
 // typing queues.
 func TestSizes(t *testing.T) {
-	if m := MaxQueueLen(64); m != 865 || m > MaxPacketSize {
-		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 865 (< 1200)", m)
+	if m := MaxQueueLen(64); m != 891 || m > MaxPacketSize {
+		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 891 (< 1200)", m)
 	}
 	if MaxQueueLen(MaxSafeEvents) > MaxPacketSize || MaxQueueLen(MaxSafeEvents+1) <= MaxPacketSize {
 		t.Errorf("MaxSafeEvents %d is not the largest N that always fits", MaxSafeEvents)
 	}
-	for _, tc := range []struct{ n, want int }{{16, 93}, {64, 286}} {
+	for _, tc := range []struct{ n, want int }{{16, 115}, {64, 308}} {
 		q := typingQueue(t, tc.n)
-		if got := q.Len(); got != tc.want {
-			t.Errorf("typical N=%d queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.want)
+		if got := q.Len() + TagLen; got != tc.want {
+			t.Errorf("typical sealed N=%d queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.want)
 		}
 	}
 }
 
 // typingQueue is a queue after a minute of typing at 100 ms per key event
-// with ShiftLeft held from the start: stamps of a few bytes, deltas of one.
+// with ShiftLeft held from the start: stamps of a few bytes, deltas of one,
+// a wall clock of 2026.
 func typingQueue(t testing.TB, n int) Queue {
 	q, _ := eventqueue.New(n)
 	stamp := uint64(60_000 - 100*4*n)
@@ -244,7 +249,7 @@ func typingQueue(t testing.TB, n int) Queue {
 		add(keys.KeyA+keys.Code(i%26), eventqueue.Down)
 		add(keys.KeyA+keys.Code(i%26), eventqueue.Up)
 	}
-	return Queue{Header: Header{Type: TypeQueue, Session: 1, Counter: 600}, Clock: stamp, Events: q.Events()}
+	return Queue{Header: Header{Type: TypeQueue, Session: 1, Counter: 600}, Clock: stamp, Wall: 1_795_000_000_000, Events: q.Events()}
 }
 
 func TestParseHeader(t *testing.T) {

@@ -1,0 +1,85 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/keyrelay/keyrelay/secret"
+)
+
+// KeyOptions are the key flags send and recv share.
+type KeyOptions struct {
+	KeyFile  string
+	Insecure bool
+}
+
+func (k *KeyOptions) register(f *pflag.FlagSet) {
+	f.StringVar(&k.KeyFile, "key-file", "", "pre-shared key made by 'keyrelay keygen' (default $"+secret.Env+")")
+	f.BoolVar(&k.Insecure, "insecure", false, "relay in plaintext, without a key: anyone on the network can read and inject keys")
+}
+
+// load returns the key (nil with --insecure), telling the user its
+// fingerprint or the risk they took.
+func (k *KeyOptions) load(logf func(string, ...any)) ([]byte, error) {
+	if k.Insecure {
+		if k.KeyFile != "" {
+			return nil, usagef("--insecure and --key-file exclude each other")
+		}
+		logf("WARNING: --insecure: keystrokes travel in plaintext and anyone who can reach this port can type into the receiver")
+		return nil, nil
+	}
+	path := k.KeyFile
+	if path == "" {
+		path = os.Getenv(secret.Env)
+	}
+	if path == "" {
+		return nil, usageError{fmt.Errorf("%w: make one with 'keyrelay keygen --out keyrelay.key', copy it to both machines, then pass --key-file keyrelay.key (or set %s); --insecure relays in plaintext", secret.ErrNoKey, secret.Env)}
+	}
+	key, warning, err := secret.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		logf("WARNING: %s", warning)
+	}
+	logf("key fingerprint %s (the other machine must show the same)", secret.Fingerprint(key))
+	return key, nil
+}
+
+// NewCmdKeygen builds `keyrelay keygen`.
+func NewCmdKeygen(stdio IO) *cobra.Command {
+	var out string
+	var force bool
+	c := &cobra.Command{
+		Use:   "keygen [--out FILE] [--force]",
+		Short: "Make a pre-shared key for send and recv",
+		Long: `Make a random 256-bit pre-shared key. With --out it is written to FILE with
+mode 0600 (an existing file is kept unless --force); without, it is printed.
+Copy the file to both machines over a channel you trust (scp, a USB stick)
+and give it to send and recv with --key-file (or $` + secret.Env + `). Both
+print the key's fingerprint at start: compare them.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			key, err := secret.Generate()
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				_, err := stdio.Out.Write(secret.Encode(key))
+				fmt.Fprintf(stdio.Err, "keyrelay keygen: fingerprint %s\n", secret.Fingerprint(key))
+				return err
+			}
+			if err := secret.Write(out, key, force); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Err, "keyrelay keygen: wrote %s (mode 0600), fingerprint %s\n", out, secret.Fingerprint(key))
+			return nil
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "write the key to this file (mode 0600)")
+	c.Flags().BoolVar(&force, "force", false, "replace an existing key file")
+	return c
+}

@@ -1,0 +1,96 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var fingerprintRE = regexp.MustCompile(`fingerprint ([0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4})`)
+
+// TestKeygen: keygen writes a 0600 key file, refuses to overwrite it without
+// --force, and send and recv print the same fingerprint as keygen did.
+func TestKeygen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k")
+	code, _, stderr := run(t, "", "keygen", "--out", path)
+	m := fingerprintRE.FindStringSubmatch(stderr)
+	if code != 0 || m == nil {
+		t.Fatalf("keygen: exit %d\n%s", code, stderr)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode %v, %v; want 0600", st.Mode().Perm(), err)
+	}
+	if code, _, stderr := run(t, "", "keygen", "--out", path); code != 1 || !strings.Contains(stderr, "--force") {
+		t.Errorf("overwrite without --force: exit %d\n%s", code, stderr)
+	}
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--key-file", path)
+	code, _, sendErr := run(t, "", "send", "--to", recv.addr, "--key-file", path, "--script", "../testdata/scripts/hello.keys")
+	if code != 0 {
+		t.Fatalf("send: exit %d\n%s", code, sendErr)
+	}
+	got := recv.stop()
+	for name, out := range map[string]string{"recv": recv.stderr.String(), "send": sendErr} {
+		if f := fingerprintRE.FindStringSubmatch(out); f == nil || f[1] != m[1] {
+			t.Errorf("%s shows fingerprint %v, keygen %s", name, f, m[1])
+		}
+	}
+	if len(got) != 12 {
+		t.Errorf("%d key events with the new key, want 12:\n%s", len(got), render(got))
+	}
+	if code, _, _ := run(t, "", "keygen", "--out", path, "--force"); code != 0 {
+		t.Errorf("--force: exit %d", code)
+	}
+}
+
+// TestKeyRequired: without a key, send and recv refuse to start and say how
+// to make one; --insecure runs in plaintext with a warning.
+func TestKeyRequired(t *testing.T) {
+	t.Setenv("KEYRELAY_KEY_FILE", "")
+	for _, args := range [][]string{
+		{"recv", "--inject", "log", "--listen", "127.0.0.1:0"},
+		{"send", "--to", "127.0.0.1", "--script", "../testdata/scripts/hello.keys"},
+	} {
+		code, _, stderr := run(t, "", args...)
+		if code != 2 || !strings.Contains(stderr, "keyrelay keygen --out") || !strings.Contains(stderr, "--insecure") {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr)
+		}
+	}
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--insecure")
+	if !strings.Contains(recv.stderr.String(), "WARNING: --insecure") {
+		t.Errorf("recv --insecure printed no warning:\n%s", recv.stderr)
+	}
+	code, _, stderr := run(t, "", "send", "--insecure", "--to", recv.addr, "--script", "../testdata/scripts/hello.keys")
+	if code != 0 || !strings.Contains(stderr, "WARNING: --insecure") {
+		t.Errorf("send --insecure: exit %d\n%s", code, stderr)
+	}
+	if got := recv.stop(); len(got) != 12 {
+		t.Errorf("plaintext relay: %d key events, want 12", len(got))
+	}
+}
+
+// TestWrongKeyInjectsNothing: a sender with another key types nothing, and
+// the receiver counts its packets as forged.
+func TestWrongKeyInjectsNothing(t *testing.T) {
+	other := filepath.Join(t.TempDir(), "other.key")
+	if code, _, stderr := run(t, "", "keygen", "--out", other); code != 0 {
+		t.Fatal(stderr)
+	}
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	if code, _, stderr := run(t, "", "send", "--key-file", other, "--to", recv.addr, "--script", "../testdata/scripts/hello.keys"); code != 0 {
+		t.Fatal(stderr)
+	}
+	// A plaintext sender too.
+	run(t, "", "send", "--insecure", "--to", recv.addr, "--script", "../testdata/scripts/hello.keys")
+	if l, ok := recv.next(300 * time.Millisecond); ok {
+		t.Errorf("a wrong key typed %v", l)
+	}
+	recv.stop()
+	if !regexp.MustCompile(`[1-9]\d* forged`).MatchString(recv.stderr.String()) || !strings.Contains(recv.stderr.String(), "does not authenticate") {
+		t.Errorf("recv did not report forged packets:\n%s", recv.stderr)
+	}
+}

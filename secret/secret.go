@@ -1,0 +1,110 @@
+// Package secret makes, stores and loads keyrelay's pre-shared key: 32
+// random bytes, kept base64-encoded in a file only its owner can read, and
+// named to people by a short fingerprint they can compare across machines.
+package secret
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// Len is the key length: 256 bits.
+const Len = 32
+
+// Env names the environment variable that can give the key file.
+const Env = "KEYRELAY_KEY_FILE"
+
+// ErrNoKey is wrapped by errors about a missing key.
+var ErrNoKey = errors.New("no key")
+
+// Generate returns a new random key.
+func Generate() ([]byte, error) {
+	k := make([]byte, Len)
+	if _, err := rand.Read(k); err != nil {
+		return nil, fmt.Errorf("unable to make a key: %w", err)
+	}
+	return k, nil
+}
+
+// Fingerprint is a short, non-secret name of key for people to compare:
+// the first 8 bytes of SHA-256 over a label and the key, as four groups.
+func Fingerprint(key []byte) string {
+	h := sha256.Sum256(append([]byte("keyrelay key fingerprint v1\x00"), key...))
+	return fmt.Sprintf("%x-%x-%x-%x", h[0:2], h[2:4], h[4:6], h[6:8])
+}
+
+// Encode is the key file's content: a comment line, then the key in base64.
+func Encode(key []byte) []byte {
+	return []byte(fmt.Sprintf("# keyrelay pre-shared key, fingerprint %s. Keep it secret; copy it\n# to the other machine over a channel you trust (scp, a USB stick).\n%s\n",
+		Fingerprint(key), base64.StdEncoding.EncodeToString(key)))
+}
+
+// Write stores key at path with mode 0600. It refuses to replace an
+// existing file unless force is set.
+func Write(path string, key []byte, force bool) error {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s exists: not replaced (use --force to replace it; both machines then need the new key)", path)
+	}
+	if err != nil {
+		return fmt.Errorf("unable to write the key: %w", err)
+	}
+	// An existing file replaced with --force keeps its old mode: fix it.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("unable to restrict the key file: %w", err)
+	}
+	if _, err := f.Write(Encode(key)); err != nil {
+		f.Close()
+		return fmt.Errorf("unable to write the key: %w", err)
+	}
+	return f.Close()
+}
+
+// Load reads a key file. warning is set when the file is readable by other
+// users (the key still loads: the user decides).
+func Load(path string) (key []byte, warning string, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("unable to read the key file: %w", err)
+	}
+	key, err = Decode(b)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		warning = fmt.Sprintf("key file %s has mode %#o: other users can read it (chmod 600 %s)", path, st.Mode().Perm(), path)
+	}
+	return key, warning, nil
+}
+
+// Decode parses a key file's content: '#' comment lines, then the base64
+// key.
+func Decode(b []byte) ([]byte, error) {
+	var text strings.Builder
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		text.WriteString(line)
+	}
+	key, err := base64.StdEncoding.DecodeString(text.String())
+	if err != nil {
+		return nil, fmt.Errorf("not a keyrelay key file (base64: %v); make one with 'keyrelay keygen --out FILE'", err)
+	}
+	if len(key) != Len {
+		return nil, fmt.Errorf("key is %d bytes, want %d; make one with 'keyrelay keygen --out FILE'", len(key), Len)
+	}
+	return key, nil
+}

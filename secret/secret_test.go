@@ -1,0 +1,63 @@
+package secret
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWriteLoadRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "k")
+	key, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, key, false); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(path)
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %#o, want 0600", st.Mode().Perm())
+	}
+	got, warn, err := Load(path)
+	if err != nil || warn != "" || string(got) != string(key) {
+		t.Fatalf("Load = %x, %q, %v", got, warn, err)
+	}
+	if err := Write(path, key, false); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("overwrite without --force: %v", err)
+	}
+	os.Chmod(path, 0o644)
+	other, _ := Generate()
+	if err := Write(path, other, true); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("--force left mode %#o", st.Mode().Perm())
+	}
+	os.Chmod(path, 0o644)
+	if _, warn, _ := Load(path); !strings.Contains(warn, "chmod 600") {
+		t.Errorf("no warning for mode 0644: %q", warn)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	for _, in := range []string{"", "not base64!", "AAAA", "# only a comment\n"} {
+		if _, err := Decode([]byte(in)); err == nil || !strings.Contains(err.Error(), "keygen") {
+			t.Errorf("Decode(%q) = %v", in, err)
+		}
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	a, b := make([]byte, Len), make([]byte, Len)
+	b[31] = 1
+	fa, fb := Fingerprint(a), Fingerprint(b)
+	if fa == fb || len(fa) != 19 || fa != Fingerprint(a) {
+		t.Errorf("fingerprints %q %q", fa, fb)
+	}
+	if !strings.Contains(string(Encode(a)), fa) {
+		t.Error("the key file does not show its fingerprint")
+	}
+}

@@ -1,0 +1,99 @@
+package wire
+
+import (
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// KeyLen is the length of the pre-shared key; TagLen the AEAD overhead.
+const (
+	KeyLen = 32
+	TagLen = chacha20poly1305.Overhead
+)
+
+// Direction separates the keys of the two directions of a session, so a
+// packet sealed one way never opens the other way.
+type Direction string
+
+const (
+	// SenderToReceiver seals queue packets.
+	SenderToReceiver Direction = "keyrelay v2 sender-to-receiver"
+	// ReceiverToSender seals feedback (acks).
+	ReceiverToSender Direction = "keyrelay v2 receiver-to-sender"
+)
+
+// SessionAEAD derives the AEAD of one session and direction from the
+// pre-shared key: HKDF-SHA256 with the session id as salt and the direction
+// as info (PROTOCOL.md §8). Each session thus has its own key, and within it
+// the packet counter is a nonce that is never reused.
+func SessionAEAD(psk []byte, session uint64, dir Direction) (cipher.AEAD, error) {
+	if len(psk) != KeyLen {
+		return nil, fmt.Errorf("pre-shared key is %d bytes, want %d", len(psk), KeyLen)
+	}
+	salt := binary.BigEndian.AppendUint64(nil, session)
+	key, err := hkdf.Key(sha256.New, psk, salt, string(dir), chacha20poly1305.KeySize)
+	if err != nil {
+		return nil, err
+	}
+	return chacha20poly1305.New(key)
+}
+
+// nonce is the 96-bit nonce of a packet: four zero bytes, then the counter.
+func nonce(counter uint64) [chacha20poly1305.NonceSize]byte {
+	var n [chacha20poly1305.NonceSize]byte
+	binary.BigEndian.PutUint64(n[4:], counter)
+	return n
+}
+
+// AppendSealed appends q sealed with aead: the header (with FlagSealed) in
+// clear as associated data, then the encrypted body and its tag.
+func (q *Queue) AppendSealed(b []byte, aead cipher.AEAD) ([]byte, error) {
+	if err := q.validate(); err != nil {
+		return b, err
+	}
+	h := q.Header
+	h.Flags |= FlagSealed
+	start := len(b)
+	b = h.Append(b)
+	bodyStart := len(b)
+	b = q.appendBody(b)
+	n := nonce(h.Counter)
+	// Seal in place (the body is overwritten by its ciphertext), with room
+	// for the tag so Seal need not reallocate.
+	b = slices.Grow(b, TagLen)
+	sealed := aead.Seal(b[bodyStart:bodyStart], n[:], b[bodyStart:], b[start:bodyStart])
+	return b[:bodyStart+len(sealed)], nil
+}
+
+// OpenQueue checks, authenticates and decodes a sealed queue packet: the
+// cheap header checks first, then the AEAD, then the body. aeadFor returns
+// the AEAD of a session (SessionAEAD, or one cached). scratch is reused for
+// the plaintext and returned. On error dst must not be used.
+func OpenQueue(b []byte, aeadFor func(session uint64) (cipher.AEAD, error), scratch []byte, dst *Queue) ([]byte, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return scratch, err
+	}
+	if h.Type != TypeQueue {
+		return scratch, fmt.Errorf("%w: %d where a queue packet was expected", ErrType, h.Type)
+	}
+	if h.Flags&FlagSealed == 0 {
+		return scratch, ErrNotSealed
+	}
+	aead, err := aeadFor(h.Session)
+	if err != nil {
+		return scratch, err
+	}
+	n := nonce(h.Counter)
+	body, err := aead.Open(scratch[:0], n[:], b[HeaderLen:], b[:HeaderLen])
+	if err != nil {
+		return scratch, ErrAuth
+	}
+	return body, parseBody(h, body, dst)
+}
