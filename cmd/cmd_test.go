@@ -2,8 +2,8 @@ package cmd
 
 import (
 	"bytes"
-	"fmt"
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
