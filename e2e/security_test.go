@@ -3,12 +3,16 @@
 package e2e
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/keyrelay/keyrelay/internal/flood"
 )
 
 var fingerprintRE = regexp.MustCompile(`fingerprint ([0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4})`)
@@ -93,4 +97,58 @@ func TestWrongKeyInjectsNothing(t *testing.T) {
 	if !regexp.MustCompile(`[1-9]\d* forged`).MatchString(recv.stderr.String()) || !strings.Contains(recv.stderr.String(), "does not authenticate") {
 		t.Errorf("recv did not report forged packets:\n%s", recv.stderr)
 	}
+}
+
+// TestFloodWhileTyping: 100,000 random and near-valid datagrams at recv
+// while a real sender types: nothing forged is injected, every real key
+// arrives in order, recv keeps running and logs rejects at a bounded rate.
+func TestFloodWhileTyping(t *testing.T) {
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	text := "flood resistant typing 0123456789"
+	send := start(t, "send", "--to", recv.addr, "--script", script(t, fmt.Sprintf("pace 20ms\ntype %q\n", text)))
+	conn, err := net.Dial("udp", recv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	sent := 0
+	for _, b := range flood.Datagrams(100_000, 42) {
+		if _, err := conn.Write(b); err == nil {
+			sent++
+		}
+	}
+	floodTook := time.Since(start)
+	if code := send.wait(30 * time.Second); code != 0 {
+		t.Fatalf("send exited %d\n%s", code, send.stderr)
+	}
+	select {
+	case <-recv.done:
+		t.Fatalf("recv died under the flood: %v\n%s", recv.err, recv.stderr)
+	default:
+	}
+	got := recv.stop()
+	checkBalanced(t, got)
+	var downs []string
+	for _, l := range got {
+		if l.Action == "down" && l.Key != "ShiftLeft" {
+			downs = append(downs, l.Key)
+		}
+	}
+	var want []string
+	for _, r := range text {
+		want = append(want, keyFor(r)...)
+	}
+	if strings.Join(downs, " ") != strings.Join(want, " ") {
+		t.Errorf("injected key-downs:\n%v\nwant\n%v", downs, want)
+	}
+	rejectLines := strings.Count(recv.stderr.String(), "dropped packet")
+	if limit := int(time.Since(start)/time.Second) + 3; rejectLines > limit {
+		t.Errorf("%d reject log lines in %v: not rate-limited", rejectLines, time.Since(start))
+	}
+	summary := recv.stderr.String()
+	if i := strings.LastIndex(summary, "keyrelay recv: "); i >= 0 {
+		summary = summary[i:]
+	}
+	t.Logf("flooded %d datagrams in %v; recv: %s", sent, floodTook.Round(time.Millisecond), strings.TrimSpace(summary))
 }

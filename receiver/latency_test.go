@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/flood"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
@@ -44,8 +45,15 @@ func (s signalInjector) Close() error            { return nil }
 // BenchmarkLoopbackLatency measures, over real loopback UDP sockets, the time
 // from a key event entering the sender to the receiver handing it to its
 // injector: one key-down then one key-up per iteration. It reports the
-// median and 99th percentile of all events.
+// median and 99th percentile of all events. The flood variant does the same
+// while another socket sends the receiver hostile datagrams
+// (internal/flood) as fast as it can: the difference is the flood's cost.
 func BenchmarkLoopbackLatency(b *testing.B) {
+	b.Run("quiet", func(b *testing.B) { loopbackLatency(b, false) })
+	b.Run("flood", func(b *testing.B) { loopbackLatency(b, true) })
+}
+
+func loopbackLatency(b *testing.B, flooded bool) {
 	rc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -71,6 +79,29 @@ func BenchmarkLoopbackLatency(b *testing.B) {
 	sendDone := make(chan struct{})
 	go func() { defer close(sendDone); s.Run(ctx, src) }()
 
+	floodDone := make(chan int)
+	stopFlood := make(chan struct{})
+	if flooded {
+		go func() {
+			fc, err := net.Dial("udp", rc.LocalAddr().String())
+			if err != nil {
+				panic(err)
+			}
+			defer fc.Close()
+			dgrams := flood.Datagrams(10_000, 7)
+			n := 0
+			for {
+				select {
+				case <-stopFlood:
+					floodDone <- n
+					return
+				default:
+				}
+				fc.Write(dgrams[n%len(dgrams)])
+				n++
+			}
+		}()
+	}
 	var lat []time.Duration
 	for i := 0; b.Loop(); i++ {
 		for _, down := range []bool{true, false} {
@@ -88,6 +119,10 @@ func BenchmarkLoopbackLatency(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	if flooded {
+		close(stopFlood)
+		b.ReportMetric(float64(<-floodDone)/b.Elapsed().Seconds(), "flood-datagrams/s")
+	}
 	close(src)
 	<-sendDone
 	cancel()
