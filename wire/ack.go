@@ -1,0 +1,170 @@
+package wire
+
+import (
+	"crypto/cipher"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// AckBits is the number of packets before Ack.Newest an ack reports on.
+const AckBits = 64
+
+// Ack is a feedback packet from a receiver to a sender session
+// (PROTOCOL.md §9). Its header's session id is the sender's; its counter is
+// the receiver's own, counting the acks it sent that session (the nonce of
+// the receiver-to-sender key).
+type Ack struct {
+	Header Header
+	// Newest is the newest packet counter received from the session.
+	Newest uint64
+	// Bits says which of the AckBits packets before Newest were received:
+	// bit i set means packet Newest-1-i was (seed 001's ack_bits).
+	Bits uint64
+	// Stamp is the newest event stamp the receiver has applied.
+	Stamp uint64
+	// Delay is how long, in microseconds, the receiver held packet Newest
+	// before sending this ack; the sender subtracts it from the RTT sample.
+	Delay uint64
+}
+
+// Received reports whether the ack says packet counter arrived.
+func (a *Ack) Received(counter uint64) bool {
+	switch {
+	case counter == a.Newest:
+		return true
+	case counter > a.Newest || a.Newest-counter > AckBits:
+		return false
+	}
+	return a.Bits&(1<<(a.Newest-counter-1)) != 0
+}
+
+func (a *Ack) appendBody(b []byte) []byte {
+	b = binary.AppendUvarint(b, a.Newest)
+	b = binary.BigEndian.AppendUint64(b, a.Bits)
+	b = binary.AppendUvarint(b, a.Stamp)
+	return binary.AppendUvarint(b, a.Delay)
+}
+
+func (a *Ack) validate() error {
+	if a.Header.Type != TypeAck {
+		return fmt.Errorf("%w: ack packet with type %d", ErrType, a.Header.Type)
+	}
+	if a.Header.Flags&FlagSealed != 0 {
+		return ErrSealed
+	}
+	if err := a.Header.check(); err != nil {
+		return err
+	}
+	if a.Newest == 0 {
+		return fmt.Errorf("%w: ack of packet 0", ErrQueue)
+	}
+	return nil
+}
+
+// Append appends the plaintext ack (--insecure) to b.
+func (a *Ack) Append(b []byte) ([]byte, error) {
+	if err := a.validate(); err != nil {
+		return b, err
+	}
+	return a.appendBody(a.Header.Append(b)), nil
+}
+
+// AppendSealed appends the ack sealed with aead (the session's
+// receiver-to-sender key).
+func (a *Ack) AppendSealed(b []byte, aead cipher.AEAD) ([]byte, error) {
+	if err := a.validate(); err != nil {
+		return b, err
+	}
+	h := a.Header
+	h.Flags |= FlagSealed
+	start := len(b)
+	b = h.Append(b)
+	bodyStart := len(b)
+	b = a.appendBody(b)
+	b = slices.Grow(b, TagLen)
+	n := nonce(h.Counter)
+	sealed := aead.Seal(b[bodyStart:bodyStart], n[:], b[bodyStart:], b[start:bodyStart])
+	return b[:bodyStart+len(sealed)], nil
+}
+
+func parseAckBody(h Header, p []byte, dst *Ack) error {
+	dst.Header = h
+	var n int
+	var err error
+	if dst.Newest, n, err = uvarint(p); err != nil {
+		return fmt.Errorf("newest: %w", err)
+	}
+	p = p[n:]
+	if dst.Newest == 0 {
+		return fmt.Errorf("%w: ack of packet 0", ErrQueue)
+	}
+	if len(p) < 8 {
+		return fmt.Errorf("ack bits: %w", ErrTruncated)
+	}
+	dst.Bits = binary.BigEndian.Uint64(p)
+	p = p[8:]
+	if dst.Stamp, n, err = uvarint(p); err != nil {
+		return fmt.Errorf("stamp: %w", err)
+	}
+	p = p[n:]
+	if dst.Delay, n, err = uvarint(p); err != nil {
+		return fmt.Errorf("delay: %w", err)
+	}
+	if len(p) > n {
+		return fmt.Errorf("%w: %d bytes", ErrTrailing, len(p)-n)
+	}
+	return nil
+}
+
+// ParseAck decodes a plaintext ack.
+func ParseAck(b []byte, dst *Ack) error {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return err
+	}
+	if h.Type != TypeAck {
+		return fmt.Errorf("%w: %d where an ack was expected", ErrType, h.Type)
+	}
+	if h.Flags&FlagSealed != 0 {
+		return ErrSealed
+	}
+	return parseAckBody(h, b[HeaderLen:], dst)
+}
+
+// OpenAck authenticates and decodes a sealed ack with aead (the session's
+// receiver-to-sender key).
+func OpenAck(b []byte, aead cipher.AEAD, scratch []byte, dst *Ack) ([]byte, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return scratch, err
+	}
+	if h.Type != TypeAck {
+		return scratch, fmt.Errorf("%w: %d where an ack was expected", ErrType, h.Type)
+	}
+	if h.Flags&FlagSealed == 0 {
+		return scratch, ErrNotSealed
+	}
+	n := nonce(h.Counter)
+	body, err := aead.Open(scratch[:0], n[:], b[HeaderLen:], b[:HeaderLen])
+	if err != nil {
+		return scratch, ErrAuth
+	}
+	return body, parseAckBody(h, body, dst)
+}
+
+// Newest is the newest counter the filter has accepted.
+func (f *ReplayFilter) Newest() uint64 { return f.last }
+
+// AckBitsFor returns the ack bits for the packets before the newest, from
+// the counters the filter has accepted.
+func (f *ReplayFilter) AckBitsFor() uint64 {
+	var bits uint64
+	for i := uint64(0); i < AckBits && i+1 < f.last; i++ {
+		c := f.last - 1 - i
+		if f.ring[c/replayBlockBits%replayRingLen]&(1<<(c%replayBlockBits)) != 0 {
+			bits |= 1 << i
+		}
+	}
+	return bits
+}
