@@ -62,10 +62,16 @@ type Config struct {
 	// (DefaultMaxSkew if 0): the defence against replaying a recorded old
 	// session to a receiver that has forgotten it (PROTOCOL.md §8).
 	MaxSkew time.Duration
+	// NoAcks turns feedback off: no ack packets are sent back.
+	NoAcks bool
 	// Logf reports what happens (new sessions, timeouts, rejects at a
 	// bounded rate). Nil: silent.
 	Logf func(format string, args ...any)
 }
+
+// MinAckInterval bounds the acks sent to one session: at most one per
+// interval; what arrives in between is covered by the next one (no storms).
+const MinAckInterval = 5 * time.Millisecond
 
 // DefaultMaxSkew is the default Config.MaxSkew.
 const DefaultMaxSkew = 30 * time.Second
@@ -84,11 +90,12 @@ type Stats struct {
 	InjectErr  int // key events the injector failed
 	Sessions   int // sessions seen
 	Timeouts   int // sessions ended by silence
+	Acks       int // ack packets sent
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d forged, %d replayed, %d clock-skewed, %d not allowed), %d sessions (%d timed out), %d keys injected (%d failed)",
-		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.NotAllowed, s.Sessions, s.Timeouts, s.Injected, s.InjectErr)
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d forged, %d replayed, %d clock-skewed, %d not allowed), %d sessions (%d timed out), %d keys injected (%d failed), %d acks sent",
+		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.NotAllowed, s.Sessions, s.Timeouts, s.Injected, s.InjectErr, s.Acks)
 }
 
 type session struct {
@@ -102,6 +109,13 @@ type session struct {
 	lastHeard time.Time
 	live      bool // false once timed out or ended (keys released)
 	replaced  bool // a newer session from the same address took over
+
+	from       net.Addr    // where acks go
+	ackAEAD    cipher.AEAD // receiver-to-sender key (nil: plaintext)
+	ackCounter uint64      // acks sent to this session (their nonce)
+	lastAck    time.Time
+	ackPending bool
+	newestAt   time.Time // when the newest packet arrived
 }
 
 // Receiver is the receive loop. Its methods are not safe for concurrent use:
@@ -117,6 +131,7 @@ type Receiver struct {
 	rejects  rejectLog
 	scratch  []byte
 	lastAEAD cipher.AEAD
+	ackBuf   []byte
 }
 
 // New checks cfg and makes a Receiver.
@@ -257,6 +272,13 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.stats.Replayed++
 		return
 	}
+	s.from = from
+	if h.Counter == s.replay.Newest() {
+		s.newestAt = now
+	}
+	// Every new authenticated packet, stale ones included, is news for the
+	// sender's estimates.
+	defer r.ack(s, now)
 	// UDP reorders and duplicates: an older queue would release keys that
 	// are still held (DESIGN.md invariant 4). A replaced session's late
 	// packets must not press its keys again.
@@ -350,11 +372,55 @@ func (r *Receiver) forgetOldest() {
 	}
 }
 
+// ack sends the session an ack now, or marks one pending if the last was
+// sent less than MinAckInterval ago (Expire flushes pending acks).
+func (r *Receiver) ack(s *session, now time.Time) {
+	if r.cfg.NoAcks || s.from == nil {
+		return
+	}
+	if !s.lastAck.IsZero() && now.Sub(s.lastAck) < MinAckInterval {
+		s.ackPending = true
+		return
+	}
+	s.ackPending = false
+	s.lastAck = now
+	s.ackCounter++
+	a := wire.Ack{
+		Header: wire.Header{Type: wire.TypeAck, Session: s.id, Counter: s.ackCounter},
+		Newest: s.replay.Newest(),
+		Bits:   s.replay.AckBitsFor(),
+		Stamp:  s.tracker.Newest(),
+		Delay:  uint64(now.Sub(s.newestAt) / time.Microsecond),
+	}
+	var b []byte
+	var err error
+	if r.cfg.PSK != nil {
+		if s.ackAEAD == nil {
+			if s.ackAEAD, err = wire.SessionAEAD(r.cfg.PSK, s.id, wire.ReceiverToSender); err != nil {
+				return
+			}
+		}
+		b, err = a.AppendSealed(r.ackBuf[:0], s.ackAEAD)
+	} else {
+		b, err = a.Append(r.ackBuf[:0])
+	}
+	if err != nil {
+		return
+	}
+	r.ackBuf = b
+	if _, err := r.cfg.Conn.WriteTo(b, s.from); err == nil {
+		r.stats.Acks++
+	}
+}
+
 // Expire ends the live sessions silent for longer than the timeout
 // (DESIGN.md invariant 5). Their state is kept, so a session that comes back
 // resumes without typing old events again.
 func (r *Receiver) Expire(now time.Time) {
 	for _, s := range r.sortedSessions() {
+		if s.ackPending {
+			r.ack(s, now)
+		}
 		if s.live && now.Sub(s.lastHeard) >= r.cfg.Timeout {
 			r.stats.Timeouts++
 			r.logf("session %016x from %s timed out after %v of silence", s.id, s.addr, now.Sub(s.lastHeard).Round(time.Millisecond))

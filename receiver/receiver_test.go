@@ -78,8 +78,22 @@ func newReceiver(t *testing.T) (*Receiver, *recorder) {
 	return r, rec
 }
 
-// nopConn satisfies net.PacketConn for tests that call Handle directly.
+// nopConn satisfies net.PacketConn for tests that call Handle directly;
+// what the receiver writes (acks) is dropped.
 type nopConn struct{ net.PacketConn }
+
+func (nopConn) WriteTo(b []byte, _ net.Addr) (int, error) { return len(b), nil }
+
+// ackConn keeps what the receiver writes.
+type ackConn struct {
+	nopConn
+	sent [][]byte
+}
+
+func (c *ackConn) WriteTo(b []byte, _ net.Addr) (int, error) {
+	c.sent = append(c.sent, append([]byte(nil), b...))
+	return len(b), nil
+}
 
 func expect(t *testing.T, rec *recorder, want string) {
 	t.Helper()

@@ -150,3 +150,40 @@ func TestAllowList(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// TestAcks (PROTOCOL.md §9): each new authenticated packet is acked with the
+// newest counter, the ack bits of the ones before, the newest applied stamp,
+// at most once per MinAckInterval per session, the rest flushed by Expire.
+func TestAcks(t *testing.T) {
+	conn := &ackConn{}
+	rec := &recorder{}
+	r, err := New(Config{Conn: conn, Injector: rec, PSK: psk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Handle(sealed(t, psk, 3, 1, t0, dn(kA, 1)), addr1, t0)
+	r.Handle(sealed(t, psk, 3, 3, t0, up(kA, 4), dn(kA, 1)), addr1, t0.Add(10*time.Millisecond))
+	r.Handle(sealed(t, psk, 3, 4, t0, dn(kB, 6), up(kA, 4), dn(kA, 1)), addr1, t0.Add(11*time.Millisecond))
+	if len(conn.sent) != 2 {
+		t.Fatalf("%d acks sent, want 2 (the third packet came within %v)", len(conn.sent), MinAckInterval)
+	}
+	r.Expire(t0.Add(20 * time.Millisecond))
+	if len(conn.sent) != 3 {
+		t.Fatalf("%d acks after Expire, want the pending one flushed", len(conn.sent))
+	}
+	aead, _ := wire.SessionAEAD(psk, 3, wire.ReceiverToSender)
+	var a wire.Ack
+	if _, err := wire.OpenAck(conn.sent[2], aead, nil, &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Header.Counter != 3 || a.Newest != 4 || !a.Received(3) || a.Received(2) || !a.Received(1) || a.Stamp != 6 || a.Delay != 9000 {
+		t.Errorf("ack %+v", a)
+	}
+	// A forged packet gets no ack.
+	wrong := append([]byte(nil), psk...)
+	wrong[1] ^= 1
+	r.Handle(sealed(t, wrong, 3, 9, t0, dn(kB, 9)), addr1, t0.Add(time.Second))
+	if len(conn.sent) != 3 {
+		t.Error("a forged packet was acked")
+	}
+}
