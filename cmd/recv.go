@@ -26,6 +26,7 @@ type RecvOptions struct {
 	Key      KeyOptions
 	Allow    []string
 	MaxSkew  time.Duration
+	Acks     bool
 	Quiet    bool
 }
 
@@ -71,6 +72,7 @@ On SIGINT/SIGTERM recv releases every key it holds and exits 0.`,
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
 	opts.Key.register(f)
 	f.StringArrayVar(&opts.Allow, "allow", nil, "accept packets only from this network or address (repeatable; e.g. 192.168.1.0/24, 10.0.0.7, fd00::/8)")
+	f.BoolVar(&opts.Acks, "acks", true, "answer each sender with small ack packets (RTT, loss, liveness; at most one per 5ms per sender)")
 	f.DurationVar(&opts.MaxSkew, "max-skew", receiver.DefaultMaxSkew, "reject packets whose sender clock differs from ours by more than this (replay defence; needs clocks in sync)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
 	return c
@@ -180,7 +182,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	defer inj.Close()
 	r, err := receiver.New(receiver.Config{
 		Conn: conn, Injector: inj, Timeout: o.Timeout, Unbalanced: !o.Balanced, Logf: logf,
-		PSK: key, Allow: allow, MaxSkew: o.MaxSkew,
+		PSK: key, Allow: allow, MaxSkew: o.MaxSkew, NoAcks: !o.Acks,
 	})
 	if err != nil {
 		return err

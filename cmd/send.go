@@ -151,7 +151,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 
 	s, err := sender.New(sender.Config{
 		Conn: conn, Dests: dests, QueueLen: o.Queue, Interval: o.Interval,
-		Linger: o.Linger, Logf: logf, PSK: key,
+		Linger: o.Linger, Logf: logf, PSK: key, Feedback: conn.sockets(),
 	})
 	if err != nil {
 		return err
@@ -179,6 +179,10 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	stats, err := s.Run(ctx, src)
 	if !o.Quiet || err != nil {
 		logf("%v", stats)
+		for _, p := range s.Peers() {
+			logf("receiver %s: rtt %v (±%v), loss %.1f%% (%d of %d packets), last heard %v ago",
+				p.Addr, p.SRTT.Round(time.Microsecond), p.RTTVar.Round(time.Microsecond), 100*p.Loss, p.Lost, p.Settled, time.Since(p.LastHeard).Round(time.Millisecond))
+		}
 	}
 	return err
 }
@@ -265,6 +269,17 @@ func (c *sendConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 		return c.v6.WriteTo(b, addr)
 	}
 	return c.v4.WriteTo(b, addr)
+}
+
+// sockets are the open sockets, which also receive the receivers' acks.
+func (c *sendConn) sockets() []net.PacketConn {
+	var out []net.PacketConn
+	for _, pc := range []net.PacketConn{c.v4, c.v6} {
+		if pc != nil {
+			out = append(out, pc)
+		}
+	}
+	return out
 }
 
 func (c *sendConn) Close() error {

@@ -257,13 +257,16 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash bool) 
 				}
 			}
 		}
-		s, err := sender.New(sender.Config{Conn: sconn, Dests: []net.Addr{rc.LocalAddr()}, QueueLen: n, PSK: relayKey})
+		s, err := sender.New(sender.Config{Conn: sconn, Dests: []net.Addr{rc.LocalAddr()}, QueueLen: n, PSK: relayKey,
+			Feedback: []net.PacketConn{sc}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Run(context.Background(), src); err != nil {
 			fail("sender: %v", err)
 		}
+		// Acks still in flight find the sender's socket closed.
+		sc.Close()
 		inFlight := cfg.Delay + cfg.Jitter + max(2*cfg.Jitter, 10*time.Millisecond)
 		// Invariant 6: a clean end sends the all-up state. Once the last
 		// packet has arrived, and before any timeout could fire, the

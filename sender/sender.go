@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
@@ -58,6 +59,13 @@ type Config struct {
 	// PSK is the pre-shared key that seals every packet (PROTOCOL.md §8);
 	// nil sends plaintext (--insecure).
 	PSK []byte
+	// Feedback lists the sockets acks arrive on (usually the sending
+	// sockets). Run reads them until it returns; the caller closes them
+	// after. Empty: one-way, no feedback.
+	Feedback []net.PacketConn
+	// PeerTimeout: a receiver unheard this long is not live
+	// (DefaultPeerTimeout if 0).
+	PeerTimeout time.Duration
 	// Logf reports send errors (at most one line per destination and
 	// error message). Nil: silent.
 	Logf func(format string, args ...any)
@@ -71,11 +79,13 @@ type Stats struct {
 	Packets    int // packets sent (one packet to several destinations counts once)
 	Bytes      int // bytes written, over all destinations
 	SendErrors int // failed writes
+	Acks       int // acks applied
+	AckErrors  int // feedback datagrams that were not a valid ack of this session
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d events (%d queued, %d dropped), %d packets, %d bytes, %d send errors",
-		s.Events, s.Queued, s.Dropped, s.Packets, s.Bytes, s.SendErrors)
+	return fmt.Sprintf("%d events (%d queued, %d dropped), %d packets, %d bytes, %d send errors, %d acks",
+		s.Events, s.Queued, s.Dropped, s.Packets, s.Bytes, s.SendErrors, s.Acks)
 }
 
 // Sender owns one session's queue. It is not safe for concurrent use: Run
@@ -83,12 +93,19 @@ func (s Stats) String() string {
 type Sender struct {
 	cfg     Config
 	aead    cipher.AEAD // nil: plaintext
-	queue   *eventqueue.Queue
-	pkt     wire.Queue
-	buf     []byte
-	start   time.Time
-	stats   Stats
-	errSeen map[string]bool
+	ackAEAD cipher.AEAD // opens acks (receiver-to-sender key)
+
+	mu         sync.Mutex // guards peers, for Peers
+	peers      map[string]*peer
+	sent       [sentRing]sentRecord
+	ackScratch []byte
+	acks       chan datagram
+	queue      *eventqueue.Queue
+	pkt        wire.Queue
+	buf        []byte
+	start      time.Time
+	stats      Stats
+	errSeen    map[string]bool
 }
 
 // New checks cfg and makes a Sender.
@@ -111,6 +128,9 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.Linger == 0 {
 		cfg.Linger = DefaultLinger
 	}
+	if cfg.PeerTimeout == 0 {
+		cfg.PeerTimeout = DefaultPeerTimeout
+	}
 	// Above MaxSafeEvents a queue with long gaps between stamps could
 	// outgrow a packet, and the sender would have nothing it can send.
 	if cfg.QueueLen < 1 || cfg.QueueLen > wire.MaxSafeEvents {
@@ -126,9 +146,12 @@ func New(cfg Config) (*Sender, error) {
 			return nil, err
 		}
 	}
-	s := &Sender{cfg: cfg, queue: q, errSeen: map[string]bool{}}
+	s := &Sender{cfg: cfg, queue: q, errSeen: map[string]bool{}, peers: map[string]*peer{}, acks: make(chan datagram, 64)}
 	if cfg.PSK != nil {
 		if s.aead, err = wire.SessionAEAD(cfg.PSK, cfg.Session, wire.SenderToReceiver); err != nil {
+			return nil, err
+		}
+		if s.ackAEAD, err = wire.SessionAEAD(cfg.PSK, cfg.Session, wire.ReceiverToSender); err != nil {
 			return nil, err
 		}
 	}
@@ -156,6 +179,38 @@ type keyEvent struct {
 	down bool
 }
 
+type datagram struct {
+	b    []byte
+	from net.Addr
+	at   time.Time
+}
+
+// readFeedback reads acks from pc into s.acks until pc fails (closed by the
+// caller) or done is closed.
+func (s *Sender) readFeedback(pc net.PacketConn, done <-chan struct{}) {
+	buf := make([]byte, wire.MaxPacketSize+1)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		d := datagram{append([]byte(nil), buf[:n]...), from, time.Now()}
+		select {
+		case s.acks <- d:
+		case <-done:
+			return
+		}
+	}
+}
+
+func (s *Sender) applyAck(d datagram) {
+	if err := s.handleAck(d.b, d.from, d.at); err != nil {
+		s.stats.AckErrors++
+		return
+	}
+	s.stats.Acks++
+}
+
 // Run plays src into the queue and sends, until src ends or ctx is done;
 // then it releases every held key, resends the final queue for Linger and
 // returns. A source that ends with an error is reported after the release:
@@ -177,6 +232,11 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 		})
 	}()
 
+	done := make(chan struct{})
+	defer close(done)
+	for _, pc := range s.cfg.Feedback {
+		go s.readFeedback(pc, done)
+	}
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
 	s.send() // announce the session at once
@@ -188,6 +248,8 @@ loop:
 			s.add(ev.code, ev.down)
 		case <-tick.C:
 			s.send()
+		case d := <-s.acks:
+			s.applyAck(d)
 		case srcErr = <-played:
 			break loop
 		case <-ctx.Done():
@@ -247,6 +309,8 @@ func (s *Sender) linger(tick *time.Ticker) {
 		select {
 		case <-tick.C:
 			s.send()
+		case d := <-s.acks:
+			s.applyAck(d)
 		case <-deadline.C:
 			return
 		}
@@ -280,6 +344,7 @@ func (s *Sender) send() {
 	}
 	s.buf = b
 	s.stats.Packets++
+	s.recordSent(s.pkt.Header.Counter, time.Now())
 	for _, d := range s.cfg.Dests {
 		n, err := s.cfg.Conn.WriteTo(b, d)
 		s.stats.Bytes += n
