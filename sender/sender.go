@@ -79,6 +79,7 @@ type Stats struct {
 	Packets    int // packets sent (one packet to several destinations counts once)
 	Bytes      int // bytes written, over all destinations
 	SendErrors int // failed writes
+	Bursts     int // redundant re-sends after events
 	Acks       int // acks applied
 	AckErrors  int // feedback datagrams that were not a valid ack of this session
 }
@@ -100,12 +101,16 @@ type Sender struct {
 	sent       [sentRing]sentRecord
 	ackScratch []byte
 	acks       chan datagram
-	queue      *eventqueue.Queue
-	pkt        wire.Queue
-	buf        []byte
-	start      time.Time
-	stats      Stats
-	errSeen    map[string]bool
+
+	burst       *time.Timer
+	burstTarget uint64    // the first packet carrying the newest event
+	burstUntil  time.Time // the regular tick takes over then
+	queue       *eventqueue.Queue
+	pkt         wire.Queue
+	buf         []byte
+	start       time.Time
+	stats       Stats
+	errSeen     map[string]bool
 }
 
 // New checks cfg and makes a Sender.
@@ -239,6 +244,9 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	}
 	tick := time.NewTicker(s.cfg.Interval)
 	defer tick.Stop()
+	s.burst = time.NewTimer(time.Hour)
+	s.burst.Stop()
+	defer s.burst.Stop()
 	s.send() // announce the session at once
 	var srcErr error
 loop:
@@ -248,6 +256,8 @@ loop:
 			s.add(ev.code, ev.down)
 		case <-tick.C:
 			s.send()
+		case <-s.burst.C:
+			s.burstStep()
 		case d := <-s.acks:
 			s.applyAck(d)
 		case srcErr = <-played:
@@ -281,6 +291,7 @@ func (s *Sender) add(code keys.Code, down bool) {
 	case r == eventqueue.Added:
 		s.stats.Queued++
 		s.send()
+		s.startBurst()
 	case r == eventqueue.Dropped:
 		s.stats.Dropped++
 		s.logf("queue full of held keys: %v press dropped (raise --queue)", code)
