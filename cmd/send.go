@@ -24,6 +24,8 @@ type SendOptions struct {
 	Interval time.Duration
 	Queue    int
 	Linger   time.Duration
+	Timeout  time.Duration
+	Feedback bool
 	Key      KeyOptions
 	Quiet    bool
 }
@@ -70,7 +72,9 @@ to standard error.`,
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
-	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue this long before exiting")
+	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue at least this long before exiting (longer until live receivers ack it)")
+	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "a receiver whose acks stop for this long is not live")
+	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	opts.Key.register(f)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
 	return c
@@ -115,6 +119,9 @@ func (o *SendOptions) validate() error {
 	if o.Interval < time.Millisecond {
 		return usagef("--interval %v is too short (minimum 1ms)", o.Interval)
 	}
+	if o.Timeout < 10*time.Millisecond {
+		return usagef("--timeout %v is too short (minimum 10ms)", o.Timeout)
+	}
 	return nil
 }
 
@@ -149,10 +156,14 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	}
 	defer conn.Close()
 
-	s, err := sender.New(sender.Config{
+	cfg := sender.Config{
 		Conn: conn, Dests: dests, QueueLen: o.Queue, Interval: o.Interval,
-		Linger: o.Linger, Logf: logf, PSK: key, Feedback: conn.sockets(),
-	})
+		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout,
+	}
+	if o.Feedback {
+		cfg.Feedback = conn.sockets()
+	}
+	s, err := sender.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -84,9 +84,26 @@ func TestQueueAgainstModel(t *testing.T) {
 			default:
 				want = Added
 			}
+			victim, adds := q.Victim(e)
+			before := slices.Clone(q.Events())
 			got, err := q.Add(e)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Victim predicts Add: whether it adds, and which event leaves.
+			if adds != (got == Added) {
+				t.Fatalf("Victim says adds=%v, Add says %v", adds, got)
+			}
+			if adds {
+				left := slices.Clone(before)
+				for _, x := range q.Events()[1:] {
+					if i := slices.Index(left, x); i >= 0 {
+						left = slices.Delete(left, i, i+1)
+					}
+				}
+				if len(left) != 1 || left[0] != victim {
+					t.Fatalf("Victim %s, but %s left the queue (%s -> %s)", show([]Event{victim}), show(left), show(before), show(q.Events()))
+				}
 			}
 			if got != want {
 				t.Fatalf("step %d: Add(%s) = %v, want %v (queue %s)", i, show([]Event{e}), got, want, show(q.Events()))

@@ -135,6 +135,22 @@ func (q *Queue) Add(e Event) (Result, error) {
 		return Unheld, nil
 	}
 
+	// 1.–5. (lastShiftIndex)
+	last := q.lastShiftIndex(e)
+	if last < 0 {
+		return Dropped, nil
+	}
+	// 6. Shift the events at 0 .. last-1 over by one (overwriting the event at
+	//    the last shift index).
+	copy(q.ev[1:last+1], q.ev[:last])
+	// 7. Put the event at index 0.
+	q.ev[0] = e
+	return Added, nil
+}
+
+// lastShiftIndex is the seed's sender steps 1–5 for e: the index whose
+// event Add overwrites, or -1 when the event is dropped for want of room.
+func (q *Queue) lastShiftIndex(e Event) int {
 	n := len(q.ev)
 	// 1. Set the last shift index to N - 1.
 	last := n - 1
@@ -156,16 +172,29 @@ func (q *Queue) Add(e Event) (Result, error) {
 		q.seen.add(c)
 	}
 	q.seen.clear(q.ev)
-	// 5. No room left: the event is dropped.
-	if last < 0 {
-		return Dropped, nil
+	// 5. If the last shift index is below zero there is no room: the event
+	//    is dropped (the caller's step 5).
+	return last
+}
+
+// Victim returns the event Add(e) would push out of the queue, and whether
+// Add would add e at all (it does not for a repeat, an unheld key-up, an
+// invalid event or a full queue). A None victim loses nothing. Victim
+// changes nothing; a sender uses it to hold e back rather than lose an event
+// a receiver has not acknowledged.
+func (q *Queue) Victim(e Event) (Event, bool) {
+	if (e.Kind != Down && e.Kind != Up) || e.Code == 0 || e.Stamp <= q.ev[0].Stamp {
+		return Event{}, false
 	}
-	// 6. Shift the events at 0 .. last-1 over by one (overwriting the event at
-	//    the last shift index).
-	copy(q.ev[1:last+1], q.ev[:last])
-	// 7. Put the event at index 0.
-	q.ev[0] = e
-	return Added, nil
+	held := q.Held(e.Code)
+	if e.Kind == Down && held || e.Kind == Up && !held {
+		return Event{}, false
+	}
+	last := q.lastShiftIndex(e)
+	if last < 0 {
+		return Event{}, false
+	}
+	return q.ev[last], true
 }
 
 // codeSet is a set of key codes, cleared by removing the codes of the queue

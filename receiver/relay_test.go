@@ -226,10 +226,16 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash bool) 
 			}
 		}()
 
-		src := traceSource{steps: steps, quiet: 2 * time.Second}
+		var snd *sender.Sender
+		src := traceSource{steps: steps, quiet: 4 * time.Second}
 		src.atEnd = func() {
-			// The packet carrying the last event is out.
+			// The packet carrying the last event is out once the sender's
+			// backlog (events waiting for acks) has drained.
 			synctest.Wait()
+			for snd.Pending() > 0 {
+				time.Sleep(50 * time.Millisecond)
+				synctest.Wait()
+			}
 			last, _ := sconn.get()
 			time.Sleep(time.Second) // virtual: ten resends
 			synctest.Wait()
@@ -262,6 +268,7 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash bool) 
 		if err != nil {
 			t.Fatal(err)
 		}
+		snd = s
 		if _, err := s.Run(context.Background(), src); err != nil {
 			fail("sender: %v", err)
 		}

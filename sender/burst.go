@@ -33,22 +33,33 @@ func (s *Sender) burstGap() time.Duration {
 
 // startBurst begins (or extends) a burst for the packet just sent.
 func (s *Sender) startBurst() {
-	if !s.anyLive() {
+	if _, live := s.minAcked(); !live {
 		return
 	}
 	s.burstTarget = uint64(s.stats.Packets) // the counter of the packet just sent
 	s.burstUntil = time.Now().Add(s.cfg.Interval)
-	s.burst.Reset(s.burstGap())
+	s.armBurst()
 }
 
-// burstStep re-sends the queue unless the burst is over.
+// armBurst starts the burst timer unless it runs.
+func (s *Sender) armBurst() {
+	if !s.bursting {
+		s.bursting = true
+		s.burst.Reset(s.burstGap())
+	}
+}
+
+// burstStep re-sends the queue unless the burst is over. While events wait
+// in the backlog it keeps going: each re-send probes for the acks that let
+// them in, so the end of an outage is noticed within a burst gap.
 func (s *Sender) burstStep() {
-	if time.Now().After(s.burstUntil) || s.allAcked(s.burstTarget) {
+	s.bursting = false
+	if len(s.backlog) == 0 && (time.Now().After(s.burstUntil) || s.allAcked(s.burstTarget)) {
 		return
 	}
 	s.stats.Bursts++
 	s.send()
-	s.burst.Reset(s.burstGap())
+	s.armBurst()
 }
 
 // anyLive reports whether some receiver has acked within PeerTimeout.

@@ -9,8 +9,9 @@ import (
 )
 
 // DefaultPeerTimeout is how long a receiver may go unheard and still count
-// as live.
-const DefaultPeerTimeout = time.Second
+// as live: long enough that a lossy outage of about a second keeps typing
+// lossless (backlog.go).
+const DefaultPeerTimeout = 2 * time.Second
 
 // maxPeers bounds the receivers tracked (a broadcast reaches many).
 const maxPeers = 64

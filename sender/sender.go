@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
@@ -80,6 +81,8 @@ type Stats struct {
 	Bytes      int // bytes written, over all destinations
 	SendErrors int // failed writes
 	Bursts     int // redundant re-sends after events
+	Held       int // events that waited in the backlog for acks
+	Overflow   int // events forced into the queue because the backlog was full
 	Acks       int // acks applied
 	AckErrors  int // feedback datagrams that were not a valid ack of this session
 }
@@ -102,7 +105,10 @@ type Sender struct {
 	ackScratch []byte
 	acks       chan datagram
 
+	backlog     []keyEvent
+	pending     atomic.Int64 // len(backlog), for Pending
 	burst       *time.Timer
+	bursting    bool      // the burst timer is armed
 	burstTarget uint64    // the first packet carrying the newest event
 	burstUntil  time.Time // the regular tick takes over then
 	queue       *eventqueue.Queue
@@ -256,10 +262,12 @@ loop:
 			s.add(ev.code, ev.down)
 		case <-tick.C:
 			s.send()
+			s.drain() // a receiver may have stopped being live
 		case <-s.burst.C:
 			s.burstStep()
 		case d := <-s.acks:
 			s.applyAck(d)
+			s.drain()
 		case srcErr = <-played:
 			break loop
 		case <-ctx.Done():
@@ -271,19 +279,38 @@ loop:
 	if errors.Is(srcErr, context.Canceled) && ctx.Err() != nil {
 		srcErr = nil // stopped by the caller (a signal): a clean exit
 	}
+	s.flushBacklog(tick)
 	s.releaseAll()
 	s.linger(tick)
 	return s.stats, srcErr
 }
 
-// add puts one key event in the queue and sends the queue if it changed.
+// add takes one key event from the source: into the queue, or into the
+// backlog while that would push out an event a live receiver has not
+// applied yet (lossless typing, backlog.go).
 func (s *Sender) add(code keys.Code, down bool) {
 	s.stats.Events++
-	e := eventqueue.Event{Code: code, Kind: eventqueue.Up, Stamp: s.queue.NextStamp(s.clock())}
-	if down {
+	ev := keyEvent{code, down}
+	if len(s.backlog) > 0 || !s.mayAdd(ev) {
+		s.hold(ev)
+		return
+	}
+	s.addNow(ev)
+}
+
+// event stamps ev for the queue.
+func (s *Sender) event(ev keyEvent) eventqueue.Event {
+	e := eventqueue.Event{Code: ev.code, Kind: eventqueue.Up, Stamp: s.queue.NextStamp(s.clock())}
+	if ev.down {
 		e.Kind = eventqueue.Down
 	}
-	r, err := s.queue.Add(e)
+	return e
+}
+
+// addNow puts one key event in the queue and sends the queue if it changed.
+func (s *Sender) addNow(ev keyEvent) {
+	code := ev.code
+	r, err := s.queue.Add(s.event(ev))
 	switch {
 	case err != nil:
 		// The source gave a zero key; nothing to send.
@@ -302,30 +329,52 @@ func (s *Sender) add(code keys.Code, down bool) {
 // must leave at the receiver (DESIGN.md invariant 6).
 func (s *Sender) releaseAll() {
 	for _, c := range s.queue.HeldKeys(nil) {
-		s.add(c, false)
+		s.stats.Events++
+		s.addNow(keyEvent{c, false})
 	}
 }
 
-// linger resends the final queue until Linger has passed.
+// linger resends the final queue until Linger has passed and every live
+// receiver has acknowledged it (or, with feedback but no receiver heard
+// yet, until the first PeerTimeout is over): a receiver in a short outage
+// still gets the all-released state. It gives up PeerTimeout after Linger.
 func (s *Sender) linger(tick *time.Ticker) {
 	if s.cfg.Linger < 0 {
 		return
 	}
 	period := min(s.cfg.Interval, 50*time.Millisecond)
 	tick.Reset(period)
-	deadline := time.NewTimer(s.cfg.Linger)
-	defer deadline.Stop()
+	minEnd := time.NewTimer(s.cfg.Linger)
+	defer minEnd.Stop()
+	maxEnd := time.NewTimer(s.cfg.Linger + s.cfg.PeerTimeout)
+	defer maxEnd.Stop()
 	s.send()
+	final := uint64(s.stats.Packets)
+	lingered := false
 	for {
 		select {
 		case <-tick.C:
 			s.send()
 		case d := <-s.acks:
 			s.applyAck(d)
-		case <-deadline.C:
+		case <-minEnd.C:
+			lingered = true
+		case <-maxEnd.C:
+			return
+		}
+		if lingered && !s.awaitingAck(final) {
 			return
 		}
 	}
+}
+
+// awaitingAck reports whether a live receiver (or, with feedback, one
+// assumed during the first PeerTimeout) has not acked counter yet.
+func (s *Sender) awaitingAck(counter uint64) bool {
+	if _, live := s.minAcked(); !live {
+		return false
+	}
+	return !s.allAcked(counter)
 }
 
 // clock is the session clock in milliseconds.
