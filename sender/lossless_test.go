@@ -54,7 +54,8 @@ func (ts taps) Play(ctx context.Context, emit func(keys.Code, bool) error) error
 }
 
 // TestLosslessTyping (issue 5): with feedback, typing bursts much longer than
-// the queue, through 0–30 % loss both ways and outages of up to 1 s,
+// the queue, through 0–30 % loss both ways, duplication, reordering and
+// outages of up to 1 s,
 // lose no key-down: every one arrives, in order, unless the backlog
 // overflowed (then the test says so and checks only the order).
 func TestLosslessTyping(t *testing.T) {
@@ -63,6 +64,8 @@ func TestLosslessTyping(t *testing.T) {
 		outageAt := time.Duration(rapid.IntRange(0, 2000).Draw(rt, "outageAtMs")) * time.Millisecond
 		outage := time.Duration(rapid.IntRange(0, 1000).Draw(rt, "outageMs")) * time.Millisecond
 		seed := rapid.Uint64().Draw(rt, "seed")
+		dup := float64(rapid.IntRange(0, 20).Draw(rt, "dup%")) / 100
+		reorder := float64(rapid.IntRange(0, 30).Draw(rt, "reorder%")) / 100
 		var ts taps
 		for range rapid.IntRange(1, 120).Draw(rt, "taps") {
 			ts = append(ts, tap{time.Duration(rapid.IntRange(0, 40).Draw(rt, "waitMs")) * time.Millisecond,
@@ -75,7 +78,8 @@ func TestLosslessTyping(t *testing.T) {
 		var got []keys.Code
 		var st sender.Stats
 		synctest.Test(t, func(t *testing.T) {
-			nw := netsim.NewNetwork(netsim.Config{Loss: loss, Delay: 10 * time.Millisecond, Jitter: 3 * time.Millisecond, Seed: seed})
+			nw := netsim.NewNetwork(netsim.Config{Loss: loss, Delay: 10 * time.Millisecond, Jitter: 3 * time.Millisecond,
+				Duplicate: dup, Reorder: reorder, Seed: seed})
 			rc, _ := nw.Listen("10.0.0.2:7575")
 			sc, _ := nw.Listen("10.0.0.1:40000")
 			log := &downLog{}
