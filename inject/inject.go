@@ -4,6 +4,8 @@
 package inject
 
 import (
+	"sync"
+
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/keys"
 )
@@ -27,4 +29,24 @@ type Injector interface {
 	// Close releases what the injector holds. The receiver has already
 	// released every key it pressed.
 	Close() error
+}
+
+// skipped reports, once per key, that a backend cannot press it. Safe for
+// concurrent use; the zero value is ready.
+type skipped struct {
+	mu   sync.Mutex
+	seen map[keys.Code]bool
+}
+
+func (s *skipped) report(logf func(string, ...any), backend string, code keys.Code) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[code] || logf == nil {
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[keys.Code]bool{}
+	}
+	s.seen[code] = true
+	logf("%s cannot press %v: skipped (this is reported once)", backend, code)
 }

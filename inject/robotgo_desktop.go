@@ -4,11 +4,8 @@ package inject
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/go-vgo/robotgo"
-
-	"github.com/keyrelay/keyrelay/keys"
 )
 
 // ErrNoDisplay is wrapped by NewRobotgo's error when there is no display.
@@ -18,27 +15,21 @@ var ErrNoDisplay = fmt.Errorf("no display")
 // default; pure Go with -tags purego). Untested on those systems: it is
 // cross-compiled in CI, not run.
 type Robotgo struct {
-	logf   func(format string, args ...any)
-	mu     sync.Mutex
-	warned map[keys.Code]bool
+	logf    func(format string, args ...any)
+	skipped skipped
 }
 
 // NewRobotgo makes the injector; robotgo's per-key sleep is turned off.
 func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {
 	robotgo.KeySleep = 0
-	return &Robotgo{logf: logf, warned: map[keys.Code]bool{}}, nil
+	return &Robotgo{logf: logf}, nil
 }
 
 // Inject presses or releases one key.
 func (r *Robotgo) Inject(k Key) error {
 	name, ok := robotgoNames[k.Code]
 	if !ok {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if !r.warned[k.Code] && r.logf != nil {
-			r.warned[k.Code] = true
-			r.logf("robotgo cannot press %v: skipped (this is reported once)", k.Code)
-		}
+		r.skipped.report(r.logf, "robotgo", k.Code)
 		return nil
 	}
 	dir := "up"

@@ -6,14 +6,11 @@ import (
 	"io"
 	"log"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/go-vgo/robotgo/x11"
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xtest"
-
-	"github.com/keyrelay/keyrelay/keys"
 )
 
 // ErrNoDisplay is wrapped by NewRobotgo's error when there is no X display
@@ -24,9 +21,8 @@ var ErrNoDisplay = errors.New("no X display")
 // X11 backend (XTEST). Keys robotgo cannot press are reported once and
 // skipped, never sent as another key. Safe for use from one goroutine.
 type Robotgo struct {
-	logf   func(format string, args ...any)
-	mu     sync.Mutex
-	warned map[keys.Code]bool
+	logf    func(format string, args ...any)
+	skipped skipped
 }
 
 // displayTimeout bounds the start-up check: a TCP display that does not
@@ -47,7 +43,7 @@ func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {
 	}
 	// robotgo sleeps 10 ms after every key by default: keys would queue up.
 	x11.KeySleep = 0
-	return &Robotgo{logf: logf, warned: map[keys.Code]bool{}}, nil
+	return &Robotgo{logf: logf}, nil
 }
 
 func checkDisplay() error {
@@ -77,14 +73,7 @@ func checkDisplay() error {
 func (r *Robotgo) Inject(k Key) error {
 	name, ok := robotgoNames[k.Code]
 	if !ok {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if !r.warned[k.Code] {
-			r.warned[k.Code] = true
-			if r.logf != nil {
-				r.logf("robotgo cannot press %v: skipped (this is reported once)", k.Code)
-			}
-		}
+		r.skipped.report(r.logf, "robotgo", k.Code)
 		return nil
 	}
 	dir := "up"

@@ -61,7 +61,7 @@ func TestRobotgoTableIsGenerated(t *testing.T) {
 // path.)
 func TestRobotgoSkipsUnmappableKeysOnce(t *testing.T) {
 	var logged []string
-	r := &Robotgo{logf: func(f string, a ...any) { logged = append(logged, f) }, warned: map[keys.Code]bool{}}
+	r := &Robotgo{logf: func(f string, a ...any) { logged = append(logged, f) }}
 	const unmapped = keys.Code(0x32) // the ISO key that shares Backslash's keysym
 	if _, ok := RobotgoName(unmapped); ok {
 		t.Fatalf("%v is mapped; pick another unmapped key", unmapped)

@@ -3,21 +3,17 @@ package inject
 import (
 	"fmt"
 	"os"
-	"sync"
 
 	"github.com/bendahl/uinput"
-
-	"github.com/keyrelay/keyrelay/keys"
 )
 
 // Uinput presses keys through a virtual keyboard made with the Linux uinput
 // device: it works without X (Wayland, the console, headless machines).
 // Keys with no evdev code are reported once and skipped.
 type Uinput struct {
-	kb     uinput.Keyboard
-	logf   func(format string, args ...any)
-	mu     sync.Mutex
-	warned map[keys.Code]bool
+	kb      uinput.Keyboard
+	logf    func(format string, args ...any)
+	skipped skipped
 }
 
 // NewUinput opens path (DefaultUinputPath) and creates the virtual keyboard.
@@ -33,19 +29,14 @@ func NewUinput(path string, logf func(format string, args ...any)) (*Uinput, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: unable to create a virtual keyboard on %s: %v", ErrNoUinput, path, err)
 	}
-	return &Uinput{kb: kb, logf: logf, warned: map[keys.Code]bool{}}, nil
+	return &Uinput{kb: kb, logf: logf}, nil
 }
 
 // Inject presses or releases one key.
 func (u *Uinput) Inject(k Key) error {
 	ev, ok := EvdevCode(k.Code)
 	if !ok {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		if !u.warned[k.Code] && u.logf != nil {
-			u.warned[k.Code] = true
-			u.logf("uinput cannot press %v: skipped (this is reported once)", k.Code)
-		}
+		u.skipped.report(u.logf, "uinput", k.Code)
 		return nil
 	}
 	if k.Down {

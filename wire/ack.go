@@ -4,7 +4,6 @@ import (
 	"crypto/cipher"
 	"encoding/binary"
 	"fmt"
-	"slices"
 )
 
 // AckBits is the number of packets before Ack.Newest an ack reports on.
@@ -76,16 +75,7 @@ func (a *Ack) AppendSealed(b []byte, aead cipher.AEAD) ([]byte, error) {
 	if err := a.validate(); err != nil {
 		return b, err
 	}
-	h := a.Header
-	h.Flags |= FlagSealed
-	start := len(b)
-	b = h.Append(b)
-	bodyStart := len(b)
-	b = a.appendBody(b)
-	b = slices.Grow(b, TagLen)
-	n := nonce(h.Counter)
-	sealed := aead.Seal(b[bodyStart:bodyStart], n[:], b[bodyStart:], b[start:bodyStart])
-	return b[:bodyStart+len(sealed)], nil
+	return seal(b, a.Header, aead, a.appendBody), nil
 }
 
 func parseAckBody(h Header, p []byte, dst *Ack) error {
@@ -135,20 +125,9 @@ func ParseAck(b []byte, dst *Ack) error {
 // OpenAck authenticates and decodes a sealed ack with aead (the session's
 // receiver-to-sender key).
 func OpenAck(b []byte, aead cipher.AEAD, scratch []byte, dst *Ack) ([]byte, error) {
-	h, err := ParseHeader(b)
+	h, body, err := open(b, TypeAck, func(uint64) (cipher.AEAD, error) { return aead, nil }, scratch)
 	if err != nil {
-		return scratch, err
-	}
-	if h.Type != TypeAck {
-		return scratch, fmt.Errorf("%w: %d where an ack was expected", ErrType, h.Type)
-	}
-	if h.Flags&FlagSealed == 0 {
-		return scratch, ErrNotSealed
-	}
-	n := nonce(h.Counter)
-	body, err := aead.Open(scratch[:0], n[:], b[HeaderLen:], b[:HeaderLen])
-	if err != nil {
-		return scratch, ErrAuth
+		return body, err
 	}
 	return body, parseAckBody(h, body, dst)
 }

@@ -57,18 +57,48 @@ func (q *Queue) AppendSealed(b []byte, aead cipher.AEAD) ([]byte, error) {
 	if err := q.validate(); err != nil {
 		return b, err
 	}
-	h := q.Header
+	return seal(b, q.Header, aead, q.appendBody), nil
+}
+
+// seal appends the header h with FlagSealed, then the body appendBody
+// writes, encrypted in place with aead (nonce: the counter; associated
+// data: the header), then the tag.
+func seal(b []byte, h Header, aead cipher.AEAD, appendBody func([]byte) []byte) []byte {
 	h.Flags |= FlagSealed
 	start := len(b)
 	b = h.Append(b)
 	bodyStart := len(b)
-	b = q.appendBody(b)
+	b = appendBody(b)
 	n := nonce(h.Counter)
-	// Seal in place (the body is overwritten by its ciphertext), with room
-	// for the tag so Seal need not reallocate.
+	// Room for the tag, so Seal need not reallocate.
 	b = slices.Grow(b, TagLen)
 	sealed := aead.Seal(b[bodyStart:bodyStart], n[:], b[bodyStart:], b[start:bodyStart])
-	return b[:bodyStart+len(sealed)], nil
+	return b[:bodyStart+len(sealed)]
+}
+
+// open checks the header of a sealed packet of type want, then opens its
+// body with the AEAD aeadFor returns; the plaintext goes into scratch.
+func open(b []byte, want Type, aeadFor func(session uint64) (cipher.AEAD, error), scratch []byte) (Header, []byte, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return h, scratch, err
+	}
+	if h.Type != want {
+		return h, scratch, fmt.Errorf("%w: %d where %d was expected", ErrType, h.Type, want)
+	}
+	if h.Flags&FlagSealed == 0 {
+		return h, scratch, ErrNotSealed
+	}
+	aead, err := aeadFor(h.Session)
+	if err != nil {
+		return h, scratch, err
+	}
+	n := nonce(h.Counter)
+	body, err := aead.Open(scratch[:0], n[:], b[HeaderLen:], b[:HeaderLen])
+	if err != nil {
+		return h, scratch, ErrAuth
+	}
+	return h, body, nil
 }
 
 // OpenQueue checks, authenticates and decodes a sealed queue packet: the
@@ -76,24 +106,9 @@ func (q *Queue) AppendSealed(b []byte, aead cipher.AEAD) ([]byte, error) {
 // the AEAD of a session (SessionAEAD, or one cached). scratch is reused for
 // the plaintext and returned. On error dst must not be used.
 func OpenQueue(b []byte, aeadFor func(session uint64) (cipher.AEAD, error), scratch []byte, dst *Queue) ([]byte, error) {
-	h, err := ParseHeader(b)
+	h, body, err := open(b, TypeQueue, aeadFor, scratch)
 	if err != nil {
-		return scratch, err
-	}
-	if h.Type != TypeQueue {
-		return scratch, fmt.Errorf("%w: %d where a queue packet was expected", ErrType, h.Type)
-	}
-	if h.Flags&FlagSealed == 0 {
-		return scratch, ErrNotSealed
-	}
-	aead, err := aeadFor(h.Session)
-	if err != nil {
-		return scratch, err
-	}
-	n := nonce(h.Counter)
-	body, err := aead.Open(scratch[:0], n[:], b[HeaderLen:], b[:HeaderLen])
-	if err != nil {
-		return scratch, ErrAuth
+		return body, err
 	}
 	return body, parseBody(h, body, dst)
 }
