@@ -19,15 +19,16 @@ import (
 
 // RecvOptions are the flags of `keyrelay recv`.
 type RecvOptions struct {
-	Listen   string
-	Inject   string
-	Timeout  time.Duration
-	Balanced bool
-	Key      KeyOptions
-	Allow    []string
-	MaxSkew  time.Duration
-	Acks     bool
-	Quiet    bool
+	Listen    string
+	Inject    string
+	Timeout   time.Duration
+	Balanced  bool
+	Key       KeyOptions
+	Allow     []string
+	MaxSkew   time.Duration
+	Acks      bool
+	Quiet     bool
+	LogFormat string
 }
 
 // injectors lists the --inject choices and what each needs.
@@ -74,11 +75,15 @@ On SIGINT/SIGTERM recv releases every key it holds and exits 0.`,
 	f.StringArrayVar(&opts.Allow, "allow", nil, "accept packets only from this network or address (repeatable; e.g. 192.168.1.0/24, 10.0.0.7, fd00::/8)")
 	f.BoolVar(&opts.Acks, "acks", true, "answer each sender with small ack packets (RTT, loss, liveness; at most one per 5ms per sender)")
 	f.DurationVar(&opts.MaxSkew, "max-skew", receiver.DefaultMaxSkew, "reject packets whose sender clock differs from ours by more than this (replay defence; needs clocks in sync)")
-	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
+	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
 	return c
 }
 
 func (o *RecvOptions) validate() error {
+	if o.LogFormat != "text" && o.LogFormat != "json" {
+		return usagef("unknown --log-format %q (choose text or json)", o.LogFormat)
+	}
 	if o.MaxSkew <= 0 {
 		return usagef("--max-skew must be positive")
 	}
@@ -95,6 +100,36 @@ func (o *RecvOptions) validate() error {
 		names = append(names, i.name)
 	}
 	return usagef("unknown --inject %q (choose one of: %s)", o.Inject, strings.Join(names, ", "))
+}
+
+// recvStatus makes the status lines of a receiver: one per session heard
+// in the last minute.
+func recvStatus(r *receiver.Receiver) func() ([]string, [][]any) {
+	lastPackets, last := map[uint64]int{}, time.Now()
+	return func() ([]string, [][]any) {
+		now := time.Now()
+		dt := now.Sub(last).Seconds()
+		last = now
+		var text []string
+		var attrs [][]any
+		for _, s := range r.Status() {
+			if now.Sub(s.LastHeard) > time.Minute {
+				continue
+			}
+			pps := float64(s.Packets-lastPackets[s.ID]) / dt
+			lastPackets[s.ID] = s.Packets
+			state := "live"
+			if !s.Live {
+				state = fmt.Sprintf("ended %v ago", now.Sub(s.LastHeard).Round(time.Second))
+			}
+			text = append(text, fmt.Sprintf("← %016x %-22s %-14s %5.1f pkt/s  held %s", s.ID, s.Addr, state, pps, heldString(s.Held)))
+			attrs = append(attrs, []any{"session", fmt.Sprintf("%016x", s.ID), "from", s.Addr, "live", s.Live, "packets_per_s", pps, "held", heldString(s.Held)})
+		}
+		if len(text) == 0 {
+			text = []string{"← no sender yet"}
+		}
+		return text, attrs
+	}
 }
 
 // parseAllow reads --allow values: networks, or single addresses.
@@ -151,10 +186,18 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	logfEarly := func(format string, args ...any) {
-		fmt.Fprintf(stdio.Err, "keyrelay recv: "+format+"\n", args...)
+	logfAll, logger := newLogf(stdio.Err, "recv", o.LogFormat)
+	// Status: one line per session, redrawn on a terminal, logged every
+	// 10 s elsewhere. Not with --inject log on a terminal: the key log is
+	// on the same screen.
+	showStatus := !o.Quiet && !(o.Inject == "log" && isTerminal(stdio.Out))
+	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger}
+	logfAll = board.wrap(logfAll)
+	quiet := func(string, ...any) {}
+	if o.Quiet {
+		logfAll = quiet
 	}
-	key, err := o.Key.load(logfEarly)
+	key, err := o.Key.load(logfAll)
 	if err != nil {
 		return err
 	}
@@ -172,7 +215,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	defer conn.Close()
 	logf := func(format string, args ...any) {
 		if !o.Quiet {
-			fmt.Fprintf(stdio.Err, "keyrelay recv: "+format+"\n", args...)
+			logfAll(format, args...)
 		}
 	}
 	inj, name, err := newInjector(o.Inject, stdio, logf)
@@ -188,7 +231,16 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 		return err
 	}
 	logf("listening on %v (inject: %s, timeout %v)", conn.LocalAddr(), name, o.Timeout)
+	statusCtx, stopStatus := context.WithCancel(ctx)
+	statusDone := make(chan struct{})
+	if showStatus && name != "log" || showStatus && !isTerminal(stdio.Out) {
+		go func() { defer close(statusDone); board.run(statusCtx, recvStatus(r)) }()
+	} else {
+		close(statusDone)
+	}
 	stats, err := r.Run(ctx)
+	stopStatus()
+	<-statusDone
 	logf("%v", stats)
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,16 +19,17 @@ import (
 
 // SendOptions are the flags of `keyrelay send`.
 type SendOptions struct {
-	To       []string
-	Input    string
-	Script   string
-	Interval time.Duration
-	Queue    int
-	Linger   time.Duration
-	Timeout  time.Duration
-	Feedback bool
-	Key      KeyOptions
-	Quiet    bool
+	To        []string
+	Input     string
+	Script    string
+	Interval  time.Duration
+	Queue     int
+	Linger    time.Duration
+	Timeout   time.Duration
+	Feedback  bool
+	Key       KeyOptions
+	Quiet     bool
+	LogFormat string
 }
 
 // NewCmdSend builds `keyrelay send`. runF replaces the run step in tests
@@ -76,8 +78,50 @@ to standard error.`,
 	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "a receiver whose acks stop for this long is not live")
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	opts.Key.register(f)
-	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
+	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
 	return c
+}
+
+// sendStatus makes the status lines of a sender: one per destination (or
+// per receiver that acked, for a broadcast).
+func sendStatus(s *sender.Sender, dests []net.Addr) func() ([]string, [][]any) {
+	lastPackets, last := 0, time.Now()
+	return func() ([]string, [][]any) {
+		st := s.Status()
+		now := time.Now()
+		pps := float64(st.Packets-lastPackets) / now.Sub(last).Seconds()
+		lastPackets, last = st.Packets, now
+		var text []string
+		var attrs [][]any
+		byAddr := map[string]sender.PeerStatus{}
+		for _, p := range st.Peers {
+			byAddr[p.Addr] = p
+		}
+		addrs := make([]string, 0, len(dests))
+		for _, d := range dests {
+			addrs = append(addrs, d.String())
+		}
+		for a := range byAddr {
+			if !slices.Contains(addrs, a) {
+				addrs = append(addrs, a)
+			}
+		}
+		for _, a := range addrs {
+			p, ok := byAddr[a]
+			state := "no ack yet"
+			if ok && p.Live {
+				state = "live"
+			} else if ok {
+				state = fmt.Sprintf("silent %v", now.Sub(p.LastHeard).Round(100*time.Millisecond))
+			}
+			text = append(text, fmt.Sprintf("→ %-22s %-12s rtt %-9v loss %5.1f%%  %5.1f pkt/s  held %s  waiting %d",
+				a, state, p.SRTT.Round(10*time.Microsecond), 100*p.Loss, pps, heldString(st.Held), st.Pending))
+			attrs = append(attrs, []any{"receiver", a, "live", ok && p.Live, "rtt_ms", float64(p.SRTT) / float64(time.Millisecond),
+				"loss", p.Loss, "packets_per_s", pps, "held", heldString(st.Held), "waiting", st.Pending})
+		}
+		return text, attrs
+	}
 }
 
 // validate checks the options that flags alone cannot.
@@ -113,6 +157,9 @@ func (o *SendOptions) validate() error {
 	default:
 		return usagef("unknown --input %q (choose terminal, hook or script)", o.Input)
 	}
+	if o.LogFormat != "text" && o.LogFormat != "json" {
+		return usagef("unknown --log-format %q (choose text or json)", o.LogFormat)
+	}
 	if o.Queue < 1 || o.Queue > wire.MaxSafeEvents {
 		return usagef("--queue %d out of range 1..%d (a longer queue might not fit in one packet)", o.Queue, wire.MaxSafeEvents)
 	}
@@ -139,8 +186,16 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		}
 		src = script
 	}
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(stdio.Err, "keyrelay send: "+format+"\n", args...)
+	logf, logger := newLogf(stdio.Err, "send", o.LogFormat)
+	// Status: one line per destination, redrawn on a terminal (not with the
+	// terminal source, which owns the terminal), logged every 10 s
+	// elsewhere.
+	showStatus := !o.Quiet && o.Input != "terminal"
+	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger}
+	logf = board.wrap(logf)
+	errf := logf
+	if o.Quiet {
+		logf = func(string, ...any) {}
 	}
 	key, err := o.Key.load(logf)
 	if err != nil {
@@ -187,9 +242,18 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		}
 		logf("session %016x: sending to %s (queue %d, every %v)", s.Session(), joinAddrs(dests), o.Queue, o.Interval)
 	}
+	statusCtx, stopStatus := context.WithCancel(ctx)
+	statusDone := make(chan struct{})
+	if showStatus {
+		go func() { defer close(statusDone); board.run(statusCtx, sendStatus(s, dests)) }()
+	} else {
+		close(statusDone)
+	}
 	stats, err := s.Run(ctx, src)
+	stopStatus()
+	<-statusDone
 	if !o.Quiet || err != nil {
-		logf("%v", stats)
+		errf("%v", stats)
 		for _, p := range s.Peers() {
 			logf("receiver %s: rtt %v (±%v), loss %.1f%% (%d of %d packets), last heard %v ago",
 				p.Addr, p.SRTT.Round(time.Microsecond), p.RTTVar.Round(time.Microsecond), 100*p.Loss, p.Lost, p.Settled, time.Since(p.LastHeard).Round(time.Millisecond))

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/netip"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
@@ -116,6 +117,7 @@ type session struct {
 	lastAck    time.Time
 	ackPending bool
 	newestAt   time.Time // when the newest packet arrived
+	packets    int       // packets applied
 }
 
 // Receiver is the receive loop. Its methods are not safe for concurrent use:
@@ -132,6 +134,10 @@ type Receiver struct {
 	scratch  []byte
 	lastAEAD cipher.AEAD
 	ackBuf   []byte
+
+	mu        sync.Mutex // guards status
+	status    []SessionStatus
+	published time.Time
 }
 
 // New checks cfg and makes a Receiver.
@@ -293,7 +299,9 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	s.counter = h.Counter
 	s.lastHeard = now
 	s.live = true
+	s.packets++
 	r.stats.Accepted++
+	defer r.publish(now, false)
 	r.ds = s.tracker.Apply(r.ds[:0], r.pkt.Events, join)
 	for _, d := range r.ds {
 		r.inject(s, d.Code, d.Kind == eventqueue.Down, d.Cause)
@@ -427,6 +435,7 @@ func (r *Receiver) Expire(now time.Time) {
 			r.end(s, eventqueue.Timeout)
 		}
 	}
+	r.publish(now, false)
 }
 
 // ReleaseAll releases every key every session holds.

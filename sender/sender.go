@@ -99,7 +99,9 @@ type Sender struct {
 	aead    cipher.AEAD // nil: plaintext
 	ackAEAD cipher.AEAD // opens acks (receiver-to-sender key)
 
-	mu         sync.Mutex // guards peers, for Peers
+	mu         sync.Mutex // guards peers and the published status
+	pubPackets int
+	pubHeld    []keys.Code
 	peers      map[string]*peer
 	sent       [sentRing]sentRecord
 	ackScratch []byte
@@ -405,6 +407,7 @@ func (s *Sender) send() {
 	s.buf = b
 	s.stats.Packets++
 	s.recordSent(s.pkt.Header.Counter, time.Now())
+	s.publish()
 	for _, d := range s.cfg.Dests {
 		n, err := s.cfg.Conn.WriteTo(b, d)
 		s.stats.Bytes += n

@@ -1,0 +1,123 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// isTerminal reports whether w is a terminal (not merely a character
+// device: /dev/null is one too).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// newLogf returns the log function of a command: plain "keyrelay CMD: ..."
+// lines, or JSON objects with --log-format json.
+func newLogf(w io.Writer, cmd, format string) (func(string, ...any), *slog.Logger) {
+	if format == "json" {
+		l := slog.New(slog.NewJSONHandler(w, nil)).With("cmd", cmd)
+		return func(f string, args ...any) { l.Info(fmt.Sprintf(f, args...)) }, l
+	}
+	l := slog.New(slog.NewTextHandler(w, nil)).With("cmd", cmd)
+	return func(f string, args ...any) { fmt.Fprintf(w, "keyrelay "+cmd+": "+f+"\n", args...) }, l
+}
+
+// statusBoard redraws a block of lines in place on a terminal, or logs
+// them as structured lines at a modest rate elsewhere.
+type statusBoard struct {
+	w      io.Writer
+	term   bool
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	drawn int      // lines of the block on screen
+	text  []string // the block
+}
+
+// wrap returns logf made safe for the block: on a terminal each log line
+// goes above the block, which is redrawn under it.
+func (b *statusBoard) wrap(logf func(string, ...any)) func(string, ...any) {
+	if !b.term {
+		return logf
+	}
+	return func(format string, args ...any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.clear()
+		logf(format, args...)
+		b.paint()
+	}
+}
+
+// run calls lines every period (terminal: 500 ms; log: 10 s) and shows the
+// result, until ctx is done; then it leaves the last block on screen.
+func (b *statusBoard) run(ctx context.Context, lines func() ([]string, [][]any)) {
+	period := 10 * time.Second
+	if b.term {
+		period = 500 * time.Millisecond
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			text, attrs := lines()
+			if b.term {
+				b.draw(text)
+			} else {
+				for _, a := range attrs {
+					b.logger.Info("status", a...)
+				}
+			}
+		}
+	}
+}
+
+func (b *statusBoard) draw(text []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clear()
+	b.text = text
+	b.paint()
+}
+
+// clear moves up over the block and erases it to the end of the screen.
+func (b *statusBoard) clear() {
+	if b.drawn > 0 {
+		fmt.Fprintf(b.w, "\x1b[%dA\r\x1b[J", b.drawn)
+		b.drawn = 0
+	}
+}
+
+func (b *statusBoard) paint() {
+	var s strings.Builder
+	for _, l := range b.text {
+		fmt.Fprintf(&s, "%s\n", l)
+	}
+	io.WriteString(b.w, s.String())
+	b.drawn = len(b.text)
+}
+
+func heldString(h []keys.Code) string {
+	if len(h) == 0 {
+		return "-"
+	}
+	s := make([]string, len(h))
+	for i, c := range h {
+		s[i] = c.String()
+	}
+	return strings.Join(s, "+")
+}

@@ -1,0 +1,45 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestStatusBoardRedraw: on a terminal the block is redrawn in place, and a
+// log line goes above it with the block drawn again below.
+func TestStatusBoardRedraw(t *testing.T) {
+	var out bytes.Buffer
+	b := &statusBoard{w: &out, term: true}
+	logf := b.wrap(func(f string, a ...any) { out.WriteString("LOG\n") })
+	b.draw([]string{"one", "two"})
+	b.draw([]string{"uno", "dos"})
+	logf("x")
+	want := "one\ntwo\n" + "\x1b[2A\r\x1b[J" + "uno\ndos\n" + "\x1b[2A\r\x1b[J" + "LOG\n" + "uno\ndos\n"
+	if got := out.String(); got != want {
+		t.Errorf("wrote %q\nwant  %q", got, want)
+	}
+}
+
+func TestJSONLogLines(t *testing.T) {
+	var out bytes.Buffer
+	logf, _ := newLogf(&out, "recv", "json")
+	logf("listening on %s", "127.0.0.1:7575")
+	var m map[string]any
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatalf("not JSON: %q", out.String())
+	}
+	if m["msg"] != "listening on 127.0.0.1:7575" || m["cmd"] != "recv" || m["level"] != "INFO" {
+		t.Errorf("line %v", m)
+	}
+	var plain bytes.Buffer
+	logf, _ = newLogf(&plain, "send", "text")
+	logf("hello %d", 1)
+	if plain.String() != "keyrelay send: hello 1\n" {
+		t.Errorf("text line %q", plain.String())
+	}
+	if code := Run([]string{"recv", "--log-format", "xml"}, IO{Out: &out, Err: &plain}); code != ExitUsage || !strings.Contains(plain.String(), `unknown --log-format "xml"`) {
+		t.Errorf("--log-format xml: exit %d, %q", code, plain.String())
+	}
+}

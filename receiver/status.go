@@ -1,0 +1,51 @@
+package receiver
+
+import (
+	"slices"
+	"time"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// SessionStatus is a snapshot of one sender session, for status displays.
+type SessionStatus struct {
+	ID        uint64
+	Addr      string
+	Live      bool
+	LastHeard time.Time
+	Packets   int         // packets applied
+	Held      []keys.Code // keys it holds down here
+}
+
+// publishEvery bounds how often Handle copies the status (per packet would
+// cost a copy per packet for nobody).
+const publishEvery = 100 * time.Millisecond
+
+// publish copies the sessions for Status, at most every publishEvery unless
+// forced.
+func (r *Receiver) publish(now time.Time, force bool) {
+	if !force && now.Sub(r.published) < publishEvery {
+		return
+	}
+	r.published = now
+	out := make([]SessionStatus, 0, len(r.sessions))
+	for _, s := range r.sortedSessions() {
+		st := SessionStatus{ID: s.id, Addr: s.addr, Live: s.live, LastHeard: s.lastHeard, Packets: s.packets}
+		for c := range s.held {
+			st.Held = append(st.Held, c)
+		}
+		slices.Sort(st.Held)
+		out = append(out, st)
+	}
+	r.mu.Lock()
+	r.status = out
+	r.mu.Unlock()
+}
+
+// Status returns the sessions as last published (at most 100 ms old).
+// Safe to call while Run runs.
+func (r *Receiver) Status() []SessionStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.status)
+}
