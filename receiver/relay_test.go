@@ -174,7 +174,10 @@ func TestRelayUnderLoss(t *testing.T) {
 			})
 		}
 		crash := rapid.Bool().Draw(rt, "crash")
-		if msg := runRelay(t, cfg, n, steps, crash); msg != "" {
+		// One-way (the plain queue) and with feedback (acks, bursts,
+		// lossless typing): the same invariants hold.
+		feedback := rapid.Bool().Draw(rt, "feedback")
+		if msg := runRelay(t, cfg, n, steps, crash, feedback); msg != "" {
 			rt.Fatal(msg)
 		}
 	})
@@ -182,7 +185,7 @@ func TestRelayUnderLoss(t *testing.T) {
 
 // runRelay plays steps through a sender and receiver and returns what went
 // wrong, or "".
-func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash bool) string {
+func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash, feedback bool) string {
 	// The model of the sender: the same queue fed the same events.
 	model, _ := eventqueue.New(n)
 	var sentDowns []keys.Code
@@ -263,8 +266,11 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash bool) 
 				}
 			}
 		}
-		s, err := sender.New(sender.Config{Conn: sconn, Dests: []net.Addr{rc.LocalAddr()}, QueueLen: n, PSK: relayKey,
-			Feedback: []net.PacketConn{sc}})
+		scfg := sender.Config{Conn: sconn, Dests: []net.Addr{rc.LocalAddr()}, QueueLen: n, PSK: relayKey}
+		if feedback {
+			scfg.Feedback = []net.PacketConn{sc}
+		}
+		s, err := sender.New(scfg)
 		if err != nil {
 			t.Fatal(err)
 		}
