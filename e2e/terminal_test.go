@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,41 @@ func TestTerminalUnderTmux(t *testing.T) {
 	})
 	if b, _ := os.ReadFile(status); strings.TrimSpace(string(b)) != "0" {
 		t.Errorf("send exited %s after Ctrl+], want 0", b)
+	}
+	recv.stop()
+}
+
+// TestSendStatusLine: on a terminal, send keeps a live status line per
+// destination (issue 5): receiver, live, RTT, loss.
+func TestSendStatusLine(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux missing in CI")
+		}
+		t.Skip("needs tmux")
+	}
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	sock := fmt.Sprintf("keyrelay-status-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		out, _ := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		return string(out)
+	}
+	t.Cleanup(func() { tmux("kill-server") })
+	tmux("new-session", "-d", "-x", "150", "-y", "10", fmt.Sprintf("%s send --to %s --script %s; sleep 10", bin, recv.addr,
+		script(t, "tap KeyA\nsleep 3s\ntap KeyB\n")))
+	re := regexp.MustCompile(`→ ` + regexp.QuoteMeta(recv.addr) + ` +live +rtt \S+ +loss +0\.0%`)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		if re.MatchString(tmux("capture-pane", "-p")) {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("no live status line; pane:\n%s", tmux("capture-pane", "-p"))
+		}
 	}
 	recv.stop()
 }

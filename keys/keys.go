@@ -2,6 +2,7 @@
 // the keyboard page (0x07); people name keys with W3C KeyboardEvent.code names
 // (KeyA, ShiftLeft, Enter). The tables are generated from qemu's keycodemapdb
 // (see LICENSE.keycodemapdb) by `go generate`; the build never reads the CSV.
+// Everything here is read-only after init and safe for concurrent use.
 package keys
 
 import (
@@ -18,11 +19,13 @@ import (
 type Code uint16
 
 // Info is what keycodemapdb knows of one key: its codes for each backend.
+// A column the CSV leaves empty holds the sentinel its comment names.
 type Info struct {
 	Code Code
 	// Name is the W3C KeyboardEvent.code name, "" if the key has none.
 	Name string
-	// Evdev is the Linux input event code (KEY_*), EvdevName its name.
+	// Evdev is the Linux input event code (KEY_*), EvdevName its name; 0
+	// (KEY_RESERVED) if none.
 	Evdev     uint16
 	EvdevName string
 	// X11Keysym is the key's keysym on the US layout, 0 (NoSymbol) if none.
@@ -33,7 +36,7 @@ type Info struct {
 	X11ShiftedName string
 	// MacOS is the macOS virtual key code, -1 if none (0 is KeyA).
 	MacOS int16
-	// Win32VK is the Windows virtual-key code, 0 if none.
+	// Win32VK is the Windows virtual-key code, 0 if none (no VK is 0).
 	Win32VK   uint8
 	Win32Name string
 	// XKB is the XKB key name (AC01), "" if none.
@@ -45,7 +48,7 @@ var ErrUnknownKey = errors.New("unknown key")
 
 var (
 	byCode = map[Code]*Info{}
-	byName = map[string]Code{}
+	byName = map[string]Code{} // lower-case W3C name
 )
 
 func init() {
@@ -59,7 +62,7 @@ func init() {
 }
 
 // String is the W3C name of c, or its usage in hex ("0x32") for a key
-// without a name.
+// without a name. Parse accepts both forms.
 func (c Code) String() string {
 	if e := byCode[c]; e != nil && e.Name != "" {
 		return e.Name
@@ -67,20 +70,21 @@ func (c Code) String() string {
 	return fmt.Sprintf("0x%02X", uint16(c))
 }
 
-// Parse returns the key named s: a W3C KeyboardEvent.code name, in any case
-// ("KeyA", "shiftleft"), or a usage in hex ("0x04") of a key in the table.
+// Parse returns the key named s: a W3C KeyboardEvent.code name in any case
+// ("KeyA", "shiftleft"), or a nonzero usage in hex ("0x04", "0x1FF"). The hex
+// form takes any Code, also one the table does not know, so that
+// Parse(c.String()) == c for every c but 0.
 func Parse(s string) (Code, error) {
 	if c, ok := byName[strings.ToLower(s)]; ok {
 		return c, nil
 	}
 	if len(s) > 2 && (s[:2] == "0x" || s[:2] == "0X") {
+		// Base 16, not 0: no sign, no underscores, no second prefix.
 		if v, err := strconv.ParseUint(s[2:], 16, 16); err == nil && v != 0 {
-			if _, ok := byCode[Code(v)]; ok {
-				return Code(v), nil
-			}
+			return Code(v), nil
 		}
 	}
-	return 0, fmt.Errorf("%w %q (use a W3C KeyboardEvent.code name such as KeyA, Digit1, ShiftLeft, Enter, ArrowUp, F5; 'keyrelay keys' lists them)", ErrUnknownKey, s)
+	return 0, fmt.Errorf("%w %q (use a W3C KeyboardEvent.code name such as KeyA, ShiftLeft, Enter, ArrowUp, F5, or a usage such as 0x04; see 'keyrelay keys')", ErrUnknownKey, s)
 }
 
 // Lookup returns what the table knows of c.
@@ -91,44 +95,39 @@ func Lookup(c Code) (Info, bool) {
 	return Info{}, false
 }
 
-// All returns every key of the table in usage order.
+// All returns every key of the table in usage order. The slice is the
+// caller's.
 func All() []Info {
 	return append([]Info(nil), table[:]...)
 }
 
-// usLayout lists, for each printable ASCII character, the key that types it
-// on a US layout and whether Shift is needed. This is layout knowledge, not
-// in keycodemapdb.
-var usLayout = map[rune]struct {
+type usKey struct {
 	code  Code
 	shift bool
-}{}
+}
+
+// usLayout maps each character a US keyboard types to its key. This is
+// layout knowledge, not in keycodemapdb (TestForRuneMatchesKeysyms checks it
+// against the CSV's US keysyms).
+var usLayout = map[rune]usKey{'\n': {Enter, false}, '\t': {Tab, false}, ' ': {Space, false}}
 
 func init() {
-	add := func(chars string, shifted string, codes ...Code) {
+	// plain[i] is typed by codes[i], shifted[i] by codes[i] with Shift.
+	add := func(plain, shifted string, codes ...Code) {
 		for i, c := range codes {
-			usLayout[rune(chars[i])] = struct {
-				code  Code
-				shift bool
-			}{c, false}
-			if shifted != "" {
-				usLayout[rune(shifted[i])] = struct {
-					code  Code
-					shift bool
-				}{c, true}
-			}
+			usLayout[rune(plain[i])] = usKey{c, false}
+			usLayout[rune(shifted[i])] = usKey{c, true}
 		}
 	}
-	for i := range 26 {
-		add(string(rune('a'+i)), string(rune('A'+i)), KeyA+Code(i))
+	for i := range Code(26) {
+		add(string(rune('a'+i)), string(rune('A'+i)), KeyA+i)
 	}
 	add("1234567890", "!@#$%^&*()", Digit1, Digit2, Digit3, Digit4, Digit5, Digit6, Digit7, Digit8, Digit9, Digit0)
 	add("-=[]\\;',./`", "_+{}|:\"<>?~", Minus, Equal, BracketLeft, BracketRight, Backslash, Semicolon, Quote, Comma, Period, Slash, Backquote)
-	add(" \n\t", "", Space, Enter, Tab)
 }
 
 // ForRune returns the key that types r on a US layout and whether Shift must
-// be held: printable ASCII, '\n' (Enter) and '\t' (Tab).
+// be held: printable ASCII (0x20-0x7E), '\n' (Enter) and '\t' (Tab).
 func ForRune(r rune) (code Code, shift bool, ok bool) {
 	k, ok := usLayout[r]
 	return k.code, k.shift, ok

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,6 +34,25 @@ func TestParseStringRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEveryCodeRoundTrips: String and Parse agree on all 65535 nonzero codes,
+// named, unnamed and unknown to the table.
+func TestEveryCodeRoundTrips(t *testing.T) {
+	for v := 1; v <= 0xFFFF; v++ {
+		c := Code(v)
+		if got, err := Parse(c.String()); err != nil || got != c {
+			t.Fatalf("Parse(%q) = %v, %v; want %#x", c.String(), got, err, v)
+		}
+	}
+}
+
+func TestParseCaseInsensitive(t *testing.T) {
+	for s, want := range map[string]Code{"keya": KeyA, "SHIFTLEFT": ShiftLeft, "Enter": Enter, "arrowup": ArrowUp, "f5": F5, "NumpadEnter": NumpadEnter, "0X04": KeyA, "0xe1": ShiftLeft} {
+		if c, err := Parse(s); err != nil || c != want {
+			t.Errorf("Parse(%q) = %v, %v; want %v", s, c, err, want)
+		}
+	}
+}
+
 func TestKnownValues(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -43,85 +63,169 @@ func TestKnownValues(t *testing.T) {
 		}
 	}
 	a, ok := Lookup(KeyA)
-	if !ok || a.Evdev != 30 || a.EvdevName != "KEY_A" || a.X11Keysym != 0x61 || a.Win32VK != 0x41 || a.MacOS != 0 || a.XKB != "AC01" {
-		t.Errorf("Lookup(KeyA) = %+v", a)
+	want := Info{Code: 0x04, Name: "KeyA", Evdev: 30, EvdevName: "KEY_A", X11Keysym: 0x61, X11Name: "XK_a", X11Shifted: 0x41, X11ShiftedName: "XK_A", MacOS: 0, Win32VK: 0x41, Win32Name: "VK_A", XKB: "AC01"}
+	if !ok || a != want {
+		t.Errorf("Lookup(KeyA) =\n %+v, want\n %+v", a, want)
+	}
+	if e, _ := Lookup(Enter); e.Evdev != 28 || e.X11Keysym != 0xff0d || e.Win32VK != 0x0d || e.MacOS != 0x24 {
+		t.Errorf("Lookup(Enter) = %+v", e)
 	}
 	if m, _ := Lookup(AudioVolumeMute); m.Evdev != 113 {
 		t.Errorf("AudioVolumeMute evdev = %d, want 113 (KEY_MUTE)", m.Evdev)
 	}
+	// Missing columns hold their sentinels, not a valid zero.
+	if p, _ := Lookup(Power); p.MacOS != -1 || p.Win32VK != 0 || p.X11Keysym != 0 {
+		t.Errorf("Lookup(Power) = %+v, want MacOS -1, no VK, no keysym", p)
+	}
+	if _, ok := Lookup(0); ok {
+		t.Error("Lookup(0) found a key")
+	}
+}
+
+func TestAllInUsageOrder(t *testing.T) {
+	all := All()
+	for i := 1; i < len(all); i++ {
+		if all[i-1].Code >= all[i].Code {
+			t.Fatalf("All()[%d] = %v after %v", i, all[i].Code, all[i-1].Code)
+		}
+	}
+	all[0].Name = "changed"
+	if All()[0].Name == "changed" {
+		t.Error("All returns the table itself")
+	}
 }
 
 func TestParseHexAndErrors(t *testing.T) {
-	if c, err := Parse("0x04"); err != nil || c != KeyA {
-		t.Errorf("Parse(0x04) = %v, %v", c, err)
+	// 0x32 (the ISO key also called Backslash) has no name of its own;
+	// 0x03 and 0x1FF are not in the table. All print and parse as hex.
+	for s, want := range map[string]Code{"0x04": KeyA, "0x32": 0x32, "0x03": 0x03, "0x1FF": 0x1FF, "0xFFFF": 0xFFFF, "0x4": KeyA} {
+		if c, err := Parse(s); err != nil || c != want {
+			t.Errorf("Parse(%q) = %v, %v; want %#x", s, c, err, uint16(want))
+		}
 	}
-	// 0x32 (the ISO key also called Backslash) has no name of its own.
-	if s := Code(0x32).String(); s != "0x32" {
-		t.Errorf("Code(0x32).String() = %q", s)
+	for c, want := range map[Code]string{0x32: "0x32", 0x03: "0x03", 0x1FF: "0x1FF", 0: "0x00"} {
+		if s := c.String(); s != want {
+			t.Errorf("Code(%#x).String() = %q, want %q", uint16(c), s, want)
+		}
 	}
-	if c, err := Parse("0x32"); err != nil || c != 0x32 {
-		t.Errorf("Parse(0x32) = %v, %v", c, err)
-	}
-	for _, s := range []string{"", "Foo", "0x", "0x0", "0x1FFFF", "0xZZ", "Key A", "0x03"} {
-		if _, err := Parse(s); !errors.Is(err, ErrUnknownKey) {
-			t.Errorf("Parse(%q) error = %v, want ErrUnknownKey", s, err)
+	for _, s := range []string{"", "Foo", "0x", "0x0", "0x00", "0x10000", "0xZZ", "0x-1", "0x+4", "0x_4", "0x0x4", "Key A", " KeyA", "KeyA "} {
+		if c, err := Parse(s); !errors.Is(err, ErrUnknownKey) {
+			t.Errorf("Parse(%q) = %v, %v; want ErrUnknownKey", s, c, err)
 		}
 	}
 	_, err := Parse("Foo")
-	if !strings.Contains(err.Error(), `"Foo"`) || !strings.Contains(err.Error(), "KeyA") {
-		t.Errorf("error does not name the key and an example: %v", err)
+	want := `unknown key "Foo" (use a W3C KeyboardEvent.code name such as KeyA`
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "'keyrelay keys'") {
+		t.Errorf("Parse(Foo) error = %v, want it to start %q and point to 'keyrelay keys'", err, want)
 	}
 }
 
 func TestForRuneUSLayout(t *testing.T) {
-	seen := map[[2]int]rune{}
+	chars := []rune{'\n', '\t'}
 	for r := rune(0x20); r <= 0x7E; r++ {
+		chars = append(chars, r)
+	}
+	seen := map[usKey]rune{}
+	for _, r := range chars {
 		c, shift, ok := ForRune(r)
-		if !ok {
+		if !ok || c == 0 {
 			t.Errorf("no key for %q", r)
 			continue
 		}
-		k := [2]int{int(c), 0}
-		if shift {
-			k[1] = 1
-		}
-		if other, dup := seen[k]; dup {
+		if other, dup := seen[usKey{c, shift}]; dup {
 			t.Errorf("%q and %q both map to %v shift=%v", r, other, c, shift)
 		}
-		seen[k] = r
+		seen[usKey{c, shift}] = r
 	}
-	for r, want := range map[rune]struct {
-		c     Code
-		shift bool
-	}{'a': {KeyA, false}, 'A': {KeyA, true}, '!': {Digit1, true}, '"': {Quote, true}, '~': {Backquote, true}, '\n': {Enter, false}, '\t': {Tab, false}, ' ': {Space, false}} {
-		c, shift, _ := ForRune(r)
-		if c != want.c || shift != want.shift {
-			t.Errorf("ForRune(%q) = %v %v, want %v %v", r, c, shift, want.c, want.shift)
+	if len(seen) != 97 {
+		t.Errorf("%d distinct keys for 97 characters", len(seen))
+	}
+	for r, want := range map[rune]usKey{'a': {KeyA, false}, 'A': {KeyA, true}, 'z': {KeyZ, false}, '0': {Digit0, false}, ')': {Digit0, true}, '!': {Digit1, true}, '"': {Quote, true}, '~': {Backquote, true}, '|': {Backslash, true}, '\n': {Enter, false}, '\t': {Tab, false}, ' ': {Space, false}} {
+		if c, shift, _ := ForRune(r); c != want.code || shift != want.shift {
+			t.Errorf("ForRune(%q) = %v %v, want %v %v", r, c, shift, want.code, want.shift)
 		}
 	}
-	if _, _, ok := ForRune('é'); ok {
-		t.Error("ForRune('é') found a key on the US layout")
+	for _, r := range []rune{'é', '\r', 0x7F, 0, '€'} {
+		if _, _, ok := ForRune(r); ok {
+			t.Errorf("ForRune(%q) found a key on the US layout", r)
+		}
 	}
 }
+
+// TestForRuneMatchesKeysyms checks the hand-written US layout against the
+// CSV's US keysyms: printable ASCII keysyms equal their code points.
+func TestForRuneMatchesKeysyms(t *testing.T) {
+	for r := rune(0x20); r <= 0x7E; r++ {
+		c, shift, _ := ForRune(r)
+		info, ok := Lookup(c)
+		sym := info.X11Keysym
+		if shift {
+			sym = info.X11Shifted
+		}
+		if !ok || sym != uint32(r) {
+			t.Errorf("ForRune(%q) = %v shift=%v, whose keysym is %#x", r, c, shift, sym)
+		}
+	}
+}
+
+const csvPath = "../../shared/data/keycodemapdb/keymaps.csv"
 
 // TestTableIsGenerated: the committed table is what the generator makes from
 // the CSV (when the CSV is beside the repository, as in CI).
 func TestTableIsGenerated(t *testing.T) {
-	csv := filepath.Join("..", "..", "shared", "data", "keycodemapdb", "keymaps.csv")
-	if _, err := os.Stat(csv); err != nil {
+	if _, err := os.Stat(csvPath); err != nil {
 		t.Skipf("keycodemapdb not beside the repository: %v", err)
 	}
-	want, err := keygen.Generate(csv, filepath.Join(filepath.Dir(csv), "LICENSE.BSD"))
+	committed, err := os.ReadFile("table_gen.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("table_gen.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Error("table_gen.go is stale: run go generate ./keys")
-	}
+	t.Run("in process", func(t *testing.T) {
+		got, err := keygen.Generate(csvPath, filepath.Join(filepath.Dir(csvPath), "LICENSE.BSD"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, committed) {
+			t.Error("table_gen.go is stale: run go generate ./keys")
+		}
+	})
+	// The //go:generate line itself, run into a temporary file: its paths
+	// and flags work from this directory.
+	t.Run("go generate line", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("runs the go command")
+		}
+		goCmd, err := exec.LookPath("go")
+		if err != nil {
+			t.Skip(err)
+		}
+		src, err := os.ReadFile("keys.go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var args []string
+		for _, l := range strings.Split(string(src), "\n") {
+			if rest, ok := strings.CutPrefix(l, "//go:generate go "); ok {
+				args = strings.Fields(rest)
+			}
+		}
+		out := filepath.Join(t.TempDir(), "table_gen.go")
+		i := len(args) - 2
+		if i < 0 || args[i] != "-out" || args[i+1] != "table_gen.go" {
+			t.Fatalf("go:generate line %q does not end in -out table_gen.go", args)
+		}
+		args[i+1] = out
+		if b, err := exec.Command(goCmd, args...).CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+		got, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, committed) {
+			t.Error("table_gen.go is stale: run go generate ./keys")
+		}
+	})
 }
 
 func FuzzParse(f *testing.F) {
@@ -141,6 +245,13 @@ func FuzzParse(f *testing.F) {
 		}
 		if c2, err := Parse(c.String()); err != nil || c2 != c {
 			t.Fatalf("Parse(%q) = %v, but Parse(String()) = %v, %v", s, c, c2, err)
+		}
+		// A name is the table's, up to case; anything else is hex.
+		if info, ok := Lookup(c); ok && strings.EqualFold(s, info.Name) {
+			return
+		}
+		if len(s) < 3 || !strings.EqualFold(s[:2], "0x") {
+			t.Fatalf("Parse(%q) = %v: neither a name nor hex", s, c)
 		}
 	})
 }

@@ -1,12 +1,14 @@
 // Package keygen makes keys/table_gen.go from qemu's keycodemapdb keymaps.csv.
 //
-// Rows: one entry per USB HID usage ID (the "USB Keycodes" column). Several
-// rows can share a usage (different Linux keys, or one key listed once per
-// X11 keysym): the first row in file order that has a W3C name ("HTML code")
+// The rule for duplicates: one entry per USB HID usage ID (the "USB Keycodes"
+// column, decimal); rows without one are skipped. Several rows can share a
+// usage (different Linux keys, or one key listed once per X11 keysym or per
+// Win32 VK): the first row in file order that has a W3C name ("HTML code")
 // wins, else the first row. A W3C name that several usages carry names only
 // the lowest usage (the keyboard page's own: Backslash is 0x31, not the ISO
-// 0x32); the others are unnamed and print as hex. A key listed with two
-// keysyms (XK_1 and XK_exclam) keeps the second as its shifted keysym.
+// 0x32); the others are unnamed and print as hex. A key listed with a second
+// keysym (XK_1, then XK_exclam) keeps it as its shifted keysym; for letters,
+// listed XK_A before XK_a, the lower case one is the unshifted keysym.
 package keygen
 
 import (
@@ -14,6 +16,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"go/format"
+	"go/token"
 	"io"
 	"os"
 	"sort"
@@ -61,6 +64,9 @@ func Generate(csvPath, licensePath string) ([]byte, error) {
 	fmt.Fprintf(&b, "// Named keys: W3C KeyboardEvent.code names as USB HID usages.\nconst (\n")
 	for _, e := range entries {
 		if e.name != "" {
+			if !token.IsIdentifier(e.name) || !token.IsExported(e.name) {
+				return nil, fmt.Errorf("W3C name %q of usage %#02x is not an exported Go identifier", e.name, e.usage)
+			}
 			fmt.Fprintf(&b, "\t%s Code = %#02x\n", e.name, e.usage)
 		}
 	}
@@ -89,7 +95,7 @@ func read(r io.Reader) ([]entry, error) {
 		}
 	}
 	byUsage := map[int]entry{}
-	for line := 2; ; line++ {
+	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
@@ -97,24 +103,29 @@ func read(r io.Reader) ([]entry, error) {
 		if err != nil {
 			return nil, err
 		}
+		line, _ := cr.FieldPos(0)
 		get := func(h string) string { return strings.TrimSpace(rec[col[h]]) }
 		if get("USB Keycodes") == "" {
 			continue
 		}
 		e := entry{name: get("HTML code"), evdevName: get("Linux Name"), x11Name: get("X11 keysym name"), win32Name: get("Win32 Name"), xkb: get("XKB key name"), mac: -1}
-		if e.usage, err = strconv.Atoi(get("USB Keycodes")); err != nil {
-			return nil, fmt.Errorf("line %d: usage: %w", line, err)
+		u, err := strconv.ParseUint(get("USB Keycodes"), 10, 16)
+		if err != nil || u == 0 {
+			return nil, fmt.Errorf("line %d: usage %q is not in 1..65535", line, get("USB Keycodes"))
 		}
-		if e.evdev, err = strconv.Atoi(get("Linux Keycode")); err != nil {
+		e.usage = int(u)
+		ev, err := strconv.ParseUint(get("Linux Keycode"), 10, 16)
+		if err != nil {
 			return nil, fmt.Errorf("line %d: evdev: %w", line, err)
 		}
+		e.evdev = int(ev)
 		if v := get("X11 keysym"); v != "" {
 			if e.x11, err = strconv.ParseUint(v, 0, 32); err != nil {
 				return nil, fmt.Errorf("line %d: keysym: %w", line, err)
 			}
 		}
 		if v := get("OS-X Keycode"); v != "" {
-			m, err := strconv.ParseUint(v, 0, 16)
+			m, err := strconv.ParseUint(v, 0, 15) // an int16, -1 meaning none
 			if err != nil {
 				return nil, fmt.Errorf("line %d: macOS: %w", line, err)
 			}
