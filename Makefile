@@ -12,7 +12,7 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all build test unit e2e fuzz bench lint demo clean robotgo-bench cross
+.PHONY: all build test unit e2e fuzz bench lint demo clean robotgo-bench cross dist man
 
 all: build
 
@@ -21,7 +21,7 @@ build:
 
 # The README's test command: lint, unit and property tests under the race
 # detector, a short run of every fuzz target, and the end-to-end tests.
-test: lint unit fuzz e2e cross
+test: lint unit fuzz cross dist e2e
 
 unit:
 	$(GO) test -race -shuffle on -count=1 ./...
@@ -47,6 +47,22 @@ cross:
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null .
 	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null .
 
+# Static release binaries (no cgo: robotgo's X11 backend, the hook and uinput
+# are pure Go) for the usual receivers and senders, with SHA-256 checksums.
+DIST_TARGETS := linux/amd64 linux/arm64 linux/arm/7
+dist:
+	@rm -rf dist && mkdir -p dist
+	@set -e; for t in $(DIST_TARGETS); do \
+	  os=$${t%%/*}; rest=$${t#*/}; arch=$${rest%%/*}; arm=$${rest#*/}; [ "$$arm" = "$$rest" ] && arm=; \
+	  out=dist/keyrelay-$$os-$$arch$${arm:+v$$arm}; echo "build $$out"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOARM=$$arm $(GO) build -trimpath -ldflags '-s -w' -o $$out . ; \
+	done
+	cd dist && sha256sum keyrelay-* > SHA256SUMS && cat SHA256SUMS
+
+# Man pages from the command tree (man/keyrelay.1, man/keyrelay-send.1, ...).
+man:
+	$(GO) run ./internal/mangen -dir man
+
 bench:
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem ./... && \
 	  $(GO) test -tags e2e -run '^$$' -bench HookToDisplay -benchtime 300x ./e2e/; } | tee bench.out
@@ -68,4 +84,4 @@ demo: build
 	./scripts/demo.sh
 
 clean:
-	rm -rf bin dist bench.out
+	rm -rf bin dist man bench.out

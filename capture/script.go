@@ -1,5 +1,3 @@
-// Package capture holds keyrelay's key sources: where the key events a sender
-// relays come from.
 package capture
 
 import (
@@ -8,134 +6,180 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/keyrelay/keyrelay/keys"
 )
 
-// DefaultPace is the pause after each key event of tap, hold and type: typed
-// text arrives at a brisk human rate instead of in one burst.
+// DefaultPace is the pause after each key event of tap, hold and type until a
+// pace command changes it: typed text arrives at a brisk human rate instead
+// of in one burst.
 const DefaultPace = 10 * time.Millisecond
 
-// maxDuration bounds every duration in a script.
+// maxDuration bounds every duration in a script, so a typo (1000h) cannot
+// park a sender for weeks.
 const maxDuration = time.Hour
+
+// maxLine bounds a script line (a long type string).
+const maxLine = 1 << 20
 
 // Step is one step of a script: a key event, or a pause when Wait > 0.
 type Step struct {
-	Line int // 1-based source line
-	Code keys.Code
-	Down bool
-	Wait time.Duration
+	Line int           // 1-based source line
+	Code keys.Code     // the key, for key steps
+	Down bool          // press (true) or release (false)
+	Wait time.Duration // if > 0 this step is a pause, Code unused
 }
 
-// Script is a parsed key script (README "Key scripts").
+// Script is a parsed key script. Play only reads it: several Plays may run
+// at once.
 type Script struct {
+	// Name is the name given to ParseScript, "<stdin>" for "-".
 	Name  string
 	Steps []Step
-	// HeldAtEnd lists keys the script presses and never releases; the
-	// sender releases them when the script ends.
+	// HeldAtEnd lists, in press order, the keys the script presses and never
+	// releases. That is not an error: the sender releases them at exit, and
+	// may warn.
 	HeldAtEnd []keys.Code
 }
 
-// parser turns lines into steps, tracking which keys are held so that a
-// script that would release a key it never pressed is rejected up front.
+// command is the shape of one script command.
+type command struct {
+	args  int
+	usage string
+}
+
+var commands = map[string]command{
+	"down":  {1, "down CODE"},
+	"up":    {1, "up CODE"},
+	"tap":   {1, "tap CODE"},
+	"hold":  {2, "hold CODE DURATION"},
+	"sleep": {1, "sleep DURATION"},
+	"type":  {1, `type "TEXT"`},
+	"pace":  {1, "pace DURATION"},
+}
+
+// parser turns lines into steps. It tracks the held keys, so that a script
+// that would press a held key or release one it never pressed is rejected
+// before anything is sent.
 type parser struct {
-	name  string
-	line  int
+	line  string // the current line, for columns
+	lnum  int
 	pace  time.Duration
 	held  map[keys.Code]bool
-	order []keys.Code // press order, for HeldAtEnd
+	order []keys.Code // the held keys in press order, for HeldAtEnd
 	steps []Step
 }
 
-// ParseScript reads a whole script. Every bad line is reported, as
-// "NAME:LINE: reason", in one error; nothing is returned then.
+// ParseScript reads and checks a whole key script (SCRIPT_FORMAT.md), the
+// input of `keyrelay send --script`, and expands it into Steps. Every bad line is reported,
+// each as "NAME:LINE: reason", in one error (errors.Join); no Script is
+// returned then. A bad line leaves the held keys as they were, so later
+// lines are checked as if it were absent. An unknown key wraps
+// keys.ErrUnknownKey. name "-" is shown as "<stdin>".
 func ParseScript(name string, r io.Reader) (*Script, error) {
 	if name == "-" {
 		name = "<stdin>"
 	}
-	p := &parser{name: name, pace: DefaultPace, held: map[keys.Code]bool{}}
+	p := &parser{pace: DefaultPace, held: map[keys.Code]bool{}}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
 	var errs []error
 	for sc.Scan() {
-		p.line++
-		if err := p.parseLine(sc.Text()); err != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: %w", name, p.line, err))
+		p.lnum++
+		p.line = sc.Text()
+		if p.lnum == 1 {
+			p.line = strings.TrimPrefix(p.line, "\uFEFF") // an editor's byte order mark
+		}
+		for _, err := range p.parseLine() {
+			errs = append(errs, fmt.Errorf("%s:%d: %w", name, p.lnum, err))
 		}
 	}
-	if err := sc.Err(); err != nil {
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		errs = append(errs, fmt.Errorf("%s:%d: line longer than %d bytes", name, p.lnum+1, maxLine))
+	case err != nil:
 		errs = append(errs, fmt.Errorf("%s: unable to read script: %w", name, err))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	s := &Script{Name: name, Steps: p.steps}
-	for _, c := range p.order {
-		if p.held[c] {
-			s.HeldAtEnd = append(s.HeldAtEnd, c)
-			delete(p.held, c) // a key pressed twice is listed once
-		}
-	}
-	return s, nil
+	return &Script{Name: name, Steps: p.steps, HeldAtEnd: p.order}, nil
 }
 
-// fields splits a line into words, keeping a double-quoted string (with Go
-// escapes) as one word, and drops a trailing # comment.
-func fields(line string) ([]string, error) {
-	var out []string
+// field is a word of a line and its byte offset.
+type field struct {
+	text string
+	off  int
+}
+
+// fields splits p.line into words, keeping a double-quoted string (Go
+// syntax) as one word, and drops a # comment: a word starting with #.
+func (p *parser) fields() ([]field, error) {
+	var out []field
+	off := 0
 	for {
-		line = strings.TrimLeft(line, " \t")
-		if line == "" || line[0] == '#' {
+		for off < len(p.line) && (p.line[off] == ' ' || p.line[off] == '\t') {
+			off++
+		}
+		rest := p.line[off:]
+		if rest == "" || rest[0] == '#' {
 			return out, nil
 		}
-		if line[0] == '"' {
-			q, err := strconv.QuotedPrefix(line)
+		end := strings.IndexAny(rest, " \t")
+		if rest[0] == '"' {
+			q, err := strconv.QuotedPrefix(rest)
 			if err != nil {
-				return nil, fmt.Errorf("bad quoted string %s (use Go syntax: \"text\", with \\\" and \\n)", line)
+				return nil, fmt.Errorf("bad quoted string at column %d: %s (use Go syntax: \"text\", with \\\" for a quote and \\n for Enter)", p.column(off), rest)
 			}
-			out = append(out, q)
-			line = line[len(q):]
-			if line != "" && line[0] != ' ' && line[0] != '\t' {
-				return nil, fmt.Errorf("text right after the quoted string: %s", line)
+			end = len(q)
+			if end < len(rest) && rest[end] != ' ' && rest[end] != '\t' {
+				return nil, fmt.Errorf("bad quoted string at column %d: text right after its closing quote: %s", p.column(off), rest)
 			}
-			continue
 		}
-		end := strings.IndexAny(line, " \t")
 		if end < 0 {
-			end = len(line)
+			end = len(rest)
 		}
-		out = append(out, line[:end])
-		line = line[end:]
+		out = append(out, field{rest[:end], off})
+		off += end
 	}
 }
 
-func (p *parser) parseLine(line string) error {
-	f, err := fields(line)
+// column is the 1-based character column of byte offset off of the line.
+func (p *parser) column(off int) int {
+	return utf8.RuneCountInString(p.line[:off]) + 1
+}
+
+// parseLine adds the line's steps, or returns why the line is bad. A bad
+// line changes no held key.
+func (p *parser) parseLine() []error {
+	f, err := p.fields()
 	if err != nil {
-		return err
+		return []error{err}
 	}
 	if len(f) == 0 {
 		return nil
 	}
-	cmd, args := strings.ToLower(f[0]), f[1:]
-	want := map[string]int{"down": 1, "up": 1, "tap": 1, "hold": 2, "sleep": 1, "type": 1, "pace": 1}
-	n, ok := want[cmd]
+	name := strings.ToLower(f[0].text)
+	cmd, ok := commands[name]
 	if !ok {
-		return fmt.Errorf("unknown command %q (want down, up, tap, hold, sleep, type or pace)", f[0])
+		return []error{fmt.Errorf("unknown command %q (want down, up, tap, hold, sleep, type or pace)", f[0].text)}
 	}
-	if len(args) != n {
-		return fmt.Errorf("%s takes %d argument(s), got %d", cmd, n, len(args))
+	args := f[1:]
+	if len(args) != cmd.args {
+		return []error{fmt.Errorf("wrong number of arguments: %s takes %d, got %d (usage: %s)", name, cmd.args, len(args), cmd.usage)}
 	}
-	switch cmd {
+	switch name {
 	case "sleep", "pace":
-		d, err := duration(args[0])
+		d, err := duration(args[0].text)
 		if err != nil {
-			return err
+			return []error{err}
 		}
-		if cmd == "pace" {
+		if name == "pace" {
 			p.pace = d
 		} else {
 			p.wait(d)
@@ -144,31 +188,33 @@ func (p *parser) parseLine(line string) error {
 	case "type":
 		return p.typeText(args[0])
 	}
-	code, err := keys.Parse(args[0])
+	code, err := keys.Parse(args[0].text)
 	if err != nil {
-		return err
+		return []error{err}
 	}
-	switch cmd {
+	switch name {
 	case "down":
-		return p.press(code, true, 0)
+		err = p.press(code, true, 0)
 	case "up":
-		return p.press(code, false, 0)
+		err = p.press(code, false, 0)
 	case "tap":
-		if err := p.press(code, true, p.pace); err != nil {
-			return err
+		if err = p.press(code, true, p.pace); err == nil {
+			err = p.press(code, false, p.pace)
 		}
-		return p.press(code, false, p.pace)
-	default: // hold
-		d, err := duration(args[1])
-		if err != nil {
-			return err
+	case "hold":
+		// The hold replaces the pace after the press: the release comes
+		// exactly DURATION after it.
+		var d time.Duration
+		if d, err = duration(args[1].text); err == nil {
+			if err = p.press(code, true, d); err == nil {
+				err = p.press(code, false, p.pace)
+			}
 		}
-		if err := p.press(code, true, 0); err != nil {
-			return err
-		}
-		p.wait(d)
-		return p.press(code, false, p.pace)
 	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
 }
 
 func duration(s string) (time.Duration, error) {
@@ -177,18 +223,18 @@ func duration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("bad duration %q (use Go syntax such as 250ms, 1.5s, 2m)", s)
 	}
 	if d < 0 || d > maxDuration {
-		return 0, fmt.Errorf("duration %v out of range 0..%v", d, maxDuration)
+		return 0, fmt.Errorf("bad duration %q: out of range 0s to %v", s, maxDuration)
 	}
 	return d, nil
 }
 
 func (p *parser) wait(d time.Duration) {
 	if d > 0 {
-		p.steps = append(p.steps, Step{Line: p.line, Wait: d})
+		p.steps = append(p.steps, Step{Line: p.lnum, Wait: d})
 	}
 }
 
-// press adds a key event, then a pause of gap.
+// press adds a key event after checking it against the held keys.
 func (p *parser) press(code keys.Code, down bool, gap time.Duration) error {
 	if down && p.held[code] {
 		return fmt.Errorf("%v is already down", code)
@@ -196,59 +242,78 @@ func (p *parser) press(code keys.Code, down bool, gap time.Duration) error {
 	if !down && !p.held[code] {
 		return fmt.Errorf("%v is not down", code)
 	}
+	p.event(code, down, gap)
+	return nil
+}
+
+// event adds a key event, then a pause of gap, and tracks the held keys.
+func (p *parser) event(code keys.Code, down bool, gap time.Duration) {
 	if down {
 		p.held[code] = true
 		p.order = append(p.order, code)
 	} else {
 		delete(p.held, code)
+		p.order = slices.DeleteFunc(p.order, func(c keys.Code) bool { return c == code })
 	}
-	p.steps = append(p.steps, Step{Line: p.line, Code: code, Down: down})
+	p.steps = append(p.steps, Step{Line: p.lnum, Code: code, Down: down})
 	p.wait(gap)
-	return nil
 }
 
-// typeText types a quoted string on the US layout, holding ShiftLeft for the
-// characters that need it unless the script already holds a Shift key.
-func (p *parser) typeText(quoted string) error {
-	text, err := strconv.Unquote(quoted)
-	if err != nil {
-		return fmt.Errorf("bad quoted string %s", quoted)
+// typeText types a double-quoted string on the US layout. A character that
+// needs Shift is wrapped in ShiftLeft down/up, unless the script holds a
+// Shift key itself: then that Shift serves, and type never releases it. A
+// character without Shift while the script holds one would come out shifted,
+// so it is an error. Every character with no US key is reported.
+func (p *parser) typeText(q field) []error {
+	if q.text[0] != '"' {
+		return []error{fmt.Errorf("bad quoted string at column %d: type wants \"text\" in double quotes, got %s", p.column(q.off), q.text)}
 	}
-	for i, r := range []rune(text) {
+	var errs []error
+	s, off := q.text[1:len(q.text)-1], q.off+1
+	for s != "" {
+		r, multibyte, tail, err := strconv.UnquoteChar(s, '"')
+		if err != nil { // fields checked the syntax
+			return []error{fmt.Errorf("bad quoted string at column %d: %s", p.column(q.off), q.text)}
+		}
+		where := fmt.Sprintf("type: %q at column %d", r, p.column(off))
+		if !multibyte && r >= utf8.RuneSelf {
+			where = fmt.Sprintf(`type: byte \x%02x at column %d`, r, p.column(off))
+		}
+		off += len(s) - len(tail)
+		s = tail
 		code, shift, ok := keys.ForRune(r)
 		if !ok {
-			return fmt.Errorf("type: %q (character %d) has no key on the US layout", r, i+1)
+			errs = append(errs, fmt.Errorf("%s has no key on the US layout", where))
+			continue
+		}
+		shiftHeld := p.held[keys.ShiftLeft] || p.held[keys.ShiftRight]
+		if !shift && shiftHeld {
+			errs = append(errs, fmt.Errorf("%s needs Shift up, but the script holds it", where))
+			continue
 		}
 		if p.held[code] {
-			return fmt.Errorf("type: %q (character %d): %v is already down", r, i+1, code)
+			errs = append(errs, fmt.Errorf("%s: %v is already down", where, code))
+			continue
 		}
-		pressShift := shift && !p.held[keys.ShiftLeft] && !p.held[keys.ShiftRight]
-		if !shift && (p.held[keys.ShiftLeft] || p.held[keys.ShiftRight]) {
-			return fmt.Errorf("type: %q (character %d) needs Shift up, but the script holds it", r, i+1)
-		}
+		// Checked above: neither code nor (if pressShift) ShiftLeft is held.
+		pressShift := shift && !shiftHeld
 		if pressShift {
-			if err := p.press(keys.ShiftLeft, true, p.pace); err != nil {
-				return err
-			}
+			p.event(keys.ShiftLeft, true, p.pace)
 		}
-		if err := p.press(code, true, p.pace); err != nil {
-			return err
-		}
-		if err := p.press(code, false, p.pace); err != nil {
-			return err
-		}
+		p.event(code, true, p.pace)
+		p.event(code, false, p.pace)
 		if pressShift {
-			if err := p.press(keys.ShiftLeft, false, p.pace); err != nil {
-				return err
-			}
+			p.event(keys.ShiftLeft, false, p.pace)
 		}
 	}
-	return nil
+	return errs
 }
 
-// Play emits the script's key events in order, pausing with timers, so it
-// runs in virtual time under testing/synctest and stops as soon as ctx is
-// done (returning ctx.Err()). An error from emit stops it and is returned.
+// Play emits the script's key events in order and waits out its pauses with
+// a timer, so it runs in virtual time under testing/synctest and stops as
+// soon as ctx is done, returning ctx.Err(). An error from emit stops it and
+// is returned. Play releases nothing: a caller that stops early or plays a
+// script with HeldAtEnd releases what emit pressed.
 func (s *Script) Play(ctx context.Context, emit func(code keys.Code, down bool) error) error {
 	var timer *time.Timer
 	defer func() {
@@ -257,24 +322,24 @@ func (s *Script) Play(ctx context.Context, emit func(code keys.Code, down bool) 
 		}
 	}()
 	for _, st := range s.Steps {
-		if st.Wait > 0 {
-			if timer == nil {
-				timer = time.NewTimer(st.Wait)
-			} else {
-				timer.Reset(st.Wait)
-			}
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			continue
-		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := emit(st.Code, st.Down); err != nil {
-			return err
+		if st.Wait <= 0 {
+			if err := emit(st.Code, st.Down); err != nil {
+				return err
+			}
+			continue
+		}
+		if timer == nil {
+			timer = time.NewTimer(st.Wait)
+		} else {
+			timer.Reset(st.Wait) // Go 1.23+: no stale tick to drain
+		}
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -12,7 +14,7 @@ import (
 	"github.com/keyrelay/keyrelay/keys"
 )
 
-// render shows a script's steps as "+KeyA -KeyA 10ms".
+// render shows a script's steps as "+KeyA 10ms -KeyA".
 func render(steps []Step) string {
 	var s []string
 	for _, st := range steps {
@@ -28,124 +30,319 @@ func render(steps []Step) string {
 	return strings.Join(s, " ")
 }
 
+func parse(t *testing.T, script string) *Script {
+	t.Helper()
+	s, err := ParseScript("t.keys", strings.NewReader(script))
+	if err != nil {
+		t.Fatalf("%q: %v", script, err)
+	}
+	return s
+}
+
 func TestParseCommands(t *testing.T) {
-	tests := []struct{ script, want string }{
-		{"down KeyA\nup KeyA", "+KeyA -KeyA"},
-		{"tap enter", "+Enter 10ms -Enter 10ms"},
-		{"pace 0s\ntap KeyA", "+KeyA -KeyA"},
-		{"hold ShiftLeft 2s", "+ShiftLeft 2s -ShiftLeft 10ms"},
-		{"sleep 1.5s", "1.5s"},
-		{"sleep 0s", ""},
-		{"# comment\n\n   \ttap KeyB # trailing comment", "+KeyB 10ms -KeyB 10ms"},
-		{"pace 0ms\ntype \"aB!\"", "+KeyA -KeyA +ShiftLeft +KeyB -KeyB -ShiftLeft +ShiftLeft +Digit1 -Digit1 -ShiftLeft"},
-		{"pace 0ms\ntype \"a\\n\\t\\\"\"", "+KeyA -KeyA +Enter -Enter +Tab -Tab +ShiftLeft +Quote -Quote -ShiftLeft"},
-		{"pace 0ms\ntype \"# not a comment\"", "+ShiftLeft +Digit3 -Digit3 -ShiftLeft +Space -Space +KeyN -KeyN +KeyO -KeyO +KeyT -KeyT +Space -Space +KeyA -KeyA +Space -Space +KeyC -KeyC +KeyO -KeyO +KeyM -KeyM +KeyM -KeyM +KeyE -KeyE +KeyN -KeyN +KeyT -KeyT"},
-		// Capitals while the script holds Shift: no second Shift press.
-		{"pace 0ms\ndown ShiftRight\ntype \"AB\"\nup ShiftRight", "+ShiftRight +KeyA -KeyA +KeyB -KeyB -ShiftRight"},
-		{"DOWN keya\nUp KEYA", "+KeyA -KeyA"},
+	tests := []struct{ name, script, want string }{
+		{"down and up have no pace", "down KeyA\nup KeyA", "+KeyA -KeyA"},
+		{"tap paces both events", "tap enter", "+Enter 10ms -Enter 10ms"},
+		{"pace changes the gap", "pace 25ms\ntap KeyA\npace 0s\ntap KeyB", "+KeyA 25ms -KeyA 25ms +KeyB -KeyB"},
+		{"hold waits instead of the pace", "hold ShiftLeft 2s", "+ShiftLeft 2s -ShiftLeft 10ms"},
+		{"hold 0s", "pace 0s\nhold KeyA 0s", "+KeyA -KeyA"},
+		{"sleep", "sleep 1.5s", "1.5s"},
+		{"sleep 0s is nothing", "sleep 0s", ""},
+		{"sleep 1h is the limit", "sleep 1h", "1h0m0s"},
+		{"comments and blank lines", "# comment\n\n   \ttap KeyB # trailing comment\n#tap KeyC", "+KeyB 10ms -KeyB 10ms"},
+		{"commands and keys in any case", "DOWN keya\nUp KEYA", "+KeyA -KeyA"},
+		{"hex usages", "down 0x04\ndown 0x32\nup 0x32\nup KeyA", "+KeyA +0x32 -0x32 -KeyA"},
+		{"CRLF line ends and a byte order mark", "\uFEFFdown KeyA\r\nup KeyA\r\n", "+KeyA -KeyA"},
+		{"type", `type "ab"`, "+KeyA 10ms -KeyA 10ms +KeyB 10ms -KeyB 10ms"},
+		{"empty type", `type ""`, ""},
 	}
 	for _, tt := range tests {
-		s, err := ParseScript("t.keys", strings.NewReader(tt.script))
-		if err != nil {
-			t.Errorf("%q: %v", tt.script, err)
-			continue
-		}
-		if got := render(s.Steps); got != tt.want {
-			t.Errorf("%q:\n got %s\nwant %s", tt.script, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := render(parse(t, tt.script).Steps); got != tt.want {
+				t.Errorf("%q:\n got %s\nwant %s", tt.script, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTypeExpansion(t *testing.T) {
+	tests := []struct{ name, script, want string }{
+		{"shift around capitals and symbols", `type "aB!"`, "+KeyA -KeyA +ShiftLeft +KeyB -KeyB -ShiftLeft +ShiftLeft +Digit1 -Digit1 -ShiftLeft"},
+		{"escapes", `type "a\n\t\"\\"`, "+KeyA -KeyA +Enter -Enter +Tab -Tab +ShiftLeft +Quote -Quote -ShiftLeft +Backslash -Backslash"},
+		{"unicode escape of ASCII", `type "\u0041\x62"`, "+ShiftLeft +KeyA -KeyA -ShiftLeft +KeyB -KeyB"},
+		{"# inside quotes is text", `type "# x" # y`, "+ShiftLeft +Digit3 -Digit3 -ShiftLeft +Space -Space +KeyX -KeyX"},
+		{"space inside quotes", `type "a b"`, "+KeyA -KeyA +Space -Space +KeyB -KeyB"},
+		// Capitals while the script holds Shift: that Shift serves, and type
+		// neither presses nor releases ShiftLeft.
+		{"held ShiftLeft serves", "down ShiftLeft\ntype \"AB\"\nup ShiftLeft", "+ShiftLeft +KeyA -KeyA +KeyB -KeyB -ShiftLeft"},
+		{"held ShiftRight serves", "down ShiftRight\ntype \"?\"\nup ShiftRight", "+ShiftRight +Slash -Slash -ShiftRight"},
+		{"other modifiers do not matter", "down ControlLeft\ntype \"cC\"\nup ControlLeft", "+ControlLeft +KeyC -KeyC +ShiftLeft +KeyC -KeyC -ShiftLeft -ControlLeft"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := render(parse(t, "pace 0s\n"+tt.script).Steps); got != tt.want {
+				t.Errorf("%q:\n got %s\nwant %s", tt.script, got, tt.want)
+			}
+		})
+	}
+	// The pace follows every event type generates, Shift included.
+	if got, want := render(parse(t, "pace 5ms\ntype \"A\"").Steps), "+ShiftLeft 5ms +KeyA 5ms -KeyA 5ms -ShiftLeft 5ms"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestStepLines: each step carries the line that made it.
+func TestStepLines(t *testing.T) {
+	s := parse(t, "# c\ntap KeyA\n\nsleep 1s")
+	var lines []int
+	for _, st := range s.Steps {
+		lines = append(lines, st.Line)
+	}
+	if fmt.Sprint(lines) != "[2 2 2 2 4]" {
+		t.Errorf("lines %v", lines)
 	}
 }
 
 func TestParseErrors(t *testing.T) {
-	tests := []struct{ script, want string }{
-		{"frobnicate KeyA", `t.keys:1: unknown command "frobnicate"`},
-		{"tap", "t.keys:1: tap takes 1 argument(s), got 0"},
-		{"tap KeyA KeyB", "t.keys:1: tap takes 1 argument(s), got 2"},
-		{"\ntap NoSuchKey", `t.keys:2: unknown key "NoSuchKey"`},
-		{"sleep soon", `t.keys:1: bad duration "soon"`},
-		{"sleep -1s", "t.keys:1: duration -1s out of range"},
-		{"sleep 2h", "t.keys:1: duration 2h0m0s out of range"},
-		{"hold KeyA forever", `t.keys:1: bad duration "forever"`},
-		{`type "unterminated`, "t.keys:1: bad quoted string"},
-		{`type "x"y`, "t.keys:1: text right after the quoted string"},
-		{`type "é"`, `t.keys:1: type: 'é' (character 1) has no key on the US layout`},
-		{"up KeyA", "t.keys:1: KeyA is not down"},
-		{"down KeyA\ndown KeyA", "t.keys:2: KeyA is already down"},
-		{"down KeyA\ntap KeyA", "t.keys:2: KeyA is already down"},
-		{"down ShiftLeft\ntype \"a\"", "t.keys:2: type: 'a' (character 1) needs Shift up"},
-		{"down KeyA\ntype \"a\"", "t.keys:2: type: 'a' (character 1): KeyA is already down"},
+	tests := []struct{ name, script, want string }{
+		{"unknown command", "frobnicate KeyA", `t.keys:1: unknown command "frobnicate" (want down, up, tap, hold, sleep, type or pace)`},
+		{"too few arguments", "tap", "t.keys:1: wrong number of arguments: tap takes 1, got 0 (usage: tap CODE)"},
+		{"too many arguments", "tap KeyA KeyB", "t.keys:1: wrong number of arguments: tap takes 1, got 2 (usage: tap CODE)"},
+		{"hold without duration", "hold KeyA", "t.keys:1: wrong number of arguments: hold takes 2, got 1 (usage: hold CODE DURATION)"},
+		{"type of two strings", `type "a" "b"`, `t.keys:1: wrong number of arguments: type takes 1, got 2 (usage: type "TEXT")`},
+		{"unknown key", "\ntap NoSuchKey", `t.keys:2: unknown key "NoSuchKey" (use a W3C KeyboardEvent.code name such as KeyA, ShiftLeft, Enter, ArrowUp, F5, or a usage such as 0x04; see 'keyrelay keys')`},
+		{"bad duration", "sleep soon", `t.keys:1: bad duration "soon" (use Go syntax such as 250ms, 1.5s, 2m)`},
+		{"duration without unit", "pace 10", `t.keys:1: bad duration "10" (use Go syntax such as 250ms, 1.5s, 2m)`},
+		{"negative duration", "sleep -1s", `t.keys:1: bad duration "-1s": out of range 0s to 1h0m0s`},
+		{"duration over 1h", "pace 61m", `t.keys:1: bad duration "61m": out of range 0s to 1h0m0s`},
+		{"bad hold duration", "hold KeyA forever", `t.keys:1: bad duration "forever" (use Go syntax such as 250ms, 1.5s, 2m)`},
+		{"unterminated string", `type "abc`, `t.keys:1: bad quoted string at column 6: "abc (use Go syntax: "text", with \" for a quote and \n for Enter)`},
+		{"bad escape", `type "a\qb"`, `t.keys:1: bad quoted string at column 6: "a\qb" (use Go syntax: "text", with \" for a quote and \n for Enter)`},
+		{"text after the quote", `type "x"y`, `t.keys:1: bad quoted string at column 6: text right after its closing quote: "x"y`},
+		{"unquoted text", "type hello", `t.keys:1: bad quoted string at column 6: type wants "text" in double quotes, got hello`},
+		{"single quotes", "type 'a'", `t.keys:1: bad quoted string at column 6: type wants "text" in double quotes, got 'a'`},
+		{"no US key", `  type "né"`, `t.keys:1: type: 'é' at column 10 has no key on the US layout`},
+		{"no US key, escaped", `type "\u00e9"`, `t.keys:1: type: 'é' at column 7 has no key on the US layout`},
+		{"a byte, not a character", `type "ab\xff"`, `t.keys:1: type: byte \xff at column 9 has no key on the US layout`},
+		{"up of a key not down", "up KeyA", "t.keys:1: KeyA is not down"},
+		{"up twice", "down KeyA\nup KeyA\nup KeyA", "t.keys:3: KeyA is not down"},
+		{"down of a held key", "down KeyA\ndown KeyA", "t.keys:2: KeyA is already down"},
+		{"tap of a held key", "down KeyA\ntap keya", "t.keys:2: KeyA is already down"},
+		{"hold of a held key", "down KeyA\nhold KeyA 1s", "t.keys:2: KeyA is already down"},
+		{"same key by hex", "down KeyA\ndown 0x04", "t.keys:2: KeyA is already down"},
+		{"type of a held key", "down KeyA\ntype \"a\"", "t.keys:2: type: 'a' at column 7: KeyA is already down"},
+		{"type of a held shifted key", "down Digit1\ntype \"!\"", "t.keys:2: type: '!' at column 7: Digit1 is already down"},
+		{"lower case while Shift is held", "down ShiftLeft\ntype \"Ab\"", "t.keys:2: type: 'b' at column 8 needs Shift up, but the script holds it"},
+		{"type does not release a held Shift", "down ShiftLeft\ntype \"A\"\nup ShiftLeft\nup ShiftLeft", "t.keys:4: ShiftLeft is not down"},
 	}
 	for _, tt := range tests {
-		_, err := ParseScript("t.keys", strings.NewReader(tt.script))
-		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
-			t.Errorf("%q: error %v, want prefix %q", tt.script, err, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseScript("t.keys", strings.NewReader(tt.script))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("%q:\n got %v\nwant %s", tt.script, err, tt.want)
+			}
+		})
 	}
-	// Every bad line is reported, and unknown keys wrap keys.ErrUnknownKey.
-	_, err := ParseScript("-", strings.NewReader("tap KeyA\nbogus\ntap Nope\nsleep x\n"))
-	for _, want := range []string{"<stdin>:2:", "<stdin>:3:", "<stdin>:4:"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("error %v does not report %s", err, want)
-		}
+}
+
+// TestErrorsCollected: every bad line is reported, in order, and the good
+// lines around them are still checked.
+func TestErrorsCollected(t *testing.T) {
+	script := strings.Join([]string{
+		"tap KeyA",       // 1 fine
+		"bogus",          // 2 unknown command
+		"tap Nope",       // 3 unknown key
+		"sleep x",        // 4 bad duration
+		"down KeyB KeyC", // 5 arguments; KeyB is not pressed
+		"up KeyB",        // 6 so this is bad too
+		`type "aéb€"`,    // 7 both characters reported
+		"down ShiftLeft", // 8 fine
+		"down ShiftLeft", // 9 already down
+		"type \"Hi\"",    // 10 'i' needs Shift up
+		"up ShiftLeft",   // 11 fine: ShiftLeft was pressed once
+		"up ShiftLeft",   // 12 not down
+	}, "\n")
+	_, err := ParseScript("-", strings.NewReader(script))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	var got []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		got = append(got, strings.SplitN(l, ": ", 2)[0])
+	}
+	want := "<stdin>:2 <stdin>:3 <stdin>:4 <stdin>:5 <stdin>:6 <stdin>:7 <stdin>:7 <stdin>:9 <stdin>:10 <stdin>:12"
+	if strings.Join(got, " ") != want {
+		t.Errorf("errors at %v, want %s; error:\n%v", got, want, err)
 	}
 	if !errors.Is(err, keys.ErrUnknownKey) {
 		t.Errorf("error does not wrap keys.ErrUnknownKey: %v", err)
 	}
+	for _, part := range []string{`'é' at column 8`, `'€' at column 10`} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error does not name %s: %v", part, err)
+		}
+	}
+}
+
+func TestLineTooLong(t *testing.T) {
+	script := "tap KeyA\ntype \"" + strings.Repeat("a", maxLine) + "\"\n"
+	_, err := ParseScript("big.keys", strings.NewReader(script))
+	if err == nil || !strings.HasPrefix(err.Error(), "big.keys:2: line longer than") {
+		t.Errorf("error %v, want big.keys:2: line longer than ...", err)
+	}
 }
 
 func TestHeldAtEnd(t *testing.T) {
-	s, err := ParseScript("t", strings.NewReader("down ControlLeft\ndown KeyA\nup KeyA\ndown AltLeft"))
+	s := parse(t, "down ControlLeft\ndown KeyA\nup KeyA\ndown AltLeft\nup ControlLeft\ndown ControlLeft")
+	if fmt.Sprint(s.HeldAtEnd) != "[AltLeft ControlLeft]" {
+		t.Errorf("HeldAtEnd = %v, want [AltLeft ControlLeft]", s.HeldAtEnd)
+	}
+	if s := parse(t, "down ShiftLeft\ntype \"A\""); fmt.Sprint(s.HeldAtEnd) != "[ShiftLeft]" {
+		t.Errorf("HeldAtEnd = %v, want [ShiftLeft]", s.HeldAtEnd)
+	}
+	if s := parse(t, "tap KeyA\ntype \"A\""); len(s.HeldAtEnd) != 0 {
+		t.Errorf("HeldAtEnd = %v, want none", s.HeldAtEnd)
+	}
+	if s, _ := ParseScript("-", strings.NewReader("")); s.Name != "<stdin>" {
+		t.Errorf("Name = %q, want <stdin>", s.Name)
+	}
+}
+
+// TestExampleScripts: the scripts shipped in testdata/scripts parse and
+// release every key they press.
+func TestExampleScripts(t *testing.T) {
+	files, err := filepath.Glob("../testdata/scripts/*.keys")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("example scripts: %v %v", files, err)
+	}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ParseScript(name, f)
+		f.Close()
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if len(s.HeldAtEnd) > 0 {
+			t.Errorf("%s leaves %v held", name, s.HeldAtEnd)
+		}
+	}
+	// And so does the example in the format's documentation.
+	doc, err := os.ReadFile("SCRIPT_FORMAT.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(s.HeldAtEnd) != "[ControlLeft AltLeft]" {
-		t.Errorf("HeldAtEnd = %v", s.HeldAtEnd)
+	_, block, ok := strings.Cut(string(doc), "\n```\n")
+	block, _, ok2 := strings.Cut(block, "\n```")
+	if !ok || !ok2 {
+		t.Fatal("no example in SCRIPT_FORMAT.md")
 	}
+	s, err := ParseScript("SCRIPT_FORMAT.md", strings.NewReader(block))
+	if err != nil || len(s.Steps) < 10 || len(s.HeldAtEnd) > 0 {
+		t.Errorf("SCRIPT_FORMAT.md example: %v", err)
+	}
+}
+
+// play runs s in the current synctest bubble and records each event as
+// "+KeyA@10ms" (virtual time since the start).
+func play(t *testing.T, s *Script) []string {
+	t.Helper()
+	start := time.Now()
+	var got []string
+	err := s.Play(context.Background(), func(c keys.Code, down bool) error {
+		sign := "-"
+		if down {
+			sign = "+"
+		}
+		got = append(got, fmt.Sprintf("%s%v@%v", sign, c, time.Since(start)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // TestPlayTiming: in virtual time, events come exactly when the script says.
 func TestPlayTiming(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s, err := ParseScript("t", strings.NewReader("pace 5ms\ntap KeyA\nhold KeyB 2s\nsleep 1s\ndown KeyC"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		var got []string
-		err = s.Play(context.Background(), func(c keys.Code, down bool) error {
-			got = append(got, fmt.Sprintf("%v@%v:%v", c, time.Since(start), down))
-			return nil
+	tests := []struct{ name, script, want string }{
+		{"hold releases exactly DURATION after the press", "hold KeyA 2s", "[+KeyA@0s -KeyA@2s]"},
+		{"tap and type are paced", "pace 5ms\ntap KeyA\ntype \"B\"", "[+KeyA@0s -KeyA@5ms +ShiftLeft@10ms +KeyB@15ms -KeyB@20ms -ShiftLeft@25ms]"},
+		{"default pace", "tap KeyA\ntap KeyB", "[+KeyA@0s -KeyA@10ms +KeyB@20ms -KeyB@30ms]"},
+		{"down and up are not paced", "down KeyA\ndown KeyB\nup KeyA\nup KeyB", "[+KeyA@0s +KeyB@0s -KeyA@0s -KeyB@0s]"},
+		{"sleep", "pace 5ms\ntap KeyA\nhold KeyB 2s\nsleep 1s\ndown KeyC", "[+KeyA@0s -KeyA@5ms +KeyB@10ms -KeyB@2.01s +KeyC@3.015s]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				if got := fmt.Sprint(play(t, parse(t, tt.script))); got != tt.want {
+					t.Errorf("got  %s\nwant %s", got, tt.want)
+				}
+			})
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := "[KeyA@0s:true KeyA@5ms:false KeyB@10ms:true KeyB@2.01s:false KeyC@3.015s:true]"
-		if fmt.Sprint(got) != want {
-			t.Errorf("got  %v\nwant %s", got, want)
-		}
-	})
+	}
 }
 
-func TestPlayStops(t *testing.T) {
+func TestPlayStopsOnCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, _ := ParseScript("t", strings.NewReader("tap KeyA\nsleep 1h\ntap KeyB"))
+		s := parse(t, "tap KeyA\nsleep 1h\ntap KeyB")
 		ctx, cancel := context.WithCancel(context.Background())
-		n := 0
+		start := time.Now()
+		var events []string
+		var stopped time.Duration
 		done := make(chan error)
 		go func() {
-			done <- s.Play(ctx, func(keys.Code, bool) error { n++; return nil })
+			err := s.Play(ctx, func(c keys.Code, down bool) error {
+				events = append(events, fmt.Sprint(c, down))
+				return nil
+			})
+			stopped = time.Since(start)
+			done <- err
 		}()
 		time.Sleep(time.Minute)
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("Play = %v, want context.Canceled", err)
 		}
-		if n != 2 {
-			t.Errorf("%d events before the cancel, want 2", n)
+		if stopped != time.Minute {
+			t.Errorf("Play returned %v after the start, want at the cancel (1m)", stopped)
 		}
+		if fmt.Sprint(events) != "[KeyA true KeyA false]" {
+			t.Errorf("events before the cancel: %v", events)
+		}
+	})
+}
+
+func TestPlayCancelledEmitsNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s := parse(t, "down KeyA")
+	err := s.Play(ctx, func(keys.Code, bool) error {
+		t.Error("emit called")
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Play = %v, want context.Canceled", err)
+	}
+}
+
+func TestPlayStopsOnEmitError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := parse(t, "tap KeyA\ntap KeyB")
 		boom := errors.New("boom")
-		if err := s.Play(context.Background(), func(keys.Code, bool) error { return boom }); !errors.Is(err, boom) {
-			t.Errorf("Play = %v, want the emit error", err)
+		n := 0
+		err := s.Play(context.Background(), func(keys.Code, bool) error {
+			n++
+			if n == 2 {
+				return boom
+			}
+			return nil
+		})
+		if !errors.Is(err, boom) || n != 2 {
+			t.Errorf("Play = %v after %d events, want boom after 2", err, n)
 		}
 	})
 }
@@ -157,31 +354,46 @@ func FuzzParseScript(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := ParseScript("f", strings.NewReader(text))
 		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f:") {
+				t.Fatalf("error without the script name: %v", err)
+			}
 			return
 		}
-		// A script that parses never releases an unheld key or presses a
-		// held one, and reports exactly what it leaves held.
+		// Replaying the steps keeps a consistent held set: never an up of
+		// an unheld key, never a down of a held one; and HeldAtEnd is
+		// exactly what is left held.
 		held := map[keys.Code]bool{}
+		last := 0
 		for _, st := range s.Steps {
+			if st.Line < last || st.Line < 1 {
+				t.Fatalf("step %+v after line %d", st, last)
+			}
+			last = st.Line
 			if st.Wait < 0 || st.Wait > maxDuration {
-				t.Fatalf("wait %v out of range", st.Wait)
+				t.Fatalf("line %d: wait %v out of range", st.Line, st.Wait)
 			}
 			if st.Wait > 0 {
 				continue
 			}
 			if st.Code == 0 || held[st.Code] == st.Down {
-				t.Fatalf("line %d: inconsistent step %+v", st.Line, st)
+				t.Fatalf("line %d: inconsistent step %+v (held %v)", st.Line, st, held[st.Code])
 			}
 			held[st.Code] = st.Down
 		}
-		n := 0
-		for _, h := range held {
+		left := map[keys.Code]bool{}
+		for c, h := range held {
 			if h {
-				n++
+				left[c] = true
 			}
 		}
-		if n != len(s.HeldAtEnd) {
-			t.Fatalf("%d keys held at the end, HeldAtEnd %v", n, s.HeldAtEnd)
+		for _, c := range s.HeldAtEnd {
+			if !left[c] {
+				t.Fatalf("HeldAtEnd %v lists %v, not held (or twice)", s.HeldAtEnd, c)
+			}
+			delete(left, c)
+		}
+		if len(left) > 0 {
+			t.Fatalf("HeldAtEnd %v misses %v", s.HeldAtEnd, left)
 		}
 	})
 }

@@ -5,9 +5,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra/doc"
 )
 
 func TestSendFlags(t *testing.T) {
@@ -107,5 +111,28 @@ func TestParseAllow(t *testing.T) {
 	}
 	if _, err := parseAllow([]string{"lan"}); err == nil {
 		t.Error("--allow lan accepted")
+	}
+}
+
+// TestCompletionsAndManPages (issue 6): completion scripts generate for
+// bash, zsh and fish, and a man page per command.
+func TestCompletionsAndManPages(t *testing.T) {
+	for shell, mark := range map[string]string{"bash": "complete -o default", "zsh": "#compdef keyrelay", "fish": "complete -c keyrelay"} {
+		var out, errb bytes.Buffer
+		if code := Run([]string{"completion", shell}, IO{Out: &out, Err: &errb}); code != 0 || !strings.Contains(out.String(), mark) {
+			t.Errorf("completion %s: exit %d, %d bytes, stderr %q", shell, code, out.Len(), errb.String())
+		}
+	}
+	dir := t.TempDir()
+	root := NewRootCmd(IO{})
+	root.DisableAutoGenTag = true
+	if err := doc.GenManTree(root, &doc.GenManHeader{Title: "KEYRELAY", Section: "1"}, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []string{"keyrelay.1", "keyrelay-send.1", "keyrelay-recv.1", "keyrelay-keygen.1", "keyrelay-impair.1"} {
+		b, err := os.ReadFile(filepath.Join(dir, page))
+		if err != nil || !bytes.Contains(b, []byte(".SH SYNOPSIS")) {
+			t.Errorf("%s: %v", page, err)
+		}
 	}
 }

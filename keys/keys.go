@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 //go:generate go run ./internal/gen -in ../../shared/data/keycodemapdb/keymaps.csv -license ../../shared/data/keycodemapdb/LICENSE.BSD -out table_gen.go
@@ -75,8 +76,10 @@ func (c Code) String() string {
 // form takes any Code, also one the table does not know, so that
 // Parse(c.String()) == c for every c but 0.
 func Parse(s string) (Code, error) {
-	if c, ok := byName[strings.ToLower(s)]; ok {
-		return c, nil
+	if lower, ok := asciiLower(s); ok {
+		if c, ok := byName[lower]; ok {
+			return c, nil
+		}
 	}
 	if len(s) > 2 && (s[:2] == "0x" || s[:2] == "0X") {
 		// Base 16, not 0: no sign, no underscores, no second prefix.
@@ -85,6 +88,21 @@ func Parse(s string) (Code, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w %q (use a W3C KeyboardEvent.code name such as KeyA, ShiftLeft, Enter, ArrowUp, F5, or a usage such as 0x04; see 'keyrelay keys')", ErrUnknownKey, s)
+}
+
+// asciiLower lower-cases an ASCII s. Names are ASCII: strings.ToLower would
+// also let "Keyİ" (U+0130) or a Kelvin sign (U+212A) through as KeyI, KeyK.
+func asciiLower(s string) (string, bool) {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= utf8.RuneSelf {
+			return "", false
+		}
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b), true
 }
 
 // Lookup returns what the table knows of c.

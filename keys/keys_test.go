@@ -108,7 +108,7 @@ func TestParseHexAndErrors(t *testing.T) {
 			t.Errorf("Code(%#x).String() = %q, want %q", uint16(c), s, want)
 		}
 	}
-	for _, s := range []string{"", "Foo", "0x", "0x0", "0x00", "0x10000", "0xZZ", "0x-1", "0x+4", "0x_4", "0x0x4", "Key A", " KeyA", "KeyA "} {
+	for _, s := range []string{"", "Foo", "0x", "0x0", "0x00", "0x10000", "0xZZ", "0x-1", "0x+4", "0x_4", "0x0x4", "Key A", " KeyA", "KeyA ", "Keyİ", "\u212Aeyk", "ſpace"} {
 		if c, err := Parse(s); !errors.Is(err, ErrUnknownKey) {
 			t.Errorf("Parse(%q) = %v, %v; want ErrUnknownKey", s, c, err)
 		}
@@ -246,12 +246,21 @@ func FuzzParse(f *testing.F) {
 		if c2, err := Parse(c.String()); err != nil || c2 != c {
 			t.Fatalf("Parse(%q) = %v, but Parse(String()) = %v, %v", s, c, c2, err)
 		}
-		// A name is the table's, up to case; anything else is hex.
-		if info, ok := Lookup(c); ok && strings.EqualFold(s, info.Name) {
+		// A name is the table's, up to ASCII case; anything else is hex.
+		if info, ok := Lookup(c); ok && strings.EqualFold(s, info.Name) && isASCII(s) {
 			return
 		}
 		if len(s) < 3 || !strings.EqualFold(s[:2], "0x") {
 			t.Fatalf("Parse(%q) = %v: neither a name nor hex", s, c)
 		}
 	})
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,2 @@
+// Package capture holds keyrelay's key sources.
+package capture
