@@ -41,11 +41,17 @@ func needX(t *testing.T) {
 // ready (Xvfb writes the display number to -displayfd when it is).
 func startXvfb(t testing.TB) string {
 	t.Helper()
+	return startXvfbArgs(t)
+}
+
+// startXvfbArgs is startXvfb with extra server arguments.
+func startXvfbArgs(t testing.TB, extra ...string) string {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("Xvfb", "-displayfd", "3", "-noreset", "-nolisten", "tcp", "-screen", "0", "1024x768x24")
+	cmd := exec.Command("Xvfb", append([]string{"-displayfd", "3", "-noreset", "-nolisten", "tcp", "-screen", "0", "1024x768x24"}, extra...)...)
 	cmd.ExtraFiles = []*os.File{w}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

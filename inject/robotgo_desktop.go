@@ -44,3 +44,7 @@ func (r *Robotgo) Inject(k Key) error {
 
 // Close does nothing: robotgo holds no connection here.
 func (r *Robotgo) Close() error { return nil }
+
+// CheckDisplay: robotgo's macOS and Windows backends need no display
+// server to be named.
+func CheckDisplay() error { return nil }

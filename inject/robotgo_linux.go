@@ -46,6 +46,16 @@ func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {
 	return &Robotgo{logf: logf}, nil
 }
 
+// CheckDisplay checks what --inject robotgo needs: a reachable X display
+// with XTEST (keyrelay doctor uses it too).
+func CheckDisplay() error {
+	xgb.Logger = log.New(io.Discard, "", 0)
+	if os.Getenv("DISPLAY") == "" {
+		return fmt.Errorf("%w: DISPLAY is not set", ErrNoDisplay)
+	}
+	return checkDisplay()
+}
+
 func checkDisplay() error {
 	done := make(chan error, 1)
 	go func() {

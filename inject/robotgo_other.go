@@ -18,3 +18,6 @@ func NewRobotgo(func(string, ...any)) (*Robotgo, error) {
 
 func (*Robotgo) Inject(Key) error { return errors.New("robotgo not available") }
 func (*Robotgo) Close() error     { return nil }
+
+// CheckDisplay reports that this build has no robotgo backend.
+func CheckDisplay() error { _, err := NewRobotgo(nil); return err }

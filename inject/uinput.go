@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 
 	"github.com/keyrelay/keyrelay/keys"
 )
@@ -25,6 +26,16 @@ func EvdevCode(code keys.Code) (int, bool) {
 		return 0, false
 	}
 	return int(info.Evdev), true
+}
+
+// CheckUinput checks that path can be opened for writing, as --inject
+// uinput needs.
+func CheckUinput(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return uinputError(path, err)
+	}
+	return f.Close()
 }
 
 // uinputError explains why path cannot be opened, with what to do.
