@@ -3,6 +3,7 @@ module github.com/keyrelay/keyrelay
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/bendahl/uinput v1.7.0
 	github.com/eiannone/keyboard v0.0.0-20220611211555-0d226195f203
 	github.com/go-vgo/robotgo v1.1.0

@@ -26,6 +26,8 @@ type DoctorOptions struct {
 	Listen  string
 	KeyFile string
 	Peer    string
+
+	config *configFile // the config file the settings came from, if any
 }
 
 // check is one line of the doctor's report.
@@ -58,6 +60,11 @@ injector or source needs is missing.`,
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "the address recv will listen on")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
 	f.StringVar(&opts.Peer, "peer", "", "a running recv to test a round trip with (HOST[:PORT])")
+	registerConfigFlag(f)
+	c.PreRunE = func(c *cobra.Command, _ []string) (err error) {
+		_, opts.config, err = configure(c)
+		return err
+	}
 	return c
 }
 
@@ -74,15 +81,21 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	var checks []check
 	add := func(c check) { checks = append(checks, c) }
 
-	// The key.
-	path := o.KeyFile
-	if path == "" {
-		path = os.Getenv(secret.Env)
+	// The config file (a broken one stopped doctor before this, with the
+	// place of the mistake).
+	switch cf := o.config; {
+	case cf != nil && cf.Found:
+		add(check{name: "config file", ok: cf.Path + " read ('keyrelay config' shows every setting and its source)"})
+	case cf != nil && cf.Path != "":
+		add(check{name: "config file", ok: "none at " + cf.Path + " (optional: flags, KEYRELAY_ variables and defaults apply)"})
 	}
+
+	// The key.
+	path := o.KeyFile // $KEYRELAY_KEY_FILE and the config file applied (configure)
 	var key []byte
 	if path == "" {
 		add(check{name: "key file", needed: true, err: errors.New("none given"),
-			fix: "make one with 'keyrelay keygen --out ~/.config/keyrelay/key', copy it to the other machine, pass --key-file or set " + secret.Env})
+			fix: "make one with 'keyrelay keygen --out ~/.config/keyrelay/key', copy it to the other machine, and put key-file = \"key\" in " + displayDefaultConfigPath() + " (or pass --key-file, or set " + secret.Env + ")"})
 	} else {
 		k, warning, err := secret.Load(path)
 		key = k

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,7 +16,7 @@ type KeyOptions struct {
 }
 
 func (k *KeyOptions) register(f *pflag.FlagSet) {
-	f.StringVar(&k.KeyFile, "key-file", "", "pre-shared key made by 'keyrelay keygen' (default $"+secret.Env+")")
+	f.StringVar(&k.KeyFile, "key-file", "", "pre-shared key made by 'keyrelay keygen' (or $"+secret.Env+", or key-file in the config file)")
 	f.BoolVar(&k.Insecure, "insecure", false, "relay in plaintext, without a key: anyone on the network can read and inject keys")
 }
 
@@ -31,12 +30,11 @@ func (k *KeyOptions) load(logf func(string, ...any)) ([]byte, error) {
 		logf("WARNING: --insecure: keystrokes travel in plaintext and anyone who can reach this port can type into the receiver")
 		return nil, nil
 	}
+	// $KEYRELAY_KEY_FILE and the config file have been applied to
+	// k.KeyFile already (configure).
 	path := k.KeyFile
 	if path == "" {
-		path = os.Getenv(secret.Env)
-	}
-	if path == "" {
-		return nil, usageError{fmt.Errorf("%w: make one with 'keyrelay keygen --out keyrelay.key', copy it to both machines, then pass --key-file keyrelay.key (or set %s); --insecure relays in plaintext", secret.ErrNoKey, secret.Env)}
+		return nil, usageError{fmt.Errorf("%w: make one with 'keyrelay keygen --out keyrelay.key', copy it to both machines, then pass --key-file keyrelay.key (or set %s, or key-file in %s); --insecure relays in plaintext", secret.ErrNoKey, secret.Env, displayDefaultConfigPath())}
 	}
 	key, warning, err := secret.Load(path)
 	if err != nil {

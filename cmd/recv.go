@@ -77,6 +77,8 @@ On SIGINT/SIGTERM recv releases every key it holds and exits 0.`,
 	f.DurationVar(&opts.MaxSkew, "max-skew", receiver.DefaultMaxSkew, "reject packets whose sender clock differs from ours by more than this (replay defence; needs clocks in sync)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
+	registerConfigFlag(f)
+	c.PreRunE = configPreRun
 	return c
 }
 

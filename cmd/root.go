@@ -68,7 +68,7 @@ The default UDP port is ` + DefaultPort + `.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
 	})
-	root.AddCommand(NewCmdSend(stdio, nil), NewCmdRecv(stdio, nil), NewCmdVersion(stdio), NewCmdImpair(stdio, nil), NewCmdKeys(stdio), NewCmdKeygen(stdio), NewCmdDoctor(stdio))
+	root.AddCommand(NewCmdSend(stdio, nil), NewCmdRecv(stdio, nil), NewCmdVersion(stdio), NewCmdImpair(stdio, nil), NewCmdKeys(stdio), NewCmdKeygen(stdio), NewCmdDoctor(stdio), NewCmdConfig(stdio))
 	return root
 }
 

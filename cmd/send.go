@@ -80,6 +80,8 @@ to standard error.`,
 	opts.Key.register(f)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
+	registerConfigFlag(f)
+	c.PreRunE = configPreRun
 	return c
 }
 

@@ -53,6 +53,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "keygen failed: %v %s\n", err, out)
 		os.Exit(1)
 	}
+	// Nothing of the developer's own set-up may leak in: no config file, no
+	// KEYRELAY_ settings but the shared key.
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "KEYRELAY_") {
+			os.Unsetenv(k)
+		}
+	}
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	os.Setenv("KEYRELAY_KEY_FILE", keyFile)
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -225,13 +233,24 @@ func script(t *testing.T, text string) string {
 
 func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runIn(t, stdin, nil, args...)
+}
+
+// runWithEnv is run with no standard input and extra environment variables.
+func runWithEnv(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runIn(t, "", env, args...)
+}
+
+func runIn(t *testing.T, stdin string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	// A new session has no controlling terminal, as in CI, whatever runs
 	// the tests.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// No X display either, unless a test asks for one.
-	cmd.Env = append(os.Environ(), "DISPLAY=")
+	cmd.Env = append(append(os.Environ(), "DISPLAY="), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -1,0 +1,506 @@
+package cmd
+
+// Settings come, for each flag of send, recv and doctor, from the first of:
+// the command line, the environment, the config file, the flag's default.
+// The mechanism is generic over the commands' pflag sets, so a new flag is
+// configurable without touching this file, and a value from the
+// environment or the file goes through the flag's own Set: the same
+// parsing and the same errors as on the command line.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// ConfigEnv names the environment variable that can give the config file.
+const ConfigEnv = "KEYRELAY_CONFIG"
+
+// sharedSettings may also be set once, at the top of the config file or as
+// KEYRELAY_<FLAG>, for every command that has them. Only settings that mean
+// the same thing everywhere are shared: send's --timeout and recv's
+// --timeout, say, are different things and must be set per command.
+var sharedSettings = []string{"key-file", "insecure", "log-format", "quiet"}
+
+// configSections lists, for each configurable command, the sections of the
+// config file (and KEYRELAY_<SECTION>_ prefixes) it reads, first wins.
+// doctor checks what recv and send will use, so it reads their sections
+// after its own.
+var configSections = map[string][]string{
+	"send":   {"send"},
+	"recv":   {"recv"},
+	"doctor": {"doctor", "recv", "send"},
+}
+
+// pathSettings are file paths: "~/" is the home directory, and a relative
+// path in the config file is relative to the file's directory (a key file
+// beside config.toml is just key-file = "keyrelay.key").
+var pathSettings = []string{"key-file", "script"}
+
+// notConfigurable are flags that only make sense on a command line.
+var notConfigurable = []string{"help", "config"}
+
+// newConfigurable builds a fresh command of the given name, for validating
+// a section of the file and for printing effective settings.
+func newConfigurable(name string, stdio IO) *cobra.Command {
+	switch name {
+	case "send":
+		return NewCmdSend(stdio, nil)
+	case "recv":
+		return NewCmdRecv(stdio, nil)
+	case "doctor":
+		return NewCmdDoctor(stdio)
+	}
+	panic("newConfigurable: no command " + name) // a programming error: the names are this file's constants
+}
+
+// DefaultConfigPath is where keyrelay looks for its config file without
+// --config or $KEYRELAY_CONFIG: $XDG_CONFIG_HOME/keyrelay/config.toml
+// (~/.config/keyrelay/config.toml) on Linux, os.UserConfigDir elsewhere.
+func DefaultConfigPath() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "keyrelay", "config.toml"), nil
+}
+
+// configFile is a loaded, validated config file.
+type configFile struct {
+	Path     string
+	Explicit bool // named by --config or $KEYRELAY_CONFIG, so it must exist
+	Found    bool
+	top      map[string]any
+	sections map[string]map[string]any
+}
+
+// dir is the absolute directory of the file, which relative paths in it
+// are relative to (not the working directory, which differs between a
+// shell and a service).
+func (cf *configFile) dir() string {
+	if abs, err := filepath.Abs(cf.Path); err == nil {
+		return filepath.Dir(abs)
+	}
+	return filepath.Dir(cf.Path)
+}
+
+// registerConfigFlag adds --config to a configurable command.
+func registerConfigFlag(f *pflag.FlagSet) {
+	f.String("config", "", "settings file (default $"+ConfigEnv+", else "+displayDefaultConfigPath()+"); see 'keyrelay config'")
+}
+
+func displayDefaultConfigPath() string {
+	if p, err := DefaultConfigPath(); err == nil {
+		if home, err := os.UserHomeDir(); err == nil && strings.HasPrefix(p, home+string(filepath.Separator)) {
+			return "~" + p[len(home):]
+		}
+		return p
+	}
+	return "$XDG_CONFIG_HOME/keyrelay/config.toml"
+}
+
+// loadConfig finds and reads the config file: --config, then
+// $KEYRELAY_CONFIG, then the default path (which may be absent).
+func loadConfig(c *cobra.Command) (*configFile, error) {
+	cf := &configFile{}
+	if f := c.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
+		cf.Path, cf.Explicit = f.Value.String(), true
+	} else if p := os.Getenv(ConfigEnv); p != "" {
+		cf.Path, cf.Explicit = p, true
+	} else {
+		p, err := DefaultConfigPath()
+		if err != nil {
+			// No home directory (a bare service): nothing to read.
+			return cf, nil
+		}
+		cf.Path = p
+	}
+	var data map[string]any
+	_, err := toml.DecodeFile(cf.Path, &data)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !cf.Explicit:
+		return cf, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, usagef("config file %s does not exist (named by --config or $%s); 'keyrelay config' prints a starting point", cf.Path, ConfigEnv)
+	case err != nil:
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, usagef("config file %s: line %d, column %d: %s", cf.Path, pe.Position.Line, pe.Position.Col, pe.Message)
+		}
+		return nil, usagef("config file %s: %v", cf.Path, err)
+	}
+	cf.Found = true
+	cf.sections = map[string]map[string]any{}
+	cf.top = map[string]any{}
+	for k, v := range data {
+		if _, ok := configSections[k]; ok {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, usagef("config file %s: %s must be a table ([%s])", cf.Path, k, k)
+			}
+			cf.sections[k] = m
+			continue
+		}
+		if !slices.Contains(sharedSettings, k) {
+			return nil, usagef("config file %s: unknown top-level setting %q: the top level holds %s and the tables [send], [recv], [doctor]%s",
+				cf.Path, k, strings.Join(sharedSettings, ", "), whereElse(k))
+		}
+		cf.top[k] = v
+	}
+	// Check every value now, by setting it on a fresh command, so a mistake
+	// anywhere in the file is reported whichever command runs.
+	for _, name := range sortedKeys(configSections) {
+		fresh := newConfigurable(name, IO{})
+		if err := cf.applyAll(fresh.Flags(), name, cf.top, "the top level"); err != nil {
+			return nil, err
+		}
+		if err := cf.applyAll(fresh.Flags(), name, cf.sections[name], "["+name+"]"); err != nil {
+			return nil, err
+		}
+	}
+	return cf, nil
+}
+
+// whereElse suggests the section(s) a misplaced setting belongs in.
+func whereElse(key string) string {
+	var in []string
+	for _, name := range []string{"send", "recv", "doctor"} {
+		if f := newConfigurable(name, IO{}).Flags().Lookup(key); f != nil {
+			in = append(in, "["+name+"]")
+		}
+	}
+	if len(in) == 0 {
+		return ""
+	}
+	return "; " + key + " belongs in " + strings.Join(in, " or ")
+}
+
+func (cf *configFile) applyAll(fs *pflag.FlagSet, section string, values map[string]any, where string) error {
+	for _, k := range sortedKeys(values) {
+		f := fs.Lookup(k)
+		if f == nil || slices.Contains(notConfigurable, k) {
+			if where == "the top level" {
+				continue // a shared setting another command lacks (doctor has no --quiet)
+			}
+			var known []string
+			fs.VisitAll(func(f *pflag.Flag) {
+				if !slices.Contains(notConfigurable, f.Name) {
+					known = append(known, f.Name)
+				}
+			})
+			return usagef("config file %s: unknown setting %q in %s%s; %s has: %s", cf.Path, k, where, suggest(k, known), section, strings.Join(known, ", "))
+		}
+		if err := cf.set(f, values[k]); err != nil {
+			return usagef("config file %s: %s in %s: %v", cf.Path, k, where, err)
+		}
+	}
+	return nil
+}
+
+// set gives flag f a TOML value, converted to what the flag parses.
+func (cf *configFile) set(f *pflag.Flag, v any) error {
+	typ := f.Value.Type()
+	str := func(v any) (string, error) {
+		s, ok := v.(string)
+		if !ok {
+			return "", fmt.Errorf("want a string, got %s", tomlType(v))
+		}
+		if slices.Contains(pathSettings, f.Name) {
+			s = expandPath(s, cf.dir())
+		}
+		return s, nil
+	}
+	switch typ {
+	case "stringArray", "stringSlice":
+		list, ok := v.([]any)
+		if !ok {
+			list = []any{v} // one destination needs no brackets
+		}
+		if len(list) == 0 {
+			return fmt.Errorf("empty list: leave the setting out instead")
+		}
+		for _, e := range list {
+			s, err := str(e)
+			if err != nil {
+				return err
+			}
+			if err := f.Value.Set(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "bool":
+		b, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("want true or false (no quotes), got %s", tomlType(v))
+		}
+		return f.Value.Set(strconv.FormatBool(b))
+	case "int", "int64", "uint", "uint64", "int32":
+		n, ok := v.(int64)
+		if !ok {
+			return fmt.Errorf("want a whole number (no quotes), got %s", tomlType(v))
+		}
+		return f.Value.Set(strconv.FormatInt(n, 10))
+	case "duration":
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf(`want a duration as a string with a unit, like "100ms" or "2s", got %s`, tomlType(v))
+		}
+		return f.Value.Set(s)
+	default:
+		s, err := str(v)
+		if err != nil {
+			return err
+		}
+		return f.Value.Set(s)
+	}
+}
+
+func tomlType(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strconv.Quote(v)
+	case int64:
+		return "the number " + strconv.FormatInt(v, 10)
+	case float64:
+		return "the number " + strconv.FormatFloat(v, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(v)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a table"
+	case time.Time:
+		return "a date"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// expandPath expands a leading "~/" and, when base is not empty, makes a
+// relative path relative to base.
+func expandPath(p, base string) string {
+	if strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[2:])
+		}
+	}
+	if base != "" && p != "" && p != "-" && !filepath.IsAbs(p) {
+		return filepath.Join(base, p)
+	}
+	return p
+}
+
+// suggest names the known setting closest to a misspelt one.
+func suggest(k string, known []string) string {
+	best, bestD := "", 3 // more than two edits away is not a typo
+	for _, c := range known {
+		if d := editDistance(k, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// envName is the environment variable for a setting: KEYRELAY_SEND_TO,
+// KEYRELAY_RECV_MAX_SKEW, or with section "" KEYRELAY_KEY_FILE.
+func envName(section, flag string) string {
+	name := "KEYRELAY_"
+	if section != "" {
+		name += strings.ToUpper(section) + "_"
+	}
+	return name + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// Source ranks: a setting from a higher rank wins.
+const (
+	rankDefault = iota
+	rankFile
+	rankEnv
+	rankFlag
+)
+
+// Setting is one flag's effective value and where it came from.
+type Setting struct {
+	Name   string
+	Flag   *pflag.Flag
+	Source string // "flag --to", "env KEYRELAY_SEND_TO", "file PATH [send]", "default"
+	rank   int
+}
+
+// configure fills every flag of c the command line left unset from the
+// environment, then the config file; it returns each flag's source.
+func configure(c *cobra.Command) ([]Setting, *configFile, error) {
+	name := c.Name()
+	sections := configSections[name]
+	cf, err := loadConfig(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	var settings []Setting
+	var firstErr error
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if firstErr != nil || slices.Contains(notConfigurable, f.Name) {
+			return
+		}
+		s := Setting{Name: f.Name, Flag: f, Source: "default", rank: rankDefault}
+		if f.Changed {
+			s.Source, s.rank = "flag --"+f.Name, rankFlag
+			settings = append(settings, s)
+			return
+		}
+		envs := make([]string, 0, len(sections)+1)
+		for _, sec := range sections {
+			if newConfigurable(sec, IO{}).Flags().Lookup(f.Name) != nil {
+				envs = append(envs, envName(sec, f.Name))
+			}
+		}
+		if slices.Contains(sharedSettings, f.Name) {
+			envs = append(envs, envName("", f.Name))
+		}
+		for _, env := range envs {
+			if v, ok := os.LookupEnv(env); ok && v != "" {
+				if err := setFromEnv(f, v); err != nil {
+					firstErr = usagef("%s=%q: %v", env, v, err)
+					return
+				}
+				s.Source, s.rank = "env "+env, rankEnv
+				settings = append(settings, s)
+				return
+			}
+		}
+		if cf.Found {
+			for _, sec := range sections {
+				if v, ok := cf.sections[sec][f.Name]; ok {
+					if err := cf.set(f, v); err != nil {
+						firstErr = usagef("config file %s: %s in [%s]: %v", cf.Path, f.Name, sec, err)
+						return
+					}
+					s.Source, s.rank = "file "+cf.Path+" ["+sec+"]", rankFile
+					settings = append(settings, s)
+					return
+				}
+			}
+			if v, ok := cf.top[f.Name]; ok && slices.Contains(sharedSettings, f.Name) {
+				if err := cf.set(f, v); err != nil {
+					firstErr = usagef("config file %s: %s: %v", cf.Path, f.Name, err)
+					return
+				}
+				s.Source, s.rank = "file "+cf.Path, rankFile
+			}
+		}
+		settings = append(settings, s)
+	})
+	if firstErr != nil {
+		return nil, nil, firstErr
+	}
+	resolveExclusive(settings, "insecure", "key-file")
+	resolveExclusive(settings, "input", "script")
+	return settings, cf, nil
+}
+
+// resolveExclusive keeps the higher-ranked of two settings that exclude
+// each other (--insecure and --key-file, --input hook and --script):
+// --insecure on the command line overrides a key file from the config
+// file, not an error. Set at the same
+// rank, both stay, and the command reports the conflict.
+func resolveExclusive(settings []Setting, a, b string) {
+	ia := slices.IndexFunc(settings, func(s Setting) bool { return s.Name == a })
+	ib := slices.IndexFunc(settings, func(s Setting) bool { return s.Name == b })
+	if ia < 0 || ib < 0 || settings[ia].rank == rankDefault || settings[ib].rank == rankDefault || settings[ia].rank == settings[ib].rank {
+		return
+	}
+	lo, hi := ia, ib
+	if settings[ia].rank > settings[ib].rank {
+		lo, hi = ib, ia
+	}
+	// Back to the default: the flag's Value has no "unset", but its
+	// default's string form parses back to it.
+	_ = settings[lo].Flag.Value.Set(settings[lo].Flag.DefValue)
+	settings[lo].Source = "default (the " + settings[lo].Source + " is overridden by " + settings[hi].Source + ")"
+	settings[lo].rank = rankDefault
+}
+
+// setFromEnv gives flag f a value from the environment: a list is
+// separated by commas, a path may start with "~/".
+func setFromEnv(f *pflag.Flag, v string) error {
+	switch f.Value.Type() {
+	case "stringArray", "stringSlice":
+		n := 0
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); e == "" {
+				continue
+			}
+			if err := f.Value.Set(e); err != nil {
+				return err
+			}
+			n++
+		}
+		if n == 0 {
+			return errors.New("empty list")
+		}
+		return nil
+	}
+	if slices.Contains(pathSettings, f.Name) {
+		v = expandPath(v, "")
+	}
+	if err := f.Value.Set(v); err != nil {
+		// pflag passes strconv's words through ("strconv.ParseInt: parsing
+		// ..."); say what is wanted instead.
+		switch f.Value.Type() {
+		case "int", "int64", "uint", "uint64", "int32":
+			return errors.New("want a whole number")
+		case "bool":
+			return errors.New("want true or false")
+		}
+		return err
+	}
+	return nil
+}
+
+// configPreRun is the PreRunE of send, recv and doctor.
+func configPreRun(c *cobra.Command, _ []string) error {
+	_, _, err := configure(c)
+	return err
+}

@@ -1,0 +1,167 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// NewCmdConfig builds `keyrelay config`: the effective settings of send,
+// recv and doctor and where each came from, printed as a config file.
+func NewCmdConfig(stdio IO) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "config [send|recv|doctor]",
+		Short: "Print the effective settings and where each came from",
+		Long: `Print the settings send, recv and doctor would run with and, for each, where
+it came from. The first of these wins:
+
+  1. the command-line flag                     keyrelay send --to desk
+  2. the environment: KEYRELAY_<COMMAND>_<FLAG>   KEYRELAY_SEND_TO=desk,pi:7000
+     (lists are separated by commas)
+  3. the config file: the flag's name in the    [send]
+     command's table                            to = ["desk", "pi:7000"]
+  4. the flag's default
+
+key-file, insecure, log-format and quiet mean the same for every command:
+they may also be set once, at the top of the file or as KEYRELAY_<FLAG>
+(KEYRELAY_KEY_FILE); a command's own setting wins. doctor checks what recv
+and send will use: after [doctor] it reads [recv], then [send].
+
+The config file is TOML, at --config FILE, else $` + ConfigEnv + `, else
+` + displayDefaultConfigPath() + ` (optional). In it, durations are strings ("100ms"),
+key-file and script may start with "~/" and a relative path is relative to
+the file's directory. A mistake anywhere in the file stops every command with
+its place and the fix.
+
+The output is itself a valid config file: 'keyrelay config > FILE' writes one
+to start from (unset settings are commented out).`,
+		Args:      cobra.MaximumNArgs(1),
+		ValidArgs: []string{"send", "recv", "doctor"},
+		RunE: func(c *cobra.Command, args []string) error {
+			names := []string{"send", "recv", "doctor"}
+			if len(args) == 1 {
+				if !slices.Contains(names, args[0]) {
+					return usagef("no command %q has settings (choose send, recv or doctor)", args[0])
+				}
+				names = args[:1]
+			}
+			cf, err := loadConfig(c)
+			if err != nil {
+				return err
+			}
+			out := stdio.Out
+			fmt.Fprintln(out, "# keyrelay's effective settings; each comes from the first of: flag, environment, config file, default.")
+			switch {
+			case cf.Found:
+				fmt.Fprintf(out, "# config file: %s\n", cf.Path)
+			case cf.Path != "":
+				fmt.Fprintf(out, "# config file: %s (not there; it is optional)\n", cf.Path)
+			default:
+				fmt.Fprintln(out, "# config file: none (no home directory)")
+			}
+			known := map[string]bool{ConfigEnv: true, "KEYRELAY_REPORT": true}
+			for _, name := range names {
+				settings, _, err := configure(withConfigFlag(newConfigurable(name, stdio), c))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "\n[%s]\n", name)
+				width := 0
+				for _, s := range settings {
+					width = max(width, len(s.Name+" = "+tomlValue(s.Flag)))
+				}
+				for _, s := range settings {
+					line := s.Name + " = " + tomlValue(s.Flag)
+					if isUnset(s.Flag) {
+						line = "# " + line
+					}
+					fmt.Fprintf(out, "%-*s  # %s\n", width+2, line, s.Source)
+				}
+			}
+			for _, name := range []string{"send", "recv", "doctor"} {
+				newConfigurable(name, IO{}).Flags().VisitAll(func(f *pflag.Flag) {
+					known[envName(name, f.Name)] = true
+				})
+			}
+			for _, s := range sharedSettings {
+				known[envName("", s)] = true
+			}
+			var unknown []string
+			for _, kv := range os.Environ() {
+				k, _, _ := strings.Cut(kv, "=")
+				if strings.HasPrefix(k, "KEYRELAY_") && !known[k] {
+					unknown = append(unknown, k)
+				}
+			}
+			slices.Sort(unknown)
+			for _, k := range unknown {
+				fmt.Fprintf(out, "\n# ignored: $%s is no setting of keyrelay (a typo? 'keyrelay config --help' explains the names)", k)
+			}
+			if len(unknown) > 0 {
+				fmt.Fprintln(out)
+			}
+			return nil
+		},
+	}
+	registerConfigFlag(c.Flags())
+	return c
+}
+
+// withConfigFlag copies the --config value of the config command to a
+// freshly built command, so both read the same file.
+func withConfigFlag(sub, from *cobra.Command) *cobra.Command {
+	if f := from.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
+		_ = sub.Flags().Set("config", f.Value.String())
+	}
+	return sub
+}
+
+// tomlValue writes a flag's value as TOML.
+func tomlValue(f *pflag.Flag) string {
+	switch f.Value.Type() {
+	case "bool", "int", "int64", "uint", "uint64", "int32":
+		return f.Value.String()
+	case "stringArray", "stringSlice":
+		var list []string
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			list = sv.GetSlice()
+		}
+		quoted := make([]string, len(list))
+		for i, s := range list {
+			quoted[i] = tomlString(s)
+		}
+		return "[" + strings.Join(quoted, ", ") + "]"
+	}
+	return tomlString(f.Value.String())
+}
+
+func isUnset(f *pflag.Flag) bool {
+	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		return len(sv.GetSlice()) == 0
+	}
+	return f.Value.Type() == "string" && f.Value.String() == ""
+}
+
+// tomlString quotes s as a TOML basic string. Go's strconv.Quote is not
+// TOML: it may write \x escapes, which TOML lacks.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			b.WriteString(`\u` + fmt.Sprintf("%04X", r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
