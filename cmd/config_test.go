@@ -371,3 +371,35 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEConfigExamples: the config files the README shows (```toml
+// blocks and the quick start's heredoc) are accepted as they stand.
+func TestREADMEConfigExamples(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var examples []string
+	for _, part := range strings.Split(string(readme), "```toml\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		examples = append(examples, block)
+	}
+	for _, part := range strings.Split(string(readme), "<<'TOML'\n")[1:] {
+		block, _, _ := strings.Cut(part, "\nTOML\n")
+		examples = append(examples, block)
+	}
+	if len(examples) < 2 {
+		t.Fatalf("found %d config examples in README.md, want the reference and the quick start", len(examples))
+	}
+	for i, ex := range examples {
+		dir := isolate(t)
+		writeFile(t, filepath.Join(dir, "config.toml"), ex)
+		var out, stderr bytes.Buffer
+		if code := Run([]string{"config"}, IO{Out: &out, Err: &stderr}); code != ExitOK {
+			t.Errorf("README example %d: exit %d: %s\n%s", i, code, stderr.String(), ex)
+		}
+		if !strings.Contains(out.String(), "# file ") {
+			t.Errorf("README example %d: no setting came from the file:\n%s", i, out.String())
+		}
+	}
+}
