@@ -14,6 +14,7 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/wire"
@@ -136,10 +137,22 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	}
 
 	if o.Peer != "" {
-		rtt, err := probePeer(ctx, o.Peer, key)
+		rtt, offset, err := probePeer(ctx, o.Peer, key)
 		add(check{name: "round trip to " + o.Peer, needed: true, err: err,
 			ok:  fmt.Sprintf("a recv answered in %v (same key; clocks within its --max-skew)", rtt.Round(time.Microsecond)),
 			fix: "start 'keyrelay recv' there with the same key (compare fingerprints), open UDP " + DefaultPort + " in its firewall, keep both clocks in sync (NTP)"})
+		if err == nil {
+			// The replay defence (recv --max-skew, default 30s) rejects
+			// packets from a clock too far off; warn at half of it, while
+			// the relay still works, before drift makes it stop.
+			var clockErr error
+			if offset > receiver.DefaultMaxSkew/2 || offset < -receiver.DefaultMaxSkew/2 {
+				clockErr = fmt.Errorf("its clock is %s: past recv's --max-skew (default %v) it rejects every packet", describeOffset(offset), receiver.DefaultMaxSkew)
+			}
+			add(check{name: "clock offset to " + o.Peer, needed: true, err: clockErr,
+				ok:  fmt.Sprintf("its clock is %s (±%v; recv rejects packets past its --max-skew, default %v)", describeOffset(offset), (rtt/2 + time.Millisecond).Round(time.Millisecond), receiver.DefaultMaxSkew),
+				fix: "keep both clocks in sync with NTP (timedatectl set-ntp true; chrony or systemd-timesyncd)"})
+		}
 	}
 
 	failed := 0
@@ -162,23 +175,24 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 
 // probePeer sends one sealed queue packet (nothing pressed) to a running
 // recv and waits for its ack: a round trip through the network, the key and
-// the receiver's clock check.
-func probePeer(ctx context.Context, peer string, key []byte) (time.Duration, error) {
+// the receiver's clock check. It returns the RTT (the receiver's hold time
+// taken out) and the receiver's clock minus ours, from the ack's wall clock.
+func probePeer(ctx context.Context, peer string, key []byte) (rtt, offset time.Duration, err error) {
 	if key == nil {
-		return 0, errors.New("no key to probe with")
+		return 0, 0, errors.New("no key to probe with")
 	}
 	addrs, err := resolveAll([]string{peer})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	conn, err := net.ListenPacket("udp", ":0")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer conn.Close()
 	session, err := sender.NewSessionID()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	out, _ := wire.SessionAEAD(key, session, wire.SenderToReceiver)
 	back, _ := wire.SessionAEAD(key, session, wire.ReceiverToSender)
@@ -186,22 +200,24 @@ func probePeer(ctx context.Context, peer string, key []byte) (time.Duration, err
 		Wall: uint64(time.Now().UnixMilli()), Events: make([]eventqueue.Event, 4)}
 	b, err := q.AppendSealed(nil, out)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	start := time.Now()
 	if _, err := conn.WriteTo(b, addrs[0]); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 	buf := make([]byte, wire.MaxPacketSize)
 	for {
 		n, _, err := conn.ReadFrom(buf)
 		if err != nil {
-			return 0, fmt.Errorf("no answer within 2s (no recv there, another key, clocks apart, or a firewall): %w", err)
+			return 0, 0, fmt.Errorf("no answer within 2s (no recv there, another key, clocks more than its --max-skew apart, or a firewall; recv's log names a wrong key or clock): %w", err)
 		}
 		var a wire.Ack
 		if _, err := wire.OpenAck(buf[:n], back, nil, &a); err == nil && a.Header.Session == session {
-			return time.Since(start), nil
+			now := time.Now()
+			rtt := now.Sub(start) - time.Duration(a.Delay)*time.Microsecond
+			return rtt, sender.ClockOffset(a.Wall, now, rtt), nil
 		}
 	}
 }

@@ -257,11 +257,26 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if !o.Quiet || err != nil {
 		errf("%v", stats)
 		for _, p := range s.Peers() {
-			logf("receiver %s: rtt %v (±%v), loss %.1f%% (%d of %d packets), last heard %v ago",
-				p.Addr, p.SRTT.Round(time.Microsecond), p.RTTVar.Round(time.Microsecond), 100*p.Loss, p.Lost, p.Settled, time.Since(p.LastHeard).Round(time.Millisecond))
+			clock := ""
+			if p.ClockKnown {
+				clock = fmt.Sprintf(", its clock %s", describeOffset(p.ClockOffset))
+			}
+			logf("receiver %s: rtt %v (±%v), loss %.1f%% (%d of %d packets), last heard %v ago%s",
+				p.Addr, p.SRTT.Round(time.Microsecond), p.RTTVar.Round(time.Microsecond), 100*p.Loss, p.Lost, p.Settled, time.Since(p.LastHeard).Round(time.Millisecond), clock)
 		}
 	}
 	return err
+}
+
+// describeOffset says how far a receiver's clock is from ours.
+func describeOffset(d time.Duration) string {
+	switch {
+	case d > 0:
+		return fmt.Sprintf("%v ahead of ours", d)
+	case d < 0:
+		return fmt.Sprintf("%v behind ours", -d)
+	}
+	return "within 1ms of ours"
 }
 
 func loadScript(stdio IO, name string) (*capture.Script, error) {

@@ -81,5 +81,6 @@ func TestDoctor(t *testing.T) {
 	}
 	wantLine(t, out, "FAIL  UDP port for recv", "is in use", "fix:", "--listen")
 	wantLine(t, out, "ok    round trip to "+busy.addr, "a recv answered in")
+	wantLine(t, out, "ok    clock offset to "+busy.addr, "its clock is", "--max-skew")
 	busy.stop()
 }

@@ -399,6 +399,7 @@ func (r *Receiver) ack(s *session, now time.Time) {
 		Bits:   s.replay.AckBitsFor(),
 		Stamp:  s.tracker.Newest(),
 		Delay:  uint64(now.Sub(s.newestAt) / time.Microsecond),
+		Wall:   uint64(now.UnixMilli()),
 	}
 	var b []byte
 	var err error

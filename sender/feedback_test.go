@@ -92,6 +92,11 @@ func TestRTTEstimate(t *testing.T) {
 		if p.SRTT != 40*time.Millisecond || p.RTTVar > time.Millisecond || p.Loss != 0 || p.Lost != 0 || p.Settled < 50 {
 			t.Errorf("peer %+v: want SRTT 40ms, RTTVar ~0, no loss", p)
 		}
+		// Both ends share the bubble's clock and the path is symmetric:
+		// the offset from the acks' wall clock (PROTOCOL.md §9) is 0.
+		if !p.ClockKnown || p.ClockOffset != 0 {
+			t.Errorf("clock offset %v (known %v), want 0", p.ClockOffset, p.ClockKnown)
+		}
 	})
 }
 

@@ -32,6 +32,11 @@ type PeerStatus struct {
 	Settled   int           // packets whose fate the acks told
 	Stamp     uint64        // newest event stamp it has applied
 	Newest    uint64        // newest packet counter it has received
+	// ClockOffset is the receiver's wall clock minus ours, from its acks
+	// (accurate to about half the RTT, and to the millisecond); the
+	// receiver rejects our packets when it exceeds its --max-skew.
+	ClockOffset time.Duration
+	ClockKnown  bool
 }
 
 // peer is the sender's state for one receiver.
@@ -121,12 +126,23 @@ func (s *Sender) handleAck(b []byte, from net.Addr, now time.Time) error {
 		if at, ok := s.sentAt(a.Newest); ok {
 			if r := now.Sub(at) - time.Duration(a.Delay)*time.Microsecond; r > 0 {
 				p.sample(r)
+				p.ClockOffset, p.ClockKnown = ClockOffset(a.Wall, now, r), true
 			}
 		}
 		p.Newest = a.Newest
 	}
 	p.settle(&a)
 	return nil
+}
+
+// ClockOffset is the receiver's clock minus ours, from an ack that left
+// the receiver at wall (its Unix ms) and arrived at now, rtt after the
+// packet it acks was sent (the receiver's hold time taken out): the ack
+// left, by our clock, about rtt/2 before it arrived (NTP's assumption of a
+// symmetric path).
+func ClockOffset(wall uint64, now time.Time, rtt time.Duration) time.Duration {
+	left := now.Add(-rtt / 2)
+	return time.Duration(int64(wall)-left.UnixMilli()) * time.Millisecond
 }
 
 // sentRing remembers when recent packets were sent, for RTT samples.

@@ -25,6 +25,10 @@ type Ack struct {
 	// Delay is how long, in microseconds, the receiver held packet Newest
 	// before sending this ack; the sender subtracts it from the RTT sample.
 	Delay uint64
+	// Wall is the receiver's wall clock (Unix milliseconds) when the ack
+	// left: with the RTT it gives the offset between the two clocks, which
+	// the receiver's replay defence (--max-skew, §8.4) depends on.
+	Wall uint64
 }
 
 // Received reports whether the ack says packet counter arrived.
@@ -42,7 +46,8 @@ func (a *Ack) appendBody(b []byte) []byte {
 	b = binary.AppendUvarint(b, a.Newest)
 	b = binary.BigEndian.AppendUint64(b, a.Bits)
 	b = binary.AppendUvarint(b, a.Stamp)
-	return binary.AppendUvarint(b, a.Delay)
+	b = binary.AppendUvarint(b, a.Delay)
+	return binary.AppendUvarint(b, a.Wall)
 }
 
 func (a *Ack) validate() error {
@@ -100,6 +105,10 @@ func parseAckBody(h Header, p []byte, dst *Ack) error {
 	p = p[n:]
 	if dst.Delay, n, err = uvarint(p); err != nil {
 		return fmt.Errorf("delay: %w", err)
+	}
+	p = p[n:]
+	if dst.Wall, n, err = uvarint(p); err != nil {
+		return fmt.Errorf("wall clock: %w", err)
 	}
 	if len(p) > n {
 		return fmt.Errorf("%w: %d bytes", ErrTrailing, len(p)-n)
