@@ -6,6 +6,10 @@ GO ?= go
 # tag; without it keyrelay builds without the hook source.
 export GOFLAGS := -tags=purego
 BIN := bin/keyrelay
+# keyrelay version reports this as the build date; SOURCE_DATE_EPOCH (the
+# reproducible-builds convention) pins it, else it is now.
+BUILD_DATE ?= $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
+VERSION_LDFLAGS := -X github.com/keyrelay/keyrelay/cmd.buildDate=$(BUILD_DATE)
 # Property tests run at least this many cases per property.
 export RAPID_CHECKS ?= 1000
 # Counted, not timed: Go 1.26's fuzz coordinator can fail a timed run with a
@@ -17,7 +21,7 @@ FUZZTIME ?= 300000x
 all: build
 
 build:
-	$(GO) build -o $(BIN) .
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN) .
 
 # The README's test command: lint, unit and property tests under the race
 # detector, a short run of every fuzz target, and the end-to-end tests.
@@ -55,8 +59,9 @@ dist:
 	@set -e; for t in $(DIST_TARGETS); do \
 	  os=$${t%%/*}; rest=$${t#*/}; arch=$${rest%%/*}; arm=$${rest#*/}; [ "$$arm" = "$$rest" ] && arm=; \
 	  out=dist/keyrelay-$$os-$$arch$${arm:+v$$arm}; echo "build $$out"; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOARM=$$arm $(GO) build -trimpath -ldflags '-s -w' -o $$out . ; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOARM=$$arm $(GO) build -trimpath -ldflags '-s -w $(VERSION_LDFLAGS)' -o $$out . ; \
 	done
+	@if [ "$$(uname -sm)" = "Linux x86_64" ]; then dist/keyrelay-linux-amd64 version | tee /dev/stderr | grep -q ' built $(BUILD_DATE) '; fi
 	cd dist && sha256sum keyrelay-* > SHA256SUMS && cat SHA256SUMS
 
 # Man pages from the command tree (man/keyrelay.1, man/keyrelay-send.1, ...).

@@ -136,3 +136,19 @@ func TestCompletionsAndManPages(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionString (issue 6 must-have 3): module version, the Go version,
+// and the build date when the Makefile stamps one.
+func TestVersionString(t *testing.T) {
+	old := buildDate
+	defer func() { buildDate = old }()
+	buildDate = ""
+	plain := versionString()
+	if !strings.HasPrefix(plain, "keyrelay ") || strings.Contains(plain, " built ") || !strings.Contains(plain, "go1.") {
+		t.Errorf("without a date: %q", plain)
+	}
+	buildDate = "2026-11-22T10:00:00Z"
+	if got := versionString(); !strings.Contains(got, " built 2026-11-22T10:00:00Z go1.") {
+		t.Errorf("with a date: %q", got)
+	}
+}

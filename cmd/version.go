@@ -19,8 +19,13 @@ func NewCmdVersion(stdio IO) *cobra.Command {
 	}
 }
 
+// buildDate is set by the Makefile (-ldflags -X ...cmd.buildDate=...): the
+// toolchain records the commit and its time, but not when it built.
+var buildDate string
+
 // versionString reports the module version and, for a build from a git
-// checkout, the commit and its time, as the Go toolchain recorded them.
+// checkout, the commit and its time, as the Go toolchain recorded them, and
+// the build date the Makefile stamps.
 func versionString() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -42,6 +47,9 @@ func versionString() string {
 	}
 	if rev != "" {
 		s += fmt.Sprintf(" commit %.12s%s %s", rev, dirty, at)
+	}
+	if buildDate != "" {
+		s += " built " + buildDate
 	}
 	return s + " " + bi.GoVersion
 }
