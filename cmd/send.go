@@ -117,10 +117,14 @@ func sendStatus(s *sender.Sender, dests []net.Addr) func() ([]string, [][]any) {
 			} else if ok {
 				state = fmt.Sprintf("silent %v", now.Sub(p.LastHeard).Round(100*time.Millisecond))
 			}
-			text = append(text, fmt.Sprintf("→ %-22s %-12s rtt %-9v loss %5.1f%%  %5.1f pkt/s  held %s  waiting %d",
-				a, state, p.SRTT.Round(10*time.Microsecond), 100*p.Loss, pps, heldString(st.Held), st.Pending))
-			attrs = append(attrs, []any{"receiver", a, "live", ok && p.Live, "rtt_ms", float64(p.SRTT) / float64(time.Millisecond),
-				"loss", p.Loss, "packets_per_s", pps, "held", heldString(st.Held), "waiting", st.Pending})
+			text = append(text, fmt.Sprintf("→ %-22s %-12s rtt %-9v loss %5.1f%%  %5.1f pkt/s  held %s  waiting %d%s",
+				a, state, p.SRTT.Round(10*time.Microsecond), 100*p.Loss, pps, heldString(st.Held), st.Pending, clockNote(p)))
+			attr := []any{"receiver", a, "live", ok && p.Live, "rtt_ms", float64(p.SRTT) / float64(time.Millisecond),
+				"loss", p.Loss, "packets_per_s", pps, "held", heldString(st.Held), "waiting", st.Pending}
+			if p.ClockKnown {
+				attr = append(attr, "clock_offset_ms", p.ClockOffset.Milliseconds())
+			}
+			attrs = append(attrs, attr)
 		}
 		return text, attrs
 	}
@@ -266,6 +270,16 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		}
 	}
 	return err
+}
+
+// clockNote flags, on the live line, a receiver clock a second or more
+// off ours: drift toward recv's --max-skew, past which it drops every
+// packet, should show before it happens.
+func clockNote(p sender.PeerStatus) string {
+	if !p.ClockKnown || (p.ClockOffset < time.Second && p.ClockOffset > -time.Second) {
+		return ""
+	}
+	return "  clock " + describeOffset(p.ClockOffset.Round(100*time.Millisecond))
 }
 
 // describeOffset says how far a receiver's clock is from ours.

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/keyrelay/keyrelay/sender"
 )
 
 // TestStatusBoardRedraw: on a terminal the block is redrawn in place, and a
@@ -41,5 +44,22 @@ func TestJSONLogLines(t *testing.T) {
 	}
 	if code := Run([]string{"recv", "--log-format", "xml"}, IO{Out: &out, Err: &plain}); code != ExitUsage || !strings.Contains(plain.String(), `unknown --log-format "xml"`) {
 		t.Errorf("--log-format xml: exit %d, %q", code, plain.String())
+	}
+}
+
+// TestClockNote: the live line shows a receiver clock a second or more off.
+func TestClockNote(t *testing.T) {
+	for _, tc := range []struct {
+		p    sender.PeerStatus
+		want string
+	}{
+		{sender.PeerStatus{}, ""},
+		{sender.PeerStatus{ClockKnown: true, ClockOffset: 900 * time.Millisecond}, ""},
+		{sender.PeerStatus{ClockKnown: true, ClockOffset: 20*time.Second + 30*time.Millisecond}, "  clock 20s ahead of ours"},
+		{sender.PeerStatus{ClockKnown: true, ClockOffset: -1500 * time.Millisecond}, "  clock 1.5s behind ours"},
+	} {
+		if got := clockNote(tc.p); got != tc.want {
+			t.Errorf("clockNote(%+v) = %q, want %q", tc.p, got, tc.want)
+		}
 	}
 }
