@@ -8,7 +8,10 @@ export GOFLAGS := -tags=purego
 BIN := bin/keyrelay
 # keyrelay version reports this as the build date; SOURCE_DATE_EPOCH (the
 # reproducible-builds convention) pins it, else it is now.
-BUILD_DATE ?= $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
+# Evaluated once (:=), so every binary of one make run has the same date.
+ifndef BUILD_DATE
+BUILD_DATE := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
+endif
 VERSION_LDFLAGS := -X github.com/keyrelay/keyrelay/cmd.buildDate=$(BUILD_DATE)
 # Property tests run at least this many cases per property.
 export RAPID_CHECKS ?= 1000
