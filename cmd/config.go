@@ -372,11 +372,23 @@ type Setting struct {
 // configure fills every flag of c the command line left unset from the
 // environment, then the config file; it returns each flag's source.
 func configure(c *cobra.Command) ([]Setting, *configFile, error) {
-	name := c.Name()
-	sections := configSections[name]
 	cf, err := loadConfig(c)
 	if err != nil {
 		return nil, nil, err
+	}
+	settings, err := configureFrom(c, cf)
+	return settings, cf, err
+}
+
+// configureFrom is configure with the config file already loaded, so
+// 'keyrelay config' reads and checks it once for all three commands.
+func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
+	sections := configSections[c.Name()]
+	// The flags of each section's command, to know which
+	// KEYRELAY_<SECTION>_<FLAG> names exist: built once, not per flag.
+	sectionFlags := make([]*pflag.FlagSet, len(sections))
+	for i, sec := range sections {
+		sectionFlags[i] = newConfigurable(sec, IO{}).Flags()
 	}
 	var settings []Setting
 	var firstErr error
@@ -391,8 +403,8 @@ func configure(c *cobra.Command) ([]Setting, *configFile, error) {
 			return
 		}
 		envs := make([]string, 0, len(sections)+1)
-		for _, sec := range sections {
-			if newConfigurable(sec, IO{}).Flags().Lookup(f.Name) != nil {
+		for i, sec := range sections {
+			if sectionFlags[i].Lookup(f.Name) != nil {
 				envs = append(envs, envName(sec, f.Name))
 			}
 		}
@@ -433,11 +445,11 @@ func configure(c *cobra.Command) ([]Setting, *configFile, error) {
 		settings = append(settings, s)
 	})
 	if firstErr != nil {
-		return nil, nil, firstErr
+		return nil, firstErr
 	}
 	resolveExclusive(settings, "insecure", "key-file")
 	resolveExclusive(settings, "input", "script")
-	return settings, cf, nil
+	return settings, nil
 }
 
 // resolveExclusive keeps the higher-ranked of two settings that exclude

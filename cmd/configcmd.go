@@ -65,7 +65,7 @@ to start from (unset settings are commented out).`,
 			}
 			known := map[string]bool{ConfigEnv: true, "KEYRELAY_REPORT": true}
 			for _, name := range names {
-				settings, _, err := configure(withConfigFlag(newConfigurable(name, stdio), c))
+				settings, err := configureFrom(newConfigurable(name, stdio), cf)
 				if err != nil {
 					return err
 				}
@@ -109,15 +109,6 @@ to start from (unset settings are commented out).`,
 	}
 	registerConfigFlag(c.Flags())
 	return c
-}
-
-// withConfigFlag copies the --config value of the config command to a
-// freshly built command, so both read the same file.
-func withConfigFlag(sub, from *cobra.Command) *cobra.Command {
-	if f := from.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
-		_ = sub.Flags().Set("config", f.Value.String())
-	}
-	return sub
 }
 
 // tomlValue writes a flag's value as TOML.
