@@ -27,4 +27,4 @@ func CheckHook() error {
 }
 
 // Play fails: see CheckHook.
-func (h *Hook) Play(context.Context, func(keys.Code, bool) error) error { return CheckHook() }
+func (h *Hook) Play(context.Context, func(keys.Key, bool) error) error { return CheckHook() }

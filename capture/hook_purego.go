@@ -60,7 +60,7 @@ func CheckHook() error {
 }
 
 // Play relays key events until ctx is done.
-func (h *Hook) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+func (h *Hook) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	if err := CheckHook(); err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (h *Hook) Play(ctx context.Context, emit func(keys.Code, bool) error) error
 					h.status("evdev key %d has no HID usage: not sent", ev.Keycode)
 					continue
 				}
-				if err := emit(code, ev.Kind == hook.KeyDown); err != nil {
+				if err := emit(keys.Key(code), ev.Kind == hook.KeyDown); err != nil {
 					return err
 				}
 				sent++

@@ -30,9 +30,9 @@ const maxLine = 1 << 20
 // Step is one step of a script: a key event, or a pause when Wait > 0.
 type Step struct {
 	Line int           // 1-based source line
-	Code keys.Code     // the key, for key steps
+	Key  keys.Key      // the key or character, for key steps
 	Down bool          // press (true) or release (false)
-	Wait time.Duration // if > 0 this step is a pause, Code unused
+	Wait time.Duration // if > 0 this step is a pause, Key unused
 }
 
 // Script is a parsed key script. Play only reads it: several Plays may run
@@ -44,7 +44,7 @@ type Script struct {
 	// HeldAtEnd lists, in press order, the keys the script presses and never
 	// releases. That is not an error: the sender releases them at exit, and
 	// may warn.
-	HeldAtEnd []keys.Code
+	HeldAtEnd []keys.Key
 }
 
 // command is the shape of one script command.
@@ -54,10 +54,10 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"down":  {1, "down CODE"},
-	"up":    {1, "up CODE"},
-	"tap":   {1, "tap CODE"},
-	"hold":  {2, "hold CODE DURATION"},
+	"down":  {1, "down KEY"},
+	"up":    {1, "up KEY"},
+	"tap":   {1, "tap KEY"},
+	"hold":  {2, "hold KEY DURATION"},
 	"sleep": {1, "sleep DURATION"},
 	"type":  {1, `type "TEXT"`},
 	"pace":  {1, "pace DURATION"},
@@ -70,8 +70,8 @@ type parser struct {
 	line  string // the current line, for columns
 	lnum  int
 	pace  time.Duration
-	held  map[keys.Code]bool
-	order []keys.Code // the held keys in press order, for HeldAtEnd
+	held  map[keys.Key]bool
+	order []keys.Key // the held keys in press order, for HeldAtEnd
 	steps []Step
 }
 
@@ -85,7 +85,7 @@ func ParseScript(name string, r io.Reader) (*Script, error) {
 	if name == "-" {
 		name = "<stdin>"
 	}
-	p := &parser{pace: DefaultPace, held: map[keys.Code]bool{}}
+	p := &parser{pace: DefaultPace, held: map[keys.Key]bool{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
 	var errs []error
@@ -188,7 +188,7 @@ func (p *parser) parseLine() []error {
 	case "type":
 		return p.typeText(args[0])
 	}
-	code, err := keys.Parse(args[0].text)
+	code, err := p.key(args[0])
 	if err != nil {
 		return []error{err}
 	}
@@ -217,6 +217,27 @@ func (p *parser) parseLine() []error {
 	return nil
 }
 
+// key reads the KEY of down, up, tap and hold: a physical key (a W3C name or
+// a usage, keys.Parse) or one character in double quotes ("é").
+func (p *parser) key(f field) (keys.Key, error) {
+	if f.text[0] != '"' {
+		c, err := keys.Parse(f.text)
+		return keys.Key(c), err
+	}
+	s, err := strconv.Unquote(f.text)
+	if err != nil { // fields checked the syntax
+		return 0, fmt.Errorf("bad quoted string at column %d: %s", p.column(f.off), f.text)
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || n != len(s) || (r == utf8.RuneError && n == 1) {
+		return 0, fmt.Errorf("bad character at column %d: %s is not one character (type \"text\" types text)", p.column(f.off), f.text)
+	}
+	if !keys.ValidChar(r) {
+		return 0, fmt.Errorf("bad character at column %d: %U is a control character, not text; name its key instead (Enter, Tab, Backspace, Escape)", p.column(f.off), r)
+	}
+	return keys.Char(r), nil
+}
+
 func duration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -235,7 +256,7 @@ func (p *parser) wait(d time.Duration) {
 }
 
 // press adds a key event after checking it against the held keys.
-func (p *parser) press(code keys.Code, down bool, gap time.Duration) error {
+func (p *parser) press(code keys.Key, down bool, gap time.Duration) error {
 	if down && p.held[code] {
 		return fmt.Errorf("%v is already down", code)
 	}
@@ -247,23 +268,22 @@ func (p *parser) press(code keys.Code, down bool, gap time.Duration) error {
 }
 
 // event adds a key event, then a pause of gap, and tracks the held keys.
-func (p *parser) event(code keys.Code, down bool, gap time.Duration) {
+func (p *parser) event(code keys.Key, down bool, gap time.Duration) {
 	if down {
 		p.held[code] = true
 		p.order = append(p.order, code)
 	} else {
 		delete(p.held, code)
-		p.order = slices.DeleteFunc(p.order, func(c keys.Code) bool { return c == code })
+		p.order = slices.DeleteFunc(p.order, func(c keys.Key) bool { return c == code })
 	}
-	p.steps = append(p.steps, Step{Line: p.lnum, Code: code, Down: down})
+	p.steps = append(p.steps, Step{Line: p.lnum, Key: code, Down: down})
 	p.wait(gap)
 }
 
-// typeText types a double-quoted string on the US layout. A character that
-// needs Shift is wrapped in ShiftLeft down/up, unless the script holds a
-// Shift key itself: then that Shift serves, and type never releases it. A
-// character without Shift while the script holds one would come out shifted,
-// so it is an error. Every character with no US key is reported.
+// typeText types a double-quoted string as characters: each one is a
+// character key-down and key-up, which the receiver types as that character
+// whatever its layout. Enter ('\n') and Tab ('\t') are taps of those keys;
+// any other control character is an error (name its key with tap).
 func (p *parser) typeText(q field) []error {
 	if q.text[0] != '"' {
 		return []error{fmt.Errorf("bad quoted string at column %d: type wants \"text\" in double quotes, got %s", p.column(q.off), q.text)}
@@ -276,35 +296,33 @@ func (p *parser) typeText(q field) []error {
 			return []error{fmt.Errorf("bad quoted string at column %d: %s", p.column(q.off), q.text)}
 		}
 		where := fmt.Sprintf("type: %q at column %d", r, p.column(off))
-		if !multibyte && r >= utf8.RuneSelf {
+		invalid := !multibyte && r >= utf8.RuneSelf
+		if invalid {
 			where = fmt.Sprintf(`type: byte \x%02x at column %d`, r, p.column(off))
 		}
 		off += len(s) - len(tail)
 		s = tail
-		code, shift, ok := keys.ForRune(r)
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s has no key on the US layout", where))
+		var key keys.Key
+		switch {
+		case r == '\n':
+			key = keys.Key(keys.Enter)
+		case r == '\t':
+			key = keys.Key(keys.Tab)
+		case invalid:
+			errs = append(errs, fmt.Errorf("%s is not a character (the text must be UTF-8)", where))
+			continue
+		case !keys.ValidChar(r):
+			errs = append(errs, fmt.Errorf("%s is a control character, not text: use tap with its key (Enter, Tab, Backspace, Escape)", where))
+			continue
+		default:
+			key = keys.Char(r)
+		}
+		if p.held[key] {
+			errs = append(errs, fmt.Errorf("%s: %v is already down", where, key))
 			continue
 		}
-		shiftHeld := p.held[keys.ShiftLeft] || p.held[keys.ShiftRight]
-		if !shift && shiftHeld {
-			errs = append(errs, fmt.Errorf("%s needs Shift up, but the script holds it", where))
-			continue
-		}
-		if p.held[code] {
-			errs = append(errs, fmt.Errorf("%s: %v is already down", where, code))
-			continue
-		}
-		// Checked above: neither code nor (if pressShift) ShiftLeft is held.
-		pressShift := shift && !shiftHeld
-		if pressShift {
-			p.event(keys.ShiftLeft, true, p.pace)
-		}
-		p.event(code, true, p.pace)
-		p.event(code, false, p.pace)
-		if pressShift {
-			p.event(keys.ShiftLeft, false, p.pace)
-		}
+		p.event(key, true, p.pace)
+		p.event(key, false, p.pace)
 	}
 	return errs
 }
@@ -314,7 +332,7 @@ func (p *parser) typeText(q field) []error {
 // soon as ctx is done, returning ctx.Err(). An error from emit stops it and
 // is returned. Play releases nothing: a caller that stops early or plays a
 // script with HeldAtEnd releases what emit pressed.
-func (s *Script) Play(ctx context.Context, emit func(code keys.Code, down bool) error) error {
+func (s *Script) Play(ctx context.Context, emit func(key keys.Key, down bool) error) error {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -326,7 +344,7 @@ func (s *Script) Play(ctx context.Context, emit func(code keys.Code, down bool) 
 			return err
 		}
 		if st.Wait <= 0 {
-			if err := emit(st.Code, st.Down); err != nil {
+			if err := emit(st.Key, st.Down); err != nil {
 				return err
 			}
 			continue

@@ -22,9 +22,9 @@ func render(steps []Step) string {
 		case st.Wait > 0:
 			s = append(s, st.Wait.String())
 		case st.Down:
-			s = append(s, "+"+st.Code.String())
+			s = append(s, "+"+st.Key.String())
 		default:
-			s = append(s, "-"+st.Code.String())
+			s = append(s, "-"+st.Key.String())
 		}
 	}
 	return strings.Join(s, " ")
@@ -53,7 +53,10 @@ func TestParseCommands(t *testing.T) {
 		{"commands and keys in any case", "DOWN keya\nUp KEYA", "+KeyA -KeyA"},
 		{"hex usages", "down 0x04\ndown 0x32\nup 0x32\nup KeyA", "+KeyA +0x32 -0x32 -KeyA"},
 		{"CRLF line ends and a byte order mark", "\uFEFFdown KeyA\r\nup KeyA\r\n", "+KeyA -KeyA"},
-		{"type", `type "ab"`, "+KeyA 10ms -KeyA 10ms +KeyB 10ms -KeyB 10ms"},
+		{"type", `type "ab"`, "+'a' 10ms -'a' 10ms +'b' 10ms -'b' 10ms"},
+		{"a character key", `tap "é"`, "+'é' 10ms -'é' 10ms"},
+		{"a held character", `hold "A" 2s`, "+'A' 2s -'A' 10ms"},
+		{"a quoted escape", `down "\u00e9"` + "\n" + `up "é"`, "+'é' -'é'"},
 		{"empty type", `type ""`, ""},
 	}
 	for _, tt := range tests {
@@ -65,18 +68,23 @@ func TestParseCommands(t *testing.T) {
 	}
 }
 
+// TestTypeExpansion: type sends characters, not US-layout keys (the
+// receiver types each as that character whatever its layout); Enter and Tab
+// are keys.
 func TestTypeExpansion(t *testing.T) {
 	tests := []struct{ name, script, want string }{
-		{"shift around capitals and symbols", `type "aB!"`, "+KeyA -KeyA +ShiftLeft +KeyB -KeyB -ShiftLeft +ShiftLeft +Digit1 -Digit1 -ShiftLeft"},
-		{"escapes", `type "a\n\t\"\\"`, "+KeyA -KeyA +Enter -Enter +Tab -Tab +ShiftLeft +Quote -Quote -ShiftLeft +Backslash -Backslash"},
-		{"unicode escape of ASCII", `type "\u0041\x62"`, "+ShiftLeft +KeyA -KeyA -ShiftLeft +KeyB -KeyB"},
-		{"# inside quotes is text", `type "# x" # y`, "+ShiftLeft +Digit3 -Digit3 -ShiftLeft +Space -Space +KeyX -KeyX"},
-		{"space inside quotes", `type "a b"`, "+KeyA -KeyA +Space -Space +KeyB -KeyB"},
-		// Capitals while the script holds Shift: that Shift serves, and type
-		// neither presses nor releases ShiftLeft.
-		{"held ShiftLeft serves", "down ShiftLeft\ntype \"AB\"\nup ShiftLeft", "+ShiftLeft +KeyA -KeyA +KeyB -KeyB -ShiftLeft"},
-		{"held ShiftRight serves", "down ShiftRight\ntype \"?\"\nup ShiftRight", "+ShiftRight +Slash -Slash -ShiftRight"},
-		{"other modifiers do not matter", "down ControlLeft\ntype \"cC\"\nup ControlLeft", "+ControlLeft +KeyC -KeyC +ShiftLeft +KeyC -KeyC -ShiftLeft -ControlLeft"},
+		{"characters, shifted or not", `type "aB!"`, "+'a' -'a' +'B' -'B' +'!' -'!'"},
+		{"escapes", `type "a\n\t\"\\"`, `+'a' -'a' +Enter -Enter +Tab -Tab +'"' -'"' +'\\' -'\\'`},
+		{"unicode escape of ASCII", `type "\u0041\x62"`, "+'A' -'A' +'b' -'b'"},
+		{"# inside quotes is text", `type "# x" # y`, "+'#' -'#' +' ' -' ' +'x' -'x'"},
+		{"text beyond ASCII", `type "Grüße é €"`, "+'G' -'G' +'r' -'r' +'ü' -'ü' +'ß' -'ß' +'e' -'e' +' ' -' ' +'é' -'é' +' ' -' ' +'€' -'€'"},
+		{"beyond the BMP", `type "😀"`, "+'😀' -'😀'"},
+		// Held modifiers stay held: the receiver applies Ctrl or Alt to the
+		// characters (Ctrl+C); it types a character as itself whatever
+		// Shift does.
+		{"held modifiers stay held", "down ControlLeft\ntype \"cC\"\nup ControlLeft", "+ControlLeft +'c' -'c' +'C' -'C' -ControlLeft"},
+		{"held Shift stays held", "down ShiftLeft\ntype \"Ab\"\nup ShiftLeft", "+ShiftLeft +'A' -'A' +'b' -'b' -ShiftLeft"},
+		{"a held key does not matter", "down KeyA\ntype \"a\"\nup KeyA", "+KeyA +'a' -'a' -KeyA"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,8 +93,8 @@ func TestTypeExpansion(t *testing.T) {
 			}
 		})
 	}
-	// The pace follows every event type generates, Shift included.
-	if got, want := render(parse(t, "pace 5ms\ntype \"A\"").Steps), "+ShiftLeft 5ms +KeyA 5ms -KeyA 5ms -ShiftLeft 5ms"; got != want {
+	// The pace follows every event type generates.
+	if got, want := render(parse(t, "pace 5ms\ntype \"A\\n\"").Steps), "+'A' 5ms -'A' 5ms +Enter 5ms -Enter 5ms"; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
@@ -106,9 +114,9 @@ func TestStepLines(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	tests := []struct{ name, script, want string }{
 		{"unknown command", "frobnicate KeyA", `t.keys:1: unknown command "frobnicate" (want down, up, tap, hold, sleep, type or pace)`},
-		{"too few arguments", "tap", "t.keys:1: wrong number of arguments: tap takes 1, got 0 (usage: tap CODE)"},
-		{"too many arguments", "tap KeyA KeyB", "t.keys:1: wrong number of arguments: tap takes 1, got 2 (usage: tap CODE)"},
-		{"hold without duration", "hold KeyA", "t.keys:1: wrong number of arguments: hold takes 2, got 1 (usage: hold CODE DURATION)"},
+		{"too few arguments", "tap", "t.keys:1: wrong number of arguments: tap takes 1, got 0 (usage: tap KEY)"},
+		{"too many arguments", "tap KeyA KeyB", "t.keys:1: wrong number of arguments: tap takes 1, got 2 (usage: tap KEY)"},
+		{"hold without duration", "hold KeyA", "t.keys:1: wrong number of arguments: hold takes 2, got 1 (usage: hold KEY DURATION)"},
 		{"type of two strings", `type "a" "b"`, `t.keys:1: wrong number of arguments: type takes 1, got 2 (usage: type "TEXT")`},
 		{"unknown key", "\ntap NoSuchKey", `t.keys:2: unknown key "NoSuchKey" (use a W3C KeyboardEvent.code name such as KeyA, ShiftLeft, Enter, ArrowUp, F5, or a usage such as 0x04; see 'keyrelay keys')`},
 		{"bad duration", "sleep soon", `t.keys:1: bad duration "soon" (use Go syntax such as 250ms, 1.5s, 2m)`},
@@ -121,18 +129,20 @@ func TestParseErrors(t *testing.T) {
 		{"text after the quote", `type "x"y`, `t.keys:1: bad quoted string at column 6: text right after its closing quote: "x"y`},
 		{"unquoted text", "type hello", `t.keys:1: bad quoted string at column 6: type wants "text" in double quotes, got hello`},
 		{"single quotes", "type 'a'", `t.keys:1: bad quoted string at column 6: type wants "text" in double quotes, got 'a'`},
-		{"no US key", `  type "né"`, `t.keys:1: type: 'é' at column 10 has no key on the US layout`},
-		{"no US key, escaped", `type "\u00e9"`, `t.keys:1: type: 'é' at column 7 has no key on the US layout`},
-		{"a byte, not a character", `type "ab\xff"`, `t.keys:1: type: byte \xff at column 9 has no key on the US layout`},
+		{"a control character", `  type "n\x1b"`, `t.keys:1: type: '\x1b' at column 10 is a control character, not text: use tap with its key (Enter, Tab, Backspace, Escape)`},
+		{"a byte, not a character", `type "ab\xff"`, `t.keys:1: type: byte \xff at column 9 is not a character (the text must be UTF-8)`},
+		{"two characters as a key", `tap "ab"`, `t.keys:1: bad character at column 5: "ab" is not one character (type "text" types text)`},
+		{"no character as a key", `down ""`, `t.keys:1: bad character at column 6: "" is not one character (type "text" types text)`},
+		{"a control character as a key", `tap "\n"`, `t.keys:1: bad character at column 5: U+000A is a control character, not text; name its key instead (Enter, Tab, Backspace, Escape)`},
+		{"up of a character not down", `up "a"`, `t.keys:1: 'a' is not down`},
 		{"up of a key not down", "up KeyA", "t.keys:1: KeyA is not down"},
 		{"up twice", "down KeyA\nup KeyA\nup KeyA", "t.keys:3: KeyA is not down"},
 		{"down of a held key", "down KeyA\ndown KeyA", "t.keys:2: KeyA is already down"},
 		{"tap of a held key", "down KeyA\ntap keya", "t.keys:2: KeyA is already down"},
 		{"hold of a held key", "down KeyA\nhold KeyA 1s", "t.keys:2: KeyA is already down"},
 		{"same key by hex", "down KeyA\ndown 0x04", "t.keys:2: KeyA is already down"},
-		{"type of a held key", "down KeyA\ntype \"a\"", "t.keys:2: type: 'a' at column 7: KeyA is already down"},
-		{"type of a held shifted key", "down Digit1\ntype \"!\"", "t.keys:2: type: '!' at column 7: Digit1 is already down"},
-		{"lower case while Shift is held", "down ShiftLeft\ntype \"Ab\"", "t.keys:2: type: 'b' at column 8 needs Shift up, but the script holds it"},
+		{"type of a held character", "down \"a\"\ntype \"ba\"", "t.keys:2: type: 'a' at column 8: 'a' is already down"},
+		{"type of a held Enter", "down Enter\ntype \"\\n\"", "t.keys:2: type: '\\n' at column 7: Enter is already down"},
 		{"type does not release a held Shift", "down ShiftLeft\ntype \"A\"\nup ShiftLeft\nup ShiftLeft", "t.keys:4: ShiftLeft is not down"},
 	}
 	for _, tt := range tests {
@@ -149,18 +159,18 @@ func TestParseErrors(t *testing.T) {
 // lines around them are still checked.
 func TestErrorsCollected(t *testing.T) {
 	script := strings.Join([]string{
-		"tap KeyA",       // 1 fine
-		"bogus",          // 2 unknown command
-		"tap Nope",       // 3 unknown key
-		"sleep x",        // 4 bad duration
-		"down KeyB KeyC", // 5 arguments; KeyB is not pressed
-		"up KeyB",        // 6 so this is bad too
-		`type "aéb€"`,    // 7 both characters reported
-		"down ShiftLeft", // 8 fine
-		"down ShiftLeft", // 9 already down
-		"type \"Hi\"",    // 10 'i' needs Shift up
-		"up ShiftLeft",   // 11 fine: ShiftLeft was pressed once
-		"up ShiftLeft",   // 12 not down
+		"tap KeyA",          // 1 fine
+		"bogus",             // 2 unknown command
+		"tap Nope",          // 3 unknown key
+		"sleep x",           // 4 bad duration
+		"down KeyB KeyC",    // 5 arguments; KeyB is not pressed
+		"up KeyB",           // 6 so this is bad too
+		`type "a\x01b\x02"`, // 7 both control characters reported
+		"down ShiftLeft",    // 8 fine
+		"down ShiftLeft",    // 9 already down
+		`up "x"`,            // 10 not down
+		"up ShiftLeft",      // 11 fine: ShiftLeft was pressed once
+		"up ShiftLeft",      // 12 not down
 	}, "\n")
 	_, err := ParseScript("-", strings.NewReader(script))
 	if err == nil {
@@ -177,7 +187,7 @@ func TestErrorsCollected(t *testing.T) {
 	if !errors.Is(err, keys.ErrUnknownKey) {
 		t.Errorf("error does not wrap keys.ErrUnknownKey: %v", err)
 	}
-	for _, part := range []string{`'é' at column 8`, `'€' at column 10`} {
+	for _, part := range []string{`'\x01' at column 8`, `'\x02' at column 13`} {
 		if !strings.Contains(err.Error(), part) {
 			t.Errorf("error does not name %s: %v", part, err)
 		}
@@ -252,7 +262,7 @@ func play(t *testing.T, s *Script) []string {
 	t.Helper()
 	start := time.Now()
 	var got []string
-	err := s.Play(context.Background(), func(c keys.Code, down bool) error {
+	err := s.Play(context.Background(), func(c keys.Key, down bool) error {
 		sign := "-"
 		if down {
 			sign = "+"
@@ -270,7 +280,7 @@ func play(t *testing.T, s *Script) []string {
 func TestPlayTiming(t *testing.T) {
 	tests := []struct{ name, script, want string }{
 		{"hold releases exactly DURATION after the press", "hold KeyA 2s", "[+KeyA@0s -KeyA@2s]"},
-		{"tap and type are paced", "pace 5ms\ntap KeyA\ntype \"B\"", "[+KeyA@0s -KeyA@5ms +ShiftLeft@10ms +KeyB@15ms -KeyB@20ms -ShiftLeft@25ms]"},
+		{"tap and type are paced", "pace 5ms\ntap KeyA\ntype \"B\"", "[+KeyA@0s -KeyA@5ms +'B'@10ms -'B'@15ms]"},
 		{"default pace", "tap KeyA\ntap KeyB", "[+KeyA@0s -KeyA@10ms +KeyB@20ms -KeyB@30ms]"},
 		{"down and up are not paced", "down KeyA\ndown KeyB\nup KeyA\nup KeyB", "[+KeyA@0s +KeyB@0s -KeyA@0s -KeyB@0s]"},
 		{"sleep", "pace 5ms\ntap KeyA\nhold KeyB 2s\nsleep 1s\ndown KeyC", "[+KeyA@0s -KeyA@5ms +KeyB@10ms -KeyB@2.01s +KeyC@3.015s]"},
@@ -295,7 +305,7 @@ func TestPlayStopsOnCancel(t *testing.T) {
 		var stopped time.Duration
 		done := make(chan error)
 		go func() {
-			err := s.Play(ctx, func(c keys.Code, down bool) error {
+			err := s.Play(ctx, func(c keys.Key, down bool) error {
 				events = append(events, fmt.Sprint(c, down))
 				return nil
 			})
@@ -320,7 +330,7 @@ func TestPlayCancelledEmitsNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s := parse(t, "down KeyA")
-	err := s.Play(ctx, func(keys.Code, bool) error {
+	err := s.Play(ctx, func(keys.Key, bool) error {
 		t.Error("emit called")
 		return nil
 	})
@@ -334,7 +344,7 @@ func TestPlayStopsOnEmitError(t *testing.T) {
 		s := parse(t, "tap KeyA\ntap KeyB")
 		boom := errors.New("boom")
 		n := 0
-		err := s.Play(context.Background(), func(keys.Code, bool) error {
+		err := s.Play(context.Background(), func(keys.Key, bool) error {
 			n++
 			if n == 2 {
 				return boom
@@ -362,7 +372,7 @@ func FuzzParseScript(f *testing.F) {
 		// Replaying the steps keeps a consistent held set: never an up of
 		// an unheld key, never a down of a held one; and HeldAtEnd is
 		// exactly what is left held.
-		held := map[keys.Code]bool{}
+		held := map[keys.Key]bool{}
 		last := 0
 		for _, st := range s.Steps {
 			if st.Line < last || st.Line < 1 {
@@ -375,12 +385,12 @@ func FuzzParseScript(f *testing.F) {
 			if st.Wait > 0 {
 				continue
 			}
-			if st.Code == 0 || held[st.Code] == st.Down {
-				t.Fatalf("line %d: inconsistent step %+v (held %v)", st.Line, st, held[st.Code])
+			if st.Key == 0 || held[st.Key] == st.Down {
+				t.Fatalf("line %d: inconsistent step %+v (held %v)", st.Line, st, held[st.Key])
 			}
-			held[st.Code] = st.Down
+			held[st.Key] = st.Down
 		}
-		left := map[keys.Code]bool{}
+		left := map[keys.Key]bool{}
 		for c, h := range held {
 			if h {
 				left[c] = true

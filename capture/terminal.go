@@ -51,7 +51,7 @@ const (
 )
 
 // Play relays keys until Ctrl+] (nil), ctx is done (ctx.Err()) or emit fails.
-func (t *Terminal) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+func (t *Terminal) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	if err := CheckTerminal(); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (t *Terminal) Play(ctx context.Context, emit func(keys.Code, bool) error) e
 }
 
 // tap presses codes in order and releases them in reverse: a chord.
-func tap(emit func(keys.Code, bool) error, codes []keys.Code) error {
+func tap(emit func(keys.Key, bool) error, codes []keys.Key) error {
 	for _, c := range codes {
 		if err := emit(c, true); err != nil {
 			return err
@@ -133,26 +133,22 @@ var ctrlKeys = map[keyboard.Key]keys.Code{
 }
 
 // TerminalKey turns one terminal key event into the keys to tap, modifiers
-// first; none, with a note, for a character the US layout cannot type.
-func TerminalKey(r rune, k keyboard.Key) ([]keys.Code, string) {
+// first: a character as that character, named keys as physical keys.
+func TerminalKey(r rune, k keyboard.Key) ([]keys.Key, string) {
 	if k == 0 && r != 0 {
-		code, shift, ok := keys.ForRune(r)
-		if !ok {
-			return nil, fmt.Sprintf("%q is not on the US layout: not sent", r)
+		if !keys.ValidChar(r) {
+			return nil, fmt.Sprintf("%U is not a character: not sent", r)
 		}
-		if shift {
-			return []keys.Code{keys.ShiftLeft, code}, ""
-		}
-		return []keys.Code{code}, ""
+		return []keys.Key{keys.Char(r)}, ""
 	}
 	if c, ok := namedKeys[k]; ok {
-		return []keys.Code{c}, ""
+		return []keys.Key{keys.Key(c)}, ""
 	}
 	if k >= keyboard.KeyCtrlA && k <= keyboard.KeyCtrlZ {
-		return []keys.Code{keys.ControlLeft, keys.KeyA + keys.Code(k-keyboard.KeyCtrlA)}, ""
+		return []keys.Key{keys.Key(keys.ControlLeft), keys.Char('a' + rune(k-keyboard.KeyCtrlA))}, ""
 	}
 	if c, ok := ctrlKeys[k]; ok {
-		return []keys.Code{keys.ControlLeft, c}, ""
+		return []keys.Key{keys.Key(keys.ControlLeft), keys.Key(c)}, ""
 	}
 	return nil, fmt.Sprintf("key %#x has no mapping: not sent", uint16(k))
 }

@@ -18,8 +18,8 @@ import (
 
 type nopInjector struct{}
 
-func (nopInjector) Inject(inject.Key) error { return nil }
-func (nopInjector) Close() error            { return nil }
+func (nopInjector) Inject(inject.Event) error { return nil }
+func (nopInjector) Close() error              { return nil }
 
 // skewedRecv is a real receiver on loopback whose clock runs shift ahead
 // of ours (Handle takes the time), with a --max-skew large enough to

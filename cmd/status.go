@@ -111,7 +111,7 @@ func (b *statusBoard) paint() {
 	b.drawn = len(b.text)
 }
 
-func heldString(h []keys.Code) string {
+func heldString(h []keys.Key) string {
 	if len(h) == 0 {
 		return "-"
 	}

@@ -83,7 +83,7 @@ func TestBroadcast(t *testing.T) {
 		}
 		got = append(got, l)
 	}
-	want := `{"key":"KeyH","action":"down", {"key":"KeyH","action":"up", {"key":"KeyE","action":"down", {"key":"KeyE","action":"up", {"key":"KeyL","action":"down", {"key":"KeyL","action":"up", {"key":"KeyL","action":"down", {"key":"KeyL","action":"up", {"key":"KeyO","action":"down", {"key":"KeyO","action":"up", {"key":"Enter","action":"down", {"key":"Enter","action":"up",`
+	want := `{"char":"h","action":"down", {"char":"h","action":"up", {"char":"e","action":"down", {"char":"e","action":"up", {"char":"l","action":"down", {"char":"l","action":"up", {"char":"l","action":"down", {"char":"l","action":"up", {"char":"o","action":"down", {"char":"o","action":"up", {"key":"Enter","action":"down", {"key":"Enter","action":"up",`
 	if strings.Join(got, " ") != want {
 		t.Errorf("recv logged:\n%s\nwant hello + Enter", out.String())
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,7 +138,7 @@ func TestFloodWhileTyping(t *testing.T) {
 	}
 	var want []string
 	for _, r := range text {
-		want = append(want, keyFor(r)...)
+		want = append(want, strconv.QuoteRune(r))
 	}
 	if strings.Join(downs, " ") != strings.Join(want, " ") {
 		t.Errorf("injected key-downs:\n%v\nwant\n%v", downs, want)

@@ -15,15 +15,15 @@ func typing(b *testing.B, n int) *Queue {
 		b.Fatal(err)
 	}
 	stamp := uint64(1)
-	add := func(c keys.Code, k Kind) {
-		if _, err := q.Add(Event{Code: c, Kind: k, Stamp: stamp}); err != nil {
+	add := func(c keys.Key, k Kind) {
+		if _, err := q.Add(Event{Key: c, Kind: k, Stamp: stamp}); err != nil {
 			b.Fatal(err)
 		}
 		stamp++
 	}
 	add(0xE1, Down)
 	for i := range 2 * n {
-		c := keys.Code(4 + i%26)
+		c := keys.Key(4 + i%26)
 		add(c, Down)
 		add(c, Up)
 	}
@@ -37,11 +37,11 @@ func BenchmarkAdd(b *testing.B) {
 			stamp := q.Newest()
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				c := keys.Code(4 + i%26)
+				c := keys.Key(4 + i%26)
 				stamp++
-				_, _ = q.Add(Event{Code: c, Kind: Down, Stamp: stamp})
+				_, _ = q.Add(Event{Key: c, Kind: Down, Stamp: stamp})
 				stamp++
-				_, _ = q.Add(Event{Code: c, Kind: Up, Stamp: stamp})
+				_, _ = q.Add(Event{Key: c, Kind: Up, Stamp: stamp})
 			}
 		})
 	}
@@ -53,8 +53,8 @@ func BenchmarkDiff(b *testing.B) {
 			q := typing(b, n)
 			prev := append([]Event(nil), q.Events()...)
 			s := q.Newest()
-			_, _ = q.Add(Event{Code: 0x04, Kind: Down, Stamp: s + 1})
-			_, _ = q.Add(Event{Code: 0x04, Kind: Up, Stamp: s + 2})
+			_, _ = q.Add(Event{Key: 0x04, Kind: Down, Stamp: s + 1})
+			_, _ = q.Add(Event{Key: 0x04, Kind: Up, Stamp: s + 2})
 			in := q.Events()
 			dst := make([]Dispatch, 0, 2*n)
 			b.ReportAllocs()

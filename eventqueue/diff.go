@@ -57,10 +57,10 @@ type Dispatch struct {
 // queue holds at most MaxLen keys.
 type keyList struct {
 	n int
-	a [MaxLen]keys.Code
+	a [MaxLen]keys.Key
 }
 
-func (l *keyList) has(c keys.Code) bool {
+func (l *keyList) has(c keys.Key) bool {
 	for _, k := range l.a[:l.n] {
 		if k == c {
 			return true
@@ -69,14 +69,14 @@ func (l *keyList) has(c keys.Code) bool {
 	return false
 }
 
-func (l *keyList) add(c keys.Code) {
+func (l *keyList) add(c keys.Key) {
 	if !l.has(c) && l.n < len(l.a) {
 		l.a[l.n] = c
 		l.n++
 	}
 }
 
-func (l *keyList) remove(c keys.Code) {
+func (l *keyList) remove(c keys.Key) {
 	for i, k := range l.a[:l.n] {
 		if k == c {
 			copy(l.a[i:l.n], l.a[i+1:l.n])
@@ -86,7 +86,7 @@ func (l *keyList) remove(c keys.Code) {
 	}
 }
 
-func (l *keyList) all() []keys.Code { return l.a[:l.n] }
+func (l *keyList) all() []keys.Key { return l.a[:l.n] }
 
 // Diff appends to dst the events the receiver dispatches when incoming
 // follows prev, by the seed's receiver steps 1–6; step 7 (keep incoming as the
@@ -107,20 +107,20 @@ func Diff(dst []Dispatch, prev, incoming []Event, balanced bool) []Dispatch {
 		if i < len(prev) {
 			switch e := prev[i]; e.Kind {
 			case Down:
-				held.add(e.Code)
+				held.add(e.Key)
 			case Up:
-				held.remove(e.Code)
+				held.remove(e.Key)
 			}
 		}
 		if i < len(incoming) && incoming[i].Kind != None {
-			incomingKeys.add(incoming[i].Code)
+			incomingKeys.add(incoming[i].Key)
 		}
 	}
 	// 5. Release every held key that has no event in the incoming queue,
 	//    stamped with the previous timestamp.
 	for _, c := range held.all() {
 		if !incomingKeys.has(c) {
-			dst = append(dst, Dispatch{Event{Code: c, Kind: Up, Stamp: prevStamp}, Missing})
+			dst = append(dst, Dispatch{Event{Key: c, Kind: Up, Stamp: prevStamp}, Missing})
 		}
 	}
 	return step6(dst, incoming, prevStamp, &held, balanced)
@@ -137,18 +137,18 @@ func step6(dst []Dispatch, incoming []Event, prevStamp uint64, held *keyList, ba
 		switch e.Kind {
 		case Up:
 			// 6.1 A newer key-up of a held key: dispatch it and forget the key.
-			if held.has(e.Code) {
+			if held.has(e.Key) {
 				dst = append(dst, Dispatch{e, Sent})
-				held.remove(e.Code)
+				held.remove(e.Key)
 			}
 		case Down:
 			// 6.2 A newer key-down: dispatch it and hold the key. Balanced
 			// mode first releases a key that is still held (package doc).
-			if balanced && held.has(e.Code) {
-				dst = append(dst, Dispatch{Event{Code: e.Code, Kind: Up, Stamp: e.Stamp}, Missing})
+			if balanced && held.has(e.Key) {
+				dst = append(dst, Dispatch{Event{Key: e.Key, Kind: Up, Stamp: e.Stamp}, Missing})
 			}
 			dst = append(dst, Dispatch{e, Sent})
-			held.add(e.Code)
+			held.add(e.Key)
 		}
 	}
 	return dst
@@ -164,9 +164,9 @@ func Resume(dst []Dispatch, since uint64, incoming []Event, balanced bool) []Dis
 	var held keyList
 	for i := len(incoming) - 1; i >= 0; i-- {
 		e := incoming[i]
-		if e.Kind == Down && e.Stamp <= since && newestOf(incoming, e.Code) == i {
+		if e.Kind == Down && e.Stamp <= since && newestOf(incoming, e.Key) == i {
 			dst = append(dst, Dispatch{e, Resync})
-			held.add(e.Code)
+			held.add(e.Key)
 		}
 	}
 	return step6(dst, incoming, since, &held, balanced)
@@ -216,7 +216,7 @@ func (t *Tracker) Apply(dst []Dispatch, incoming []Event, join bool) []Dispatch 
 
 // Held appends to dst the keys this session holds down at the receiver,
 // oldest press first.
-func (t *Tracker) Held(dst []keys.Code) []keys.Code {
+func (t *Tracker) Held(dst []keys.Key) []keys.Key {
 	if t.released {
 		return dst
 	}
@@ -230,7 +230,7 @@ func (t *Tracker) Release(dst []Dispatch, cause Cause) []Dispatch {
 		return dst
 	}
 	for _, c := range heldKeys(nil, t.prev) {
-		dst = append(dst, Dispatch{Event{Code: c, Kind: Up, Stamp: t.prev[0].Stamp}, cause})
+		dst = append(dst, Dispatch{Event{Key: c, Kind: Up, Stamp: t.prev[0].Stamp}, cause})
 	}
 	t.released = true
 	return dst

@@ -32,7 +32,7 @@ func (k Kind) String() string {
 // Event is one entry of the queue. Stamp orders events within one sender
 // session; see the package doc for how stamps are made.
 type Event struct {
-	Code  keys.Code
+	Key   keys.Key
 	Kind  Kind
 	Stamp uint64
 }

@@ -12,7 +12,7 @@ import (
 // op is one step of a random key trace: a key event, and whether the packet
 // sent after it reaches the receiver.
 type op struct {
-	code      keys.Code
+	code      keys.Key
 	down      bool
 	delivered bool
 }
@@ -23,7 +23,7 @@ func drawTrace(t *rapid.T, lossPct int) (n int, trace []op) {
 	steps := rapid.IntRange(0, 60).Draw(t, "steps")
 	for i := range steps {
 		trace = append(trace, op{
-			code:      keys.Code(4 + rapid.IntRange(0, alphabet-1).Draw(t, "key")),
+			code:      keys.Key(4 + rapid.IntRange(0, alphabet-1).Draw(t, "key")),
 			down:      rapid.Bool().Draw(t, "down"),
 			delivered: rapid.IntRange(0, 99).Draw(t, "p") >= lossPct,
 		})
@@ -56,22 +56,22 @@ func TestQueueAgainstModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n, trace := drawTrace(t, 0)
 		q, _ := New(n)
-		held := map[keys.Code]bool{}
+		held := map[keys.Key]bool{}
 		added := map[Event]bool{}
 		for i, o := range trace {
-			e := Event{Code: o.code, Kind: Up, Stamp: uint64(i + 1)}
+			e := Event{Key: o.code, Kind: Up, Stamp: uint64(i + 1)}
 			if o.down {
 				e.Kind = Down
 			}
 			// The seed's step 5 drops an event exactly when every entry is a
 			// lone key-down of a different key (steps 2 and 4 find no slot).
 			full := true
-			codes := map[keys.Code]bool{}
+			codes := map[keys.Key]bool{}
 			for _, x := range q.Events() {
-				if x.Kind != Down || x.Code == e.Code || codes[x.Code] {
+				if x.Kind != Down || x.Key == e.Key || codes[x.Key] {
 					full = false
 				}
-				codes[x.Code] = true
+				codes[x.Key] = true
 			}
 			var want Result
 			switch {
@@ -122,7 +122,7 @@ func TestQueueAgainstModel(t *testing.T) {
 				}
 			}
 			// A key-down stays in the queue until its key is released.
-			var want2 []keys.Code
+			var want2 []keys.Key
 			for c, h := range held {
 				if h {
 					want2 = append(want2, c)
@@ -148,9 +148,9 @@ func TestDiffUnderLoss(t *testing.T) {
 		n, trace := drawTrace(t, loss)
 		q, _ := New(n)
 		tr := Tracker{Unbalanced: !balanced}
-		osHeld := map[keys.Code]bool{} // what the receiver has injected
-		var sentDowns []Event          // key-downs the sender's queue took
-		var gotDowns []Event           // key-downs the receiver dispatched as sent
+		osHeld := map[keys.Key]bool{} // what the receiver has injected
+		var sentDowns []Event         // key-downs the sender's queue took
+		var gotDowns []Event          // key-downs the receiver dispatched as sent
 		everApplied := false
 		apply := func(snapshot []Event) {
 			ds := tr.Apply(nil, snapshot, join && !everApplied)
@@ -159,15 +159,15 @@ func TestDiffUnderLoss(t *testing.T) {
 				switch d.Kind {
 				case Up:
 					// Invariant 2: never a key-up for a key not held.
-					if !osHeld[d.Code] {
-						t.Fatalf("key-up of unheld key %s (%v)", name(d.Code), d.Cause)
+					if !osHeld[d.Key] {
+						t.Fatalf("key-up of unheld key %s (%v)", name(d.Key), d.Cause)
 					}
-					delete(osHeld, d.Code)
+					delete(osHeld, d.Key)
 				case Down:
-					if osHeld[d.Code] && balanced {
-						t.Fatalf("balanced: second key-down of held key %s", name(d.Code))
+					if osHeld[d.Key] && balanced {
+						t.Fatalf("balanced: second key-down of held key %s", name(d.Key))
 					}
-					osHeld[d.Code] = true
+					osHeld[d.Key] = true
 					if d.Cause == Sent {
 						gotDowns = append(gotDowns, d.Event)
 					}
@@ -179,7 +179,7 @@ func TestDiffUnderLoss(t *testing.T) {
 			}
 		}
 		for i, o := range trace {
-			e := Event{Code: o.code, Kind: Up, Stamp: q.NextStamp(uint64(i))}
+			e := Event{Key: o.code, Kind: Up, Stamp: q.NextStamp(uint64(i))}
 			if o.down {
 				e.Kind = Down
 			}
@@ -193,7 +193,7 @@ func TestDiffUnderLoss(t *testing.T) {
 		// Invariant 1: one packet after the last event arrives.
 		apply(slices.Clone(q.Events()))
 		want := q.HeldKeys(nil)
-		var got []keys.Code
+		var got []keys.Key
 		for c := range osHeld {
 			got = append(got, c)
 		}
@@ -230,7 +230,7 @@ func TestResumeZeroIsFreshDiff(t *testing.T) {
 			if o.down {
 				k = Down
 			}
-			_, _ = q.Add(Event{Code: o.code, Kind: k, Stamp: uint64(i + 1)})
+			_, _ = q.Add(Event{Key: o.code, Kind: k, Stamp: uint64(i + 1)})
 		}
 		a := showDispatch(Resume(nil, 0, q.Events(), true))
 		b := showDispatch(Diff(nil, nil, q.Events(), true))

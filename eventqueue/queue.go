@@ -80,9 +80,9 @@ func (q *Queue) NextStamp(clockMillis uint64) uint64 {
 
 // Held reports whether the queue holds code down: its newest event for code is
 // a key-down.
-func (q *Queue) Held(code keys.Code) bool {
+func (q *Queue) Held(code keys.Key) bool {
 	for _, e := range q.ev {
-		if e.Code == code && e.Kind != None {
+		if e.Key == code && e.Kind != None {
 			return e.Kind == Down
 		}
 	}
@@ -90,26 +90,26 @@ func (q *Queue) Held(code keys.Code) bool {
 }
 
 // HeldKeys appends the keys the queue holds down to dst, oldest press first.
-func (q *Queue) HeldKeys(dst []keys.Code) []keys.Code {
+func (q *Queue) HeldKeys(dst []keys.Key) []keys.Key {
 	return heldKeys(dst, q.ev)
 }
 
 // heldKeys lists the keys whose newest event in queue is a key-down, oldest
 // first.
-func heldKeys(dst []keys.Code, queue []Event) []keys.Code {
+func heldKeys(dst []keys.Key, queue []Event) []keys.Key {
 	for i := len(queue) - 1; i >= 0; i-- {
 		e := queue[i]
-		if e.Kind == Down && newestOf(queue, e.Code) == i {
-			dst = append(dst, e.Code)
+		if e.Kind == Down && newestOf(queue, e.Key) == i {
+			dst = append(dst, e.Key)
 		}
 	}
 	return dst
 }
 
 // newestOf is the index of the newest real event for code in queue, or -1.
-func newestOf(queue []Event, code keys.Code) int {
+func newestOf(queue []Event, code keys.Key) int {
 	for i, e := range queue {
-		if e.Code == code && e.Kind != None {
+		if e.Key == code && e.Kind != None {
 			return i
 		}
 	}
@@ -121,13 +121,13 @@ func newestOf(queue []Event, code keys.Code) int {
 // an error, and changes nothing, for an event that is not a key-down or key-up
 // of a non-zero key, or whose stamp is not newer than the queue's newest.
 func (q *Queue) Add(e Event) (Result, error) {
-	if (e.Kind != Down && e.Kind != Up) || e.Code == 0 {
-		return 0, fmt.Errorf("%w: %v of key %v", ErrEvent, e.Kind, e.Code)
+	if (e.Kind != Down && e.Kind != Up) || e.Key == 0 {
+		return 0, fmt.Errorf("%w: %v of key %v", ErrEvent, e.Kind, e.Key)
 	}
 	if e.Stamp <= q.ev[0].Stamp {
 		return 0, fmt.Errorf("%w: %d <= %d", ErrStamp, e.Stamp, q.ev[0].Stamp)
 	}
-	held := q.Held(e.Code)
+	held := q.Held(e.Key)
 	if e.Kind == Down && held {
 		return Repeat, nil
 	}
@@ -156,7 +156,7 @@ func (q *Queue) lastShiftIndex(e Event) int {
 	last := n - 1
 	// 2. While the event at the last shift index is a key-down of a different
 	//    key, subtract one from the last shift index.
-	for last >= 0 && q.ev[last].Kind == Down && q.ev[last].Code != e.Code {
+	for last >= 0 && q.ev[last].Kind == Down && q.ev[last].Key != e.Key {
 		last--
 	}
 	// 3. Set the seen keycodes set to the empty set. (It is empty between
@@ -165,7 +165,7 @@ func (q *Queue) lastShiftIndex(e Event) int {
 	//    is past the last shift index, move the last shift index to i; then
 	//    add the keycode at i to the seen set.
 	for i := range n {
-		c := q.ev[i].Code
+		c := q.ev[i].Key
 		if q.seen.has(c) && i > last {
 			last = i
 		}
@@ -183,10 +183,10 @@ func (q *Queue) lastShiftIndex(e Event) int {
 // changes nothing; a sender uses it to hold e back rather than lose an event
 // a receiver has not acknowledged.
 func (q *Queue) Victim(e Event) (Event, bool) {
-	if (e.Kind != Down && e.Kind != Up) || e.Code == 0 || e.Stamp <= q.ev[0].Stamp {
+	if (e.Kind != Down && e.Kind != Up) || e.Key == 0 || e.Stamp <= q.ev[0].Stamp {
 		return Event{}, false
 	}
-	held := q.Held(e.Code)
+	held := q.Held(e.Key)
 	if e.Kind == Down && held || e.Kind == Up && !held {
 		return Event{}, false
 	}
@@ -197,18 +197,42 @@ func (q *Queue) Victim(e Event) (Event, bool) {
 	return q.ev[last], true
 }
 
-// codeSet is a set of key codes, cleared by removing the codes of the queue
-// that filled it, so step 3 costs O(N) and Add allocates nothing.
+// codeSet is the set of keys of step 3: a bitmap for physical keys (16-bit
+// codes) and a short list for characters, cleared by removing the keys of
+// the queue that filled it, so step 3 costs O(N) and Add allocates nothing.
 type codeSet struct {
-	bits [1 << 16 / 64]uint64
+	bits  [1 << 16 / 64]uint64
+	nchar int
+	chars [MaxLen]keys.Key
 }
 
-func (s *codeSet) has(c keys.Code) bool { return s.bits[c/64]&(1<<(c%64)) != 0 }
-func (s *codeSet) add(c keys.Code)      { s.bits[c/64] |= 1 << (c % 64) }
+func (s *codeSet) has(k keys.Key) bool {
+	if c, ok := k.Code(); ok {
+		return s.bits[c/64]&(1<<(c%64)) != 0
+	}
+	for _, x := range s.chars[:s.nchar] {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
 
-// clear empties the set, which must hold no codes but those of queue.
+func (s *codeSet) add(k keys.Key) {
+	if c, ok := k.Code(); ok {
+		s.bits[c/64] |= 1 << (c % 64)
+	} else if !s.has(k) && s.nchar < len(s.chars) {
+		s.chars[s.nchar] = k
+		s.nchar++
+	}
+}
+
+// clear empties the set, which must hold no keys but those of queue.
 func (s *codeSet) clear(queue []Event) {
 	for _, e := range queue {
-		s.bits[e.Code/64] = 0
+		if c, ok := e.Key.Code(); ok {
+			s.bits[c/64] = 0
+		}
 	}
+	s.nchar = 0
 }

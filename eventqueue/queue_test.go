@@ -11,16 +11,16 @@ import (
 
 // Key codes for the tables (USB HID usages).
 const (
-	kA keys.Code = 0x04
-	kB keys.Code = 0x05
-	kC keys.Code = 0x06
-	kD keys.Code = 0x07
-	kE keys.Code = 0x08
+	kA keys.Key = 0x04
+	kB keys.Key = 0x05
+	kC keys.Key = 0x06
+	kD keys.Key = 0x07
+	kE keys.Key = 0x08
 )
 
-func dn(c keys.Code, s uint64) Event { return Event{Code: c, Kind: Down, Stamp: s} }
-func up(c keys.Code, s uint64) Event { return Event{Code: c, Kind: Up, Stamp: s} }
-func none() Event                    { return Event{} }
+func dn(c keys.Key, s uint64) Event { return Event{Key: c, Kind: Down, Stamp: s} }
+func up(c keys.Key, s uint64) Event { return Event{Key: c, Kind: Up, Stamp: s} }
+func none() Event                   { return Event{} }
 
 // show renders a queue as "dA1 uB2 -" for readable failures.
 func show(q []Event) string {
@@ -33,15 +33,15 @@ func show(q []Event) string {
 		case None:
 			fmt.Fprintf(&b, "-%d", e.Stamp)
 		case Down:
-			fmt.Fprintf(&b, "d%s%d", name(e.Code), e.Stamp)
+			fmt.Fprintf(&b, "d%s%d", name(e.Key), e.Stamp)
 		case Up:
-			fmt.Fprintf(&b, "u%s%d", name(e.Code), e.Stamp)
+			fmt.Fprintf(&b, "u%s%d", name(e.Key), e.Stamp)
 		}
 	}
 	return b.String()
 }
 
-func name(c keys.Code) string {
+func name(c keys.Key) string {
 	if c >= kA && c <= kE {
 		return string(rune('A' + c - kA))
 	}
@@ -205,8 +205,8 @@ func TestAddRejectsBadEvents(t *testing.T) {
 	}{
 		{dn(kB, 5), ErrStamp},
 		{dn(kB, 4), ErrStamp},
-		{Event{Code: kB, Kind: None, Stamp: 9}, ErrEvent},
-		{Event{Code: kB, Kind: 7, Stamp: 9}, ErrEvent},
+		{Event{Key: kB, Kind: None, Stamp: 9}, ErrEvent},
+		{Event{Key: kB, Kind: 7, Stamp: 9}, ErrEvent},
 		{dn(0, 9), ErrEvent},
 	} {
 		if _, err := q.Add(tc.e); !errors.Is(err, tc.want) {

@@ -4,15 +4,17 @@
 package inject
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
-// Key is one key event to inject.
-type Key struct {
-	Code keys.Code
+// Event is one key event to inject.
+type Event struct {
+	Key  keys.Key
 	Down bool
 	// Cause is why the receiver injects it: eventqueue.Sent for an event the
 	// sender sent, otherwise a synthetic one (a missing key-up, a timeout...).
@@ -23,30 +25,46 @@ type Key struct {
 
 // Injector delivers key events. Inject is called from one goroutine at a
 // time; an error is reported and counted by the receiver, never fatal, so
-// one key a backend cannot press does not stop the relay.
+// one key a backend cannot press does not stop the relay. A key or
+// character the backend cannot type at all gives an error wrapping
+// ErrCannotType: the injector has said so once, and the receiver counts it
+// apart from failures.
 type Injector interface {
-	Inject(k Key) error
+	Inject(k Event) error
 	// Close releases what the injector holds. The receiver has already
 	// released every key it pressed.
 	Close() error
 }
 
-// skipped reports, once per key, that a backend cannot press it. Safe for
-// concurrent use; the zero value is ready.
+// ErrCannotType is wrapped by Inject's error for a key or character the
+// injector cannot type (a character on uinput, which has no layout; a key
+// with no code in the backend). Nothing else is typed in its place.
+var ErrCannotType = errors.New("cannot type")
+
+// skipped reports, once per key, that a backend cannot type it, and makes
+// the ErrCannotType error for each event. Safe for concurrent use; the zero
+// value is ready.
 type skipped struct {
 	mu   sync.Mutex
-	seen map[keys.Code]bool
+	seen map[keys.Key]bool
 }
 
-func (s *skipped) report(logf func(string, ...any), backend string, code keys.Code) {
+// report logs, the first time for key, that backend cannot type it and why,
+// and returns the error Inject returns for it.
+func (s *skipped) report(logf func(string, ...any), backend string, key keys.Key, why string) error {
+	err := fmt.Errorf("%w %v with %s", ErrCannotType, key, backend)
+	if why != "" {
+		err = fmt.Errorf("%w: %s", err, why)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.seen[code] || logf == nil {
-		return
+	if s.seen[key] || logf == nil {
+		return err
 	}
 	if s.seen == nil {
-		s.seen = map[keys.Code]bool{}
+		s.seen = map[keys.Key]bool{}
 	}
-	s.seen[code] = true
-	logf("%s cannot press %v: skipped (this is reported once)", backend, code)
+	s.seen[key] = true
+	logf("%v: skipped, nothing typed in its place (this is reported once)", err)
+	return err
 }

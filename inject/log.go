@@ -8,10 +8,12 @@ import (
 )
 
 // Log writes one JSON object per injected key to W, one Write per line so a
-// reader sees each event as soon as it happens:
+// reader sees each event as soon as it happens. A physical key has "key"
+// (its W3C name), a character "char" (the character itself):
 //
 //	{"key":"KeyA","action":"down","session":"0123456789abcdef"}
 //	{"key":"KeyA","action":"up","reason":"timeout","session":"0123456789abcdef"}
+//	{"char":"é","action":"down","session":"0123456789abcdef"}
 //
 // reason is present only for synthetic events (see eventqueue.Cause). Log is
 // safe for concurrent use.
@@ -22,15 +24,21 @@ type Log struct {
 
 // LogLine is the JSON form of one Log line.
 type LogLine struct {
-	Key     string `json:"key"`
+	Key     string `json:"key,omitempty"`
+	Char    string `json:"char,omitempty"`
 	Action  string `json:"action"`
 	Reason  string `json:"reason,omitempty"`
 	Session string `json:"session"`
 }
 
 // Inject writes k as one line.
-func (l *Log) Inject(k Key) error {
-	line := LogLine{Key: k.Code.String(), Action: "up", Reason: k.Cause.String(), Session: fmt.Sprintf("%016x", k.Session)}
+func (l *Log) Inject(k Event) error {
+	line := LogLine{Action: "up", Reason: k.Cause.String(), Session: fmt.Sprintf("%016x", k.Session)}
+	if r, ok := k.Key.Char(); ok {
+		line.Char = string(r)
+	} else {
+		line.Key = k.Key.String()
+	}
 	if k.Down {
 		line.Action = "down"
 	}

@@ -26,18 +26,30 @@ func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {
 }
 
 // Inject presses or releases one key.
-func (r *Robotgo) Inject(k Key) error {
-	name, ok := robotgoNames[k.Code]
-	if !ok {
-		r.skipped.report(r.logf, "robotgo", k.Code)
+func (r *Robotgo) Inject(k Event) error {
+	if c, ok := k.Key.Char(); ok {
+		// A character: by its key where robotgo finds one, else typed as
+		// text on its key-down (nothing to release on its key-up).
+		dir := "up"
+		if k.Down {
+			dir = "down"
+		}
+		if err := robotgo.KeyToggle(string(c), dir); err != nil && k.Down {
+			robotgo.TypeStr(string(c))
+		}
 		return nil
+	}
+	code, _ := k.Key.Code()
+	name, ok := robotgoNames[code]
+	if !ok {
+		return r.skipped.report(r.logf, "robotgo", k.Key, "robotgo has no name for it")
 	}
 	dir := "up"
 	if k.Down {
 		dir = "down"
 	}
 	if err := robotgo.KeyToggle(name, dir); err != nil {
-		return fmt.Errorf("robotgo %s %s (%v): %w", dir, name, k.Code, err)
+		return fmt.Errorf("robotgo %s %s (%v): %w", dir, name, k.Key, err)
 	}
 	return nil
 }

@@ -18,11 +18,19 @@ import (
 var ErrNoDisplay = errors.New("no X display")
 
 // Robotgo presses keys in the X server of $DISPLAY through robotgo's pure-Go
-// X11 backend (XTEST). Keys robotgo cannot press are reported once and
-// skipped, never sent as another key. Safe for use from one goroutine.
+// X11 backend (XTEST). robotgo works with keysyms: a physical key becomes
+// the character the US layout puts on it, which the receiver's layout then
+// looks up (on a German receiver KeyZ types y), so --inject x11 is the
+// injector for physical keys. A character is pressed where the receiver's
+// layout has it (with Shift if needed), or else tapped through robotgo's
+// scratch keycode. Keys robotgo cannot press are reported once and skipped,
+// never sent as another key. Safe for use from one goroutine.
 type Robotgo struct {
 	logf    func(format string, args ...any)
 	skipped skipped
+	// tapped holds the characters typed by a tap on their key-down (not on
+	// the receiver's layout): their key-up has nothing left to release.
+	tapped map[rune]bool
 }
 
 // displayTimeout bounds the start-up check: a TCP display that does not
@@ -43,7 +51,7 @@ func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {
 	}
 	// robotgo sleeps 10 ms after every key by default: keys would queue up.
 	x11.KeySleep = 0
-	return &Robotgo{logf: logf}, nil
+	return &Robotgo{logf: logf, tapped: map[rune]bool{}}, nil
 }
 
 // CheckDisplay checks what --inject robotgo needs: a reachable X display
@@ -80,18 +88,44 @@ func checkDisplay() error {
 }
 
 // Inject presses or releases one key.
-func (r *Robotgo) Inject(k Key) error {
-	name, ok := robotgoNames[k.Code]
+func (r *Robotgo) Inject(k Event) error {
+	if c, ok := k.Key.Char(); ok {
+		return r.char(c, k.Down)
+	}
+	code, _ := k.Key.Code()
+	name, ok := robotgoNames[code]
 	if !ok {
-		r.skipped.report(r.logf, "robotgo", k.Code)
-		return nil
+		return r.skipped.report(r.logf, "robotgo", k.Key, "robotgo has no name for it")
 	}
 	dir := "up"
 	if k.Down {
 		dir = "down"
 	}
 	if err := x11.KeyToggle(name, dir); err != nil {
-		return fmt.Errorf("robotgo %s %s (%v): %w", dir, name, k.Code, err)
+		return fmt.Errorf("robotgo %s %s (%v): %w", dir, name, k.Key, err)
+	}
+	return nil
+}
+
+// char presses or releases a character: by its key if the receiver's layout
+// has it (robotgo adds Shift where needed), else as a tap on its key-down.
+func (r *Robotgo) char(c rune, down bool) error {
+	if !down && r.tapped[c] {
+		delete(r.tapped, c)
+		return nil
+	}
+	dir := "up"
+	if down {
+		dir = "down"
+	}
+	err := x11.KeyToggle(string(c), dir)
+	if down && errors.Is(err, x11.ErrNotFound) {
+		x11.TypeStr(string(c))
+		r.tapped[c] = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("robotgo %s %q: %w", dir, c, err)
 	}
 	return nil
 }

@@ -16,8 +16,8 @@ func NewRobotgo(func(string, ...any)) (*Robotgo, error) {
 	return nil, errors.New("--inject robotgo is built only for Linux/X11 in this version; use --inject log")
 }
 
-func (*Robotgo) Inject(Key) error { return errors.New("robotgo not available") }
-func (*Robotgo) Close() error     { return nil }
+func (*Robotgo) Inject(Event) error { return errors.New("robotgo not available") }
+func (*Robotgo) Close() error       { return nil }
 
 // CheckDisplay reports that this build has no robotgo backend.
 func CheckDisplay() error { _, err := NewRobotgo(nil); return err }

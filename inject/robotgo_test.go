@@ -2,6 +2,7 @@ package inject
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"testing"
 
@@ -67,8 +68,8 @@ func TestRobotgoSkipsUnmappableKeysOnce(t *testing.T) {
 		t.Fatalf("%v is mapped; pick another unmapped key", unmapped)
 	}
 	for range 3 {
-		if err := r.Inject(Key{Code: unmapped, Down: true}); err != nil {
-			t.Fatal(err)
+		if err := r.Inject(Event{Key: keys.Key(unmapped), Down: true}); !errors.Is(err, ErrCannotType) {
+			t.Fatalf("Inject = %v, want ErrCannotType", err)
 		}
 	}
 	if len(logged) != 1 {

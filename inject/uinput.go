@@ -15,6 +15,9 @@ const DefaultUinputPath = "/dev/uinput"
 // ErrNoUinput is wrapped by NewUinput's error when the device cannot be used.
 var ErrNoUinput = errors.New("uinput unavailable")
 
+// charWhyUinput says why uinput cannot type a character, and what can.
+const charWhyUinput = "the kernel has no keyboard layout, so uinput presses keys, not characters (text from a terminal or a script's type needs --inject x11; physical keys from --input hook or a script's tap work)"
+
 // maxUinputKey is the highest evdev key code bendahl/uinput accepts.
 const maxUinputKey = 248
 

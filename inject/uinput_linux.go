@@ -9,7 +9,10 @@ import (
 
 // Uinput presses keys through a virtual keyboard made with the Linux uinput
 // device: it works without X (Wayland, the console, headless machines).
-// Keys with no evdev code are reported once and skipped.
+// It presses physical keys only: the kernel has no keyboard layout, so a
+// character (from a terminal or a script's type) cannot be typed; it is
+// reported once and skipped, like a key with no evdev code, and nothing
+// else is typed in its place.
 type Uinput struct {
 	kb      uinput.Keyboard
 	logf    func(format string, args ...any)
@@ -33,11 +36,14 @@ func NewUinput(path string, logf func(format string, args ...any)) (*Uinput, err
 }
 
 // Inject presses or releases one key.
-func (u *Uinput) Inject(k Key) error {
-	ev, ok := EvdevCode(k.Code)
+func (u *Uinput) Inject(k Event) error {
+	code, ok := k.Key.Code()
 	if !ok {
-		u.skipped.report(u.logf, "uinput", k.Code)
-		return nil
+		return u.skipped.report(u.logf, "uinput", k.Key, charWhyUinput)
+	}
+	ev, ok := EvdevCode(code)
+	if !ok {
+		return u.skipped.report(u.logf, "uinput", k.Key, "no evdev key code")
 	}
 	if k.Down {
 		return u.kb.KeyDown(ev)

@@ -12,5 +12,5 @@ func NewUinput(path string, _ func(string, ...any)) (*Uinput, error) {
 	return nil, fmt.Errorf("%w: uinput is a Linux device; use --inject robotgo or --inject log", ErrNoUinput)
 }
 
-func (*Uinput) Inject(Key) error { return ErrNoUinput }
-func (*Uinput) Close() error     { return nil }
+func (*Uinput) Inject(Event) error { return ErrNoUinput }
+func (*Uinput) Close() error       { return nil }

@@ -16,11 +16,11 @@ import (
 
 // chanSource emits the key events it is given.
 type chanSource chan struct {
-	code keys.Code
+	code keys.Key
 	down bool
 }
 
-func (c chanSource) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+func (c chanSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	for {
 		select {
 		case ev, ok := <-c:
@@ -39,8 +39,8 @@ func (c chanSource) Play(ctx context.Context, emit func(keys.Code, bool) error) 
 // signalInjector reports every injected key on a channel, stamped.
 type signalInjector chan time.Time
 
-func (s signalInjector) Inject(inject.Key) error { s <- time.Now(); return nil }
-func (s signalInjector) Close() error            { return nil }
+func (s signalInjector) Inject(inject.Event) error { s <- time.Now(); return nil }
+func (s signalInjector) Close() error              { return nil }
 
 // BenchmarkLoopbackLatency measures, over real loopback UDP sockets, the time
 // from a key event entering the sender to the receiver handing it to its
@@ -107,9 +107,9 @@ func loopbackLatency(b *testing.B, flooded bool) {
 		for _, down := range []bool{true, false} {
 			t0 := time.Now()
 			src <- struct {
-				code keys.Code
+				code keys.Key
 				down bool
-			}{keys.Code(4 + i%26), down}
+			}{keys.Key(4 + i%26), down}
 			select {
 			case t1 := <-injected:
 				lat = append(lat, t1.Sub(t0))

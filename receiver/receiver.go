@@ -89,14 +89,15 @@ type Stats struct {
 	Skewed     int // authenticated packets whose wall clock is too far from ours
 	Injected   int // key events given to the injector
 	InjectErr  int // key events the injector failed
+	NotTyped   int // key-downs the injector cannot type (inject.ErrCannotType): a character on uinput
 	Sessions   int // sessions seen
 	Timeouts   int // sessions ended by silence
 	Acks       int // ack packets sent
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d forged, %d replayed, %d clock-skewed, %d not allowed), %d sessions (%d timed out), %d keys injected (%d failed), %d acks sent",
-		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.NotAllowed, s.Sessions, s.Timeouts, s.Injected, s.InjectErr, s.Acks)
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d forged, %d replayed, %d clock-skewed, %d not allowed), %d sessions (%d timed out), %d keys injected (%d failed, %d not typable here), %d acks sent",
+		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.NotAllowed, s.Sessions, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks)
 }
 
 type session struct {
@@ -105,8 +106,8 @@ type session struct {
 	aead      cipher.AEAD
 	replay    wire.ReplayFilter
 	tracker   eventqueue.Tracker
-	held      map[keys.Code]bool // keys this session holds in the OS
-	counter   uint64             // newest packet counter applied
+	held      map[keys.Key]bool // keys this session holds in the OS
+	counter   uint64            // newest packet counter applied
 	lastHeard time.Time
 	live      bool // false once timed out or ended (keys released)
 	replaced  bool // a newer session from the same address took over
@@ -126,7 +127,7 @@ type Receiver struct {
 	cfg      Config
 	sessions map[uint64]*session
 	byAddr   map[string]*session
-	osHeld   map[keys.Code]int // how many live sessions hold each key
+	osHeld   map[keys.Key]int // how many live sessions hold each key
 	stats    Stats
 	pkt      wire.Queue
 	ds       []eventqueue.Dispatch
@@ -164,7 +165,7 @@ func New(cfg Config) (*Receiver, error) {
 		cfg:      cfg,
 		sessions: map[uint64]*session{},
 		byAddr:   map[string]*session{},
-		osHeld:   map[keys.Code]int{},
+		osHeld:   map[keys.Key]int{},
 	}, nil
 }
 
@@ -304,7 +305,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	defer r.publish(now, false)
 	r.ds = s.tracker.Apply(r.ds[:0], r.pkt.Events, join)
 	for _, d := range r.ds {
-		r.inject(s, d.Code, d.Kind == eventqueue.Down, d.Cause)
+		r.inject(s, d.Key, d.Kind == eventqueue.Down, d.Cause)
 	}
 }
 
@@ -354,7 +355,7 @@ func (r *Receiver) newSession(id uint64, addr string) *session {
 	if len(r.sessions) >= maxSessions {
 		r.forgetOldest()
 	}
-	s := &session{id: id, addr: addr, held: map[keys.Code]bool{}}
+	s := &session{id: id, addr: addr, held: map[keys.Key]bool{}}
 	s.tracker.Unbalanced = r.cfg.Unbalanced
 	r.sessions[id] = s
 	r.stats.Sessions++
@@ -453,7 +454,7 @@ func (r *Receiver) end(s *session, cause eventqueue.Cause) {
 	}
 	r.ds = s.tracker.Release(r.ds[:0], cause)
 	for _, d := range r.ds {
-		r.inject(s, d.Code, false, cause)
+		r.inject(s, d.Key, false, cause)
 	}
 	// Keys the tracker no longer knows about but the session holds (none
 	// when the tracker and the session agree) are released too.
@@ -476,18 +477,18 @@ func (r *Receiver) sortedSessions() []*session {
 
 // inject merges one session's key event into the OS state: a key goes down
 // when the first session presses it and up when the last one releases it.
-func (r *Receiver) inject(s *session, code keys.Code, down bool, cause eventqueue.Cause) {
+func (r *Receiver) inject(s *session, code keys.Key, down bool, cause eventqueue.Cause) {
 	if down {
 		if s.held[code] {
 			// Only with Unbalanced: the seed's repeated key-down goes
 			// through as it would from a keyboard's auto-repeat.
-			r.send(inject.Key{Code: code, Down: true, Cause: cause, Session: s.id})
+			r.send(inject.Event{Key: code, Down: true, Cause: cause, Session: s.id})
 			return
 		}
 		s.held[code] = true
 		r.osHeld[code]++
 		if r.osHeld[code] == 1 {
-			r.send(inject.Key{Code: code, Down: true, Cause: cause, Session: s.id})
+			r.send(inject.Event{Key: code, Down: true, Cause: cause, Session: s.id})
 		}
 		return
 	}
@@ -498,21 +499,30 @@ func (r *Receiver) inject(s *session, code keys.Code, down bool, cause eventqueu
 	r.osHeld[code]--
 	if r.osHeld[code] == 0 {
 		delete(r.osHeld, code)
-		r.send(inject.Key{Code: code, Down: false, Cause: cause, Session: s.id})
+		r.send(inject.Event{Key: code, Down: false, Cause: cause, Session: s.id})
 	}
 }
 
-func (r *Receiver) send(k inject.Key) {
+func (r *Receiver) send(k inject.Event) {
 	r.stats.Injected++
-	if err := r.cfg.Injector.Inject(k); err != nil {
+	err := r.cfg.Injector.Inject(k)
+	switch {
+	case err == nil:
+	case errors.Is(err, inject.ErrCannotType):
+		// The injector said so, once per key; the key-up of a key it could
+		// not press is no news.
+		if k.Down {
+			r.stats.NotTyped++
+		}
+	default:
 		r.stats.InjectErr++
-		r.logf("unable to inject %v: %v", k.Code, err)
+		r.logf("unable to inject %v: %v", k.Key, err)
 	}
 }
 
 // Held lists the keys down in the OS because of this receiver, in code order.
-func (r *Receiver) Held() []keys.Code {
-	out := make([]keys.Code, 0, len(r.osHeld))
+func (r *Receiver) Held() []keys.Key {
+	out := make([]keys.Key, 0, len(r.osHeld))
 	for c := range r.osHeld {
 		out = append(out, c)
 	}

@@ -13,18 +13,18 @@ import (
 )
 
 // recorder is an Injector that remembers what it was given.
-type recorder struct{ got []inject.Key }
+type recorder struct{ got []inject.Event }
 
-func (r *recorder) Inject(k inject.Key) error { r.got = append(r.got, k); return nil }
-func (r *recorder) Close() error              { return nil }
+func (r *recorder) Inject(k inject.Event) error { r.got = append(r.got, k); return nil }
+func (r *recorder) Close() error                { return nil }
 
 // take renders and forgets what was injected: "KeyA down, KeyA up(timeout)".
 func (r *recorder) take() string {
 	var s []string
 	for _, k := range r.got {
-		a := k.Code.String() + " up"
+		a := k.Key.String() + " up"
 		if k.Down {
-			a = k.Code.String() + " down"
+			a = k.Key.String() + " down"
 		}
 		if c := k.Cause.String(); c != "" {
 			a += "(" + c + ")"
@@ -42,8 +42,8 @@ var (
 )
 
 const (
-	kA = keys.Code(0x04)
-	kB = keys.Code(0x05)
+	kA = keys.Key(0x04)
+	kB = keys.Key(0x05)
 )
 
 // packet encodes a queue packet; events are given newest first and padded
@@ -61,11 +61,11 @@ func packet(t *testing.T, session, counter, clock uint64, events ...eventqueue.E
 	return b
 }
 
-func dn(c keys.Code, s uint64) eventqueue.Event {
-	return eventqueue.Event{Code: c, Kind: eventqueue.Down, Stamp: s}
+func dn(c keys.Key, s uint64) eventqueue.Event {
+	return eventqueue.Event{Key: c, Kind: eventqueue.Down, Stamp: s}
 }
-func up(c keys.Code, s uint64) eventqueue.Event {
-	return eventqueue.Event{Code: c, Kind: eventqueue.Up, Stamp: s}
+func up(c keys.Key, s uint64) eventqueue.Event {
+	return eventqueue.Event{Key: c, Kind: eventqueue.Up, Stamp: s}
 }
 
 func newReceiver(t *testing.T) (*Receiver, *recorder) {
@@ -110,7 +110,7 @@ func TestStalePacketsAreDropped(t *testing.T) {
 	newer := []eventqueue.Event{dn(kB, 2), dn(kA, 1)}
 	// The failure the counter check prevents: diffing the older queue
 	// against the newer one releases B.
-	if ds := eventqueue.Diff(nil, newer, older, true); len(ds) != 1 || ds[0].Code != kB || ds[0].Kind != eventqueue.Up {
+	if ds := eventqueue.Diff(nil, newer, older, true); len(ds) != 1 || ds[0].Key != kB || ds[0].Kind != eventqueue.Up {
 		t.Fatalf("expected the reordered queue to release B, got %+v", ds)
 	}
 

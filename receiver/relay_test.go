@@ -27,7 +27,7 @@ var relayKey = []byte("0123456789abcdef0123456789abcdef")
 // step is one key event of a trace and the pause before it.
 type step struct {
 	wait time.Duration
-	code keys.Code
+	code keys.Key
 	down bool
 }
 
@@ -40,7 +40,7 @@ type traceSource struct {
 	atEnd func()
 }
 
-func (s traceSource) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+func (s traceSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	for _, st := range s.steps {
 		if err := pause(ctx, st.wait); err != nil {
 			return err
@@ -68,37 +68,37 @@ func pause(ctx context.Context, d time.Duration) error {
 // DESIGN.md invariant 2 as events come.
 type osState struct {
 	mu       sync.Mutex
-	held     map[keys.Code]bool
-	downs    []keys.Code // key-downs the sender sent (Cause Sent), in order
+	held     map[keys.Key]bool
+	downs    []keys.Key // key-downs the sender sent (Cause Sent), in order
 	problems []string
 }
 
-func (o *osState) Inject(k inject.Key) error {
+func (o *osState) Inject(k inject.Event) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if k.Down {
-		if o.held[k.Code] {
-			o.problems = append(o.problems, fmt.Sprintf("second key-down of held %v", k.Code))
+		if o.held[k.Key] {
+			o.problems = append(o.problems, fmt.Sprintf("second key-down of held %v", k.Key))
 		}
-		o.held[k.Code] = true
+		o.held[k.Key] = true
 		if k.Cause == eventqueue.Sent {
-			o.downs = append(o.downs, k.Code)
+			o.downs = append(o.downs, k.Key)
 		}
 	} else {
-		if !o.held[k.Code] {
-			o.problems = append(o.problems, fmt.Sprintf("key-up of unheld %v (%v)", k.Code, k.Cause))
+		if !o.held[k.Key] {
+			o.problems = append(o.problems, fmt.Sprintf("key-up of unheld %v (%v)", k.Key, k.Cause))
 		}
-		delete(o.held, k.Code)
+		delete(o.held, k.Key)
 	}
 	return nil
 }
 
 func (o *osState) Close() error { return nil }
 
-func (o *osState) heldKeys() []keys.Code {
+func (o *osState) heldKeys() []keys.Key {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var out []keys.Code
+	var out []keys.Key
 	for c := range o.held {
 		out = append(out, c)
 	}
@@ -169,7 +169,7 @@ func TestRelayUnderLoss(t *testing.T) {
 		for range rapid.IntRange(0, 40).Draw(rt, "steps") {
 			steps = append(steps, step{
 				wait: time.Duration(rapid.IntRange(0, 150).Draw(rt, "waitMs")) * time.Millisecond,
-				code: keys.Code(4 + rapid.IntRange(0, alphabet-1).Draw(rt, "key")),
+				code: keys.Key(4 + rapid.IntRange(0, alphabet-1).Draw(rt, "key")),
 				down: rapid.Bool().Draw(rt, "down"),
 			})
 		}
@@ -188,13 +188,13 @@ func TestRelayUnderLoss(t *testing.T) {
 func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash, feedback bool) string {
 	// The model of the sender: the same queue fed the same events.
 	model, _ := eventqueue.New(n)
-	var sentDowns []keys.Code
+	var sentDowns []keys.Key
 	for i, st := range steps {
 		k := eventqueue.Up
 		if st.down {
 			k = eventqueue.Down
 		}
-		if r, _ := model.Add(eventqueue.Event{Code: st.code, Kind: k, Stamp: uint64(i + 1)}); r == eventqueue.Added && st.down {
+		if r, _ := model.Add(eventqueue.Event{Key: st.code, Kind: k, Stamp: uint64(i + 1)}); r == eventqueue.Added && st.down {
 			sentDowns = append(sentDowns, st.code)
 		}
 	}
@@ -215,7 +215,7 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash, feedb
 			t.Fatal(err)
 		}
 		rconn, sconn := &counterConn{PacketConn: rc}, &counterConn{PacketConn: sc}
-		osk := &osState{held: map[keys.Code]bool{}}
+		osk := &osState{held: map[keys.Key]bool{}}
 		r, err := receiver.New(receiver.Config{Conn: rconn, Injector: osk, Timeout: timeout, PSK: relayKey})
 		if err != nil {
 			t.Fatal(err)

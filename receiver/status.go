@@ -13,8 +13,8 @@ type SessionStatus struct {
 	Addr      string
 	Live      bool
 	LastHeard time.Time
-	Packets   int         // packets applied
-	Held      []keys.Code // keys it holds down here
+	Packets   int        // packets applied
+	Held      []keys.Key // keys it holds down here
 }
 
 // publishEvery bounds how often Handle copies the status (per packet would

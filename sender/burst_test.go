@@ -22,12 +22,12 @@ type tapSource struct {
 	n         int
 	gap, hold time.Duration
 	mu        *sync.Mutex
-	emitted   map[keys.Code][]time.Time
+	emitted   map[keys.Key][]time.Time
 }
 
-func (s tapSource) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+func (s tapSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	for i := range s.n {
-		c := keys.KeyA + keys.Code(i%26)
+		c := keys.Key(keys.KeyA) + keys.Key(i%26)
 		s.mu.Lock()
 		s.emitted[c] = append(s.emitted[c], time.Now())
 		s.mu.Unlock()
@@ -42,13 +42,13 @@ func (s tapSource) Play(ctx context.Context, emit func(keys.Code, bool) error) e
 // downTimes is an Injector recording when each key-down arrives.
 type downTimes struct {
 	mu      *sync.Mutex
-	arrived map[keys.Code][]time.Time
+	arrived map[keys.Key][]time.Time
 }
 
-func (d downTimes) Inject(k inject.Key) error {
+func (d downTimes) Inject(k inject.Event) error {
 	if k.Down && k.Cause == 0 {
 		d.mu.Lock()
-		d.arrived[k.Code] = append(d.arrived[k.Code], time.Now())
+		d.arrived[k.Key] = append(d.arrived[k.Key], time.Now())
 		d.mu.Unlock()
 	}
 	return nil
@@ -64,7 +64,7 @@ func keyDownLatencies(t *testing.T, link netsim.Config, feedback bool) (lat []ti
 		rc, _ := nw.Listen("10.0.0.2:7575")
 		sc, _ := nw.Listen("10.0.0.1:40000")
 		mu := &sync.Mutex{}
-		arrived := map[keys.Code][]time.Time{}
+		arrived := map[keys.Key][]time.Time{}
 		r, _ := receiver.New(receiver.Config{Conn: rc, Injector: downTimes{mu, arrived}, PSK: key, Timeout: time.Hour})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -74,7 +74,7 @@ func keyDownLatencies(t *testing.T, link netsim.Config, feedback bool) (lat []ti
 			cfg.Feedback = []net.PacketConn{sc}
 		}
 		s, _ := sender.New(cfg)
-		src := tapSource{n: 200, gap: 150 * time.Millisecond, hold: 50 * time.Millisecond, mu: mu, emitted: map[keys.Code][]time.Time{}}
+		src := tapSource{n: 200, gap: 150 * time.Millisecond, hold: 50 * time.Millisecond, mu: mu, emitted: map[keys.Key][]time.Time{}}
 		s.Run(context.Background(), src)
 		time.Sleep(time.Second)
 		sc.Close()

@@ -21,8 +21,8 @@ var key = []byte("feedback-test-key-0123456789abcd")
 
 type nopInjector struct{}
 
-func (nopInjector) Inject(inject.Key) error { return nil }
-func (nopInjector) Close() error            { return nil }
+func (nopInjector) Inject(inject.Event) error { return nil }
+func (nopInjector) Close() error              { return nil }
 
 // hookSource plays a script, then calls check, then waits for ctx.
 type hookSource struct {
@@ -30,7 +30,7 @@ type hookSource struct {
 	check  func()
 }
 
-func (h hookSource) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+func (h hookSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	if err := h.script.Play(ctx, emit); err != nil {
 		return err
 	}

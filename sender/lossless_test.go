@@ -24,13 +24,13 @@ import (
 // them.
 type downLog struct {
 	mu    sync.Mutex
-	downs []keys.Code
+	downs []keys.Key
 }
 
-func (d *downLog) Inject(k inject.Key) error {
+func (d *downLog) Inject(k inject.Event) error {
 	if k.Down && k.Cause == eventqueue.Sent {
 		d.mu.Lock()
-		d.downs = append(d.downs, k.Code)
+		d.downs = append(d.downs, k.Key)
 		d.mu.Unlock()
 	}
 	return nil
@@ -39,12 +39,12 @@ func (d *downLog) Close() error { return nil }
 
 type tap struct {
 	wait time.Duration
-	code keys.Code
+	code keys.Key
 }
 
 type taps []tap
 
-func (ts taps) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+func (ts taps) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	for _, t := range ts {
 		time.Sleep(t.wait)
 		emit(t.code, true)
@@ -69,13 +69,13 @@ func TestLosslessTyping(t *testing.T) {
 		var ts taps
 		for range rapid.IntRange(1, 120).Draw(rt, "taps") {
 			ts = append(ts, tap{time.Duration(rapid.IntRange(0, 40).Draw(rt, "waitMs")) * time.Millisecond,
-				keys.KeyA + keys.Code(rapid.IntRange(0, 25).Draw(rt, "key"))})
+				keys.Key(keys.KeyA) + keys.Key(rapid.IntRange(0, 25).Draw(rt, "key"))})
 		}
-		var sent []keys.Code
+		var sent []keys.Key
 		for _, x := range ts {
 			sent = append(sent, x.code)
 		}
-		var got []keys.Code
+		var got []keys.Key
 		var st sender.Stats
 		synctest.Test(t, func(t *testing.T) {
 			nw := netsim.NewNetwork(netsim.Config{Loss: loss, Delay: 10 * time.Millisecond, Jitter: 3 * time.Millisecond,
@@ -114,4 +114,4 @@ func TestLosslessTyping(t *testing.T) {
 	})
 }
 
-func show(cs []keys.Code) string { return fmt.Sprint(cs) }
+func show(cs []keys.Key) string { return fmt.Sprint(cs) }

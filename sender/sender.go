@@ -33,7 +33,7 @@ const (
 // release, in order, and returns when it has no more (nil), when ctx is done
 // (ctx.Err()) or when emit fails (that error).
 type Source interface {
-	Play(ctx context.Context, emit func(code keys.Code, down bool) error) error
+	Play(ctx context.Context, emit func(key keys.Key, down bool) error) error
 }
 
 // Writer sends datagrams; a net.PacketConn is one.
@@ -101,7 +101,7 @@ type Sender struct {
 
 	mu         sync.Mutex // guards peers and the published status
 	pubPackets int
-	pubHeld    []keys.Code
+	pubHeld    []keys.Key
 	peers      map[string]*peer
 	sent       [sentRing]sentRecord
 	ackScratch []byte
@@ -188,7 +188,7 @@ func NewSessionID() (uint64, error) {
 func (s *Sender) Session() uint64 { return s.cfg.Session }
 
 type keyEvent struct {
-	code keys.Code
+	key  keys.Key
 	down bool
 }
 
@@ -235,9 +235,9 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	defer stopPlay()
 	played := make(chan error, 1)
 	go func() {
-		played <- src.Play(playCtx, func(code keys.Code, down bool) error {
+		played <- src.Play(playCtx, func(key keys.Key, down bool) error {
 			select {
-			case events <- keyEvent{code, down}:
+			case events <- keyEvent{key, down}:
 				return nil
 			case <-playCtx.Done():
 				return playCtx.Err()
@@ -261,7 +261,7 @@ loop:
 	for {
 		select {
 		case ev := <-events:
-			s.add(ev.code, ev.down)
+			s.add(ev.key, ev.down)
 		case <-tick.C:
 			s.send()
 			s.drain() // a receiver may have stopped being live
@@ -290,9 +290,9 @@ loop:
 // add takes one key event from the source: into the queue, or into the
 // backlog while that would push out an event a live receiver has not
 // applied yet (lossless typing, backlog.go).
-func (s *Sender) add(code keys.Code, down bool) {
+func (s *Sender) add(key keys.Key, down bool) {
 	s.stats.Events++
-	ev := keyEvent{code, down}
+	ev := keyEvent{key, down}
 	if len(s.backlog) > 0 || !s.mayAdd(ev) {
 		s.hold(ev)
 		return
@@ -302,7 +302,7 @@ func (s *Sender) add(code keys.Code, down bool) {
 
 // event stamps ev for the queue.
 func (s *Sender) event(ev keyEvent) eventqueue.Event {
-	e := eventqueue.Event{Code: ev.code, Kind: eventqueue.Up, Stamp: s.queue.NextStamp(s.clock())}
+	e := eventqueue.Event{Key: ev.key, Kind: eventqueue.Up, Stamp: s.queue.NextStamp(s.clock())}
 	if ev.down {
 		e.Kind = eventqueue.Down
 	}
@@ -311,7 +311,7 @@ func (s *Sender) event(ev keyEvent) eventqueue.Event {
 
 // addNow puts one key event in the queue and sends the queue if it changed.
 func (s *Sender) addNow(ev keyEvent) {
-	code := ev.code
+	code := ev.key
 	r, err := s.queue.Add(s.event(ev))
 	switch {
 	case err != nil:

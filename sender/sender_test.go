@@ -117,7 +117,7 @@ func TestEventsSendAtOnce(t *testing.T) {
 		if strings.Join(at, " ") != "0s 30ms 70ms" {
 			t.Fatalf("packets at %v, want 0s 30ms 70ms", at)
 		}
-		if e := got[0][1].q.Events[0]; e.Code != keys.KeyA || e.Kind != eventqueue.Down || e.Stamp != 30 {
+		if e := got[0][1].q.Events[0]; e.Key != keys.Key(keys.KeyA) || e.Kind != eventqueue.Down || e.Stamp != 30 {
 			t.Errorf("packet 2 entry 0 = %+v, want KeyA down stamped 30", e)
 		}
 		if e := got[0][2].q.Events[0]; e.Kind != eventqueue.Up || e.Stamp != 70 {
@@ -141,8 +141,8 @@ func TestStopReleasesHeldKeys(t *testing.T) {
 		}
 		last := got[0][len(got[0])-1]
 		for _, e := range last.q.Events {
-			if e.Kind == eventqueue.Down && newest(last.q.Events, e.Code) == eventqueue.Down {
-				t.Errorf("final packet still holds %v", e.Code)
+			if e.Kind == eventqueue.Down && newest(last.q.Events, e.Key) == eventqueue.Down {
+				t.Errorf("final packet still holds %v", e.Key)
 			}
 		}
 		if st.Events != 4 || last.at != 750*time.Millisecond {
@@ -151,9 +151,9 @@ func TestStopReleasesHeldKeys(t *testing.T) {
 	})
 }
 
-func newest(events []eventqueue.Event, c keys.Code) eventqueue.Kind {
+func newest(events []eventqueue.Event, c keys.Key) eventqueue.Kind {
 	for _, e := range events {
-		if e.Code == c {
+		if e.Key == c {
 			return e.Kind
 		}
 	}
@@ -184,7 +184,7 @@ func TestSourceErrorStillReleases(t *testing.T) {
 			t.Errorf("Run = %v, want the source's error", err)
 		}
 		last := got[0][len(got[0])-1].q.Events[0]
-		if last.Code != keys.KeyZ || last.Kind != eventqueue.Up {
+		if last.Key != keys.Key(keys.KeyZ) || last.Kind != eventqueue.Up {
 			t.Errorf("last event %+v, want the release of KeyZ", last)
 		}
 	})
@@ -192,8 +192,8 @@ func TestSourceErrorStillReleases(t *testing.T) {
 
 type failing struct{ err error }
 
-func (f failing) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
-	if err := emit(keys.KeyZ, true); err != nil {
+func (f failing) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
+	if err := emit(keys.Key(keys.KeyZ), true); err != nil {
 		return err
 	}
 	return f.err

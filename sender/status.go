@@ -8,9 +8,9 @@ import (
 
 // Status is a snapshot for status displays. Safe to call while Run runs.
 type Status struct {
-	Packets int         // packets sent so far
-	Held    []keys.Code // keys the queue holds down
-	Pending int         // events waiting in the backlog
+	Packets int        // packets sent so far
+	Held    []keys.Key // keys the queue holds down
+	Pending int        // events waiting in the backlog
 	Peers   []PeerStatus
 	Uptime  time.Duration
 }
@@ -30,7 +30,7 @@ func (s *Sender) Status() Status {
 	defer s.mu.Unlock()
 	return Status{
 		Packets: s.pubPackets,
-		Held:    append([]keys.Code(nil), s.pubHeld...),
+		Held:    append([]keys.Key(nil), s.pubHeld...),
 		Pending: s.Pending(),
 		Peers:   peers,
 		Uptime:  time.Since(s.start),

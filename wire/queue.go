@@ -3,13 +3,29 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
-// entryFixedLen is the kind byte and the two code bytes of a queue entry.
-const entryFixedLen = 3
+// Entry kinds on the wire (PROTOCOL.md §3). A key entry's code is a u16 HID
+// usage; a character entry's is a uvarint Unicode scalar value.
+const (
+	kindNone     = 0
+	kindKeyDown  = 1
+	kindKeyUp    = 2
+	kindCharDown = 3
+	kindCharUp   = 4
+)
+
+// keyEntryLen is the kind byte and the two code bytes of a key entry;
+// maxEntryLen the longest entry before its back: a kind byte and a
+// character of up to 3 varint bytes (U+10FFFF needs 21 bits).
+const (
+	keyEntryLen = 3
+	maxEntryLen = 4
+)
 
 // Queue is a queue packet (PROTOCOL.md §3).
 type Queue struct {
@@ -26,26 +42,27 @@ type Queue struct {
 }
 
 // MaxQueueLen is the largest encoding of a sealed queue packet of n entries:
-// every varint at its longest (10 bytes), plus the AEAD tag. For n = 64 it
-// is 22+10+10+1+10+64*3+63*10+16 = 891 bytes, so any 64-entry queue fits in
+// every varint at its longest (10 bytes), every entry a character beyond
+// U+FFFF (4 bytes), plus the AEAD tag. For n = 64 it is
+// 22+10+10+1+10+64*4+63*10+16 = 955 bytes, so any 64-entry queue fits in
 // MaxPacketSize.
 func MaxQueueLen(n int) int {
 	if n <= 0 {
 		return HeaderLen + 10 + 10 + 1 + TagLen
 	}
-	return HeaderLen + 10 + 10 + 1 + 10 + n*entryFixedLen + (n-1)*10 + TagLen
+	return HeaderLen + 10 + 10 + 1 + 10 + n*maxEntryLen + (n-1)*10 + TagLen
 }
 
 // MaxSafeEvents is the longest queue whose sealed packet fits in
-// MaxPacketSize whatever its stamps: senders keep N at or below it.
-const MaxSafeEvents = 87
+// MaxPacketSize whatever its stamps and keys: senders keep N at or below it.
+const MaxSafeEvents = 81
 
 // Len is the encoded length of q in plaintext (add TagLen when sealed); it
 // assumes q is valid (Append checks).
 func (q *Queue) Len() int {
 	n := HeaderLen + uvarintLen(q.Clock) + uvarintLen(q.Wall) + 1
 	for i, e := range q.Events {
-		n += entryFixedLen
+		n += entryLen(e.Key)
 		if i == 0 {
 			n += uvarintLen(e.Stamp)
 		} else {
@@ -81,16 +98,30 @@ func (q *Queue) validate() error {
 	return nil
 }
 
+// entryLen is the encoded length of an entry for k, before its back.
+func entryLen(k keys.Key) int {
+	if r, ok := k.Char(); ok {
+		return 1 + uvarintLen(uint64(r))
+	}
+	return keyEntryLen
+}
+
 // checkEntry checks entry i given the entries before it.
 func checkEntry(events []eventqueue.Event, i int, e eventqueue.Event) error {
 	switch e.Kind {
 	case eventqueue.None:
-		if e.Code != 0 {
-			return fmt.Errorf("%w: entry %d: none entry with key %#04x", ErrQueue, i, uint16(e.Code))
+		if e.Key != 0 {
+			return fmt.Errorf("%w: entry %d: none entry with key %v", ErrQueue, i, e.Key)
 		}
 	case eventqueue.Down, eventqueue.Up:
-		if e.Code == 0 {
+		if e.Key == 0 {
 			return fmt.Errorf("%w: entry %d: %v of key 0", ErrQueue, i, e.Kind)
+		}
+		if r, ok := e.Key.Char(); ok && !keys.ValidChar(r) {
+			return fmt.Errorf("%w: entry %d: %v of character %U, not a typable Unicode character", ErrQueue, i, e.Kind, r)
+		}
+		if _, ok := e.Key.Code(); !ok && !e.Key.IsChar() {
+			return fmt.Errorf("%w: entry %d: %v of key %#x", ErrQueue, i, e.Kind, uint32(e.Key))
 		}
 		if i > 0 && events[i-1].Kind == eventqueue.None {
 			return fmt.Errorf("%w: entry %d: %v after a none entry", ErrQueue, i, e.Kind)
@@ -129,13 +160,55 @@ func (q *Queue) appendBody(b []byte) []byte {
 		if i == 0 {
 			b = binary.AppendUvarint(b, e.Stamp)
 		}
-		b = append(b, byte(e.Kind))
-		b = binary.BigEndian.AppendUint16(b, uint16(e.Code))
+		b = appendEntry(b, e)
 		if i > 0 {
 			b = binary.AppendUvarint(b, q.Events[i-1].Stamp-e.Stamp)
 		}
 	}
 	return b
+}
+
+// appendEntry appends an entry's kind and code (PROTOCOL.md §3).
+func appendEntry(b []byte, e eventqueue.Event) []byte {
+	if r, ok := e.Key.Char(); ok {
+		kind := byte(kindCharDown)
+		if e.Kind == eventqueue.Up {
+			kind = kindCharUp
+		}
+		return binary.AppendUvarint(append(b, kind), uint64(r))
+	}
+	code, _ := e.Key.Code()
+	return binary.BigEndian.AppendUint16(append(b, byte(e.Kind)), uint16(code))
+}
+
+// parseEntry decodes an entry's kind and code (PROTOCOL.md §3) and returns
+// the bytes it used; the caller checks the event (checkEntry).
+func parseEntry(p []byte) (eventqueue.Event, int, error) {
+	if len(p) < 1 {
+		return eventqueue.Event{}, 0, ErrTruncated
+	}
+	switch kind := p[0]; kind {
+	case kindCharDown, kindCharUp:
+		r, n, err := uvarint(p[1:])
+		if err != nil {
+			return eventqueue.Event{}, 0, err
+		}
+		if r > utf8.MaxRune {
+			return eventqueue.Event{}, 0, fmt.Errorf("%w: character %#x beyond U+10FFFF", ErrQueue, r)
+		}
+		k := eventqueue.Down
+		if kind == kindCharUp {
+			k = eventqueue.Up
+		}
+		return eventqueue.Event{Kind: k, Key: keys.Char(rune(r))}, 1 + n, nil
+	case kindNone, kindKeyDown, kindKeyUp:
+		if len(p) < keyEntryLen {
+			return eventqueue.Event{}, 0, ErrTruncated
+		}
+		return eventqueue.Event{Kind: eventqueue.Kind(kind), Key: keys.Key(binary.BigEndian.Uint16(p[1:3]))}, keyEntryLen, nil
+	default:
+		return eventqueue.Event{}, 0, fmt.Errorf("%w: kind %d", ErrQueue, kind)
+	}
 }
 
 // ParseQueue decodes a plaintext queue packet into dst, reusing dst.Events'
@@ -184,11 +257,11 @@ func parseBody(h Header, p []byte, dst *Queue) error {
 	dst.Events = dst.Events[:0]
 	stamp := top
 	for i := range count {
-		if len(p) < entryFixedLen {
-			return fmt.Errorf("entry %d: %w", i, ErrTruncated)
+		e, n, err := parseEntry(p)
+		if err != nil {
+			return fmt.Errorf("entry %d: %w", i, err)
 		}
-		e := eventqueue.Event{Kind: eventqueue.Kind(p[0]), Code: keys.Code(binary.BigEndian.Uint16(p[1:3]))}
-		p = p[entryFixedLen:]
+		p = p[n:]
 		if i > 0 {
 			back, n, err := uvarint(p)
 			if err != nil {

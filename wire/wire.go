@@ -8,7 +8,7 @@
 //	 0      2     3     4     5      6                14                22
 //	+------+-----+-----+-----+------+-----------------+-----------------+------
 //	|magic |ver  |type |flags|rsvd  | session id      | packet counter  | body
-//	|"KR"  | 2   |     |     | 0    | u64, non-zero   | u64, non-zero   |
+//	|"KR"  | 3   |     |     | 0    | u64, non-zero   | u64, non-zero   |
 //	+------+-----+-----+-----+------+-----------------+-----------------+------
 //
 // Magic and version come first so that anything else is rejected cheaply.
@@ -23,8 +23,9 @@
 //	n      u8        queue length N, 1..255
 //	top    uvarint   stamp of entry 0 (the newest)
 //	N entries, newest first:
-//	  kind u8        0 none, 1 down, 2 up
-//	  code u16       USB HID usage (keyboard page); 0 for none, else non-zero
+//	  kind u8        0 none, 1 key-down, 2 key-up, 3 char-down, 4 char-up
+//	  code u16       kinds 0-2: USB HID usage (keyboard page); 0 for none
+//	    or uvarint   kinds 3-4: a Unicode scalar value, not a control character
 //	  back uvarint   entries 1..N-1 only: stamp[i] = stamp[i-1] - back
 package wire
 
@@ -49,7 +50,7 @@ const (
 const (
 	Magic0  = 'K'
 	Magic1  = 'R'
-	Version = 2
+	Version = 3
 	// MaxPacketSize is the largest datagram keyrelay sends or accepts: it
 	// stays below the IPv6 minimum MTU, so packets are never fragmented.
 	MaxPacketSize = 1200

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"pgregory.net/rapid"
 
@@ -50,9 +51,9 @@ var golden = Queue{
 	Clock:  1500,
 	Wall:   1_795_000_000_000,
 	Events: []eventqueue.Event{
-		{Code: keys.KeyH, Kind: eventqueue.Up, Stamp: 1497},
-		{Code: keys.KeyH, Kind: eventqueue.Down, Stamp: 1495},
-		{Code: keys.ShiftLeft, Kind: eventqueue.Down, Stamp: 1490},
+		{Key: keys.Key(keys.KeyH), Kind: eventqueue.Up, Stamp: 1497},
+		{Key: keys.Key(keys.KeyH), Kind: eventqueue.Down, Stamp: 1495},
+		{Key: keys.Key(keys.ShiftLeft), Kind: eventqueue.Down, Stamp: 1490},
 		{},
 	},
 }
@@ -60,7 +61,7 @@ var golden = Queue{
 // TestGolden: the worked example of PROTOCOL.md §6 decodes field by field
 // and re-encodes to the same bytes.
 func TestGolden(t *testing.T) {
-	b := readHex(t, "../testdata/golden/queue_v2.hex")
+	b := readHex(t, "../testdata/golden/queue_v3.hex")
 	var q Queue
 	if err := ParseQueue(b, &q); err != nil {
 		t.Fatal(err)
@@ -80,24 +81,67 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// goldenChars is PROTOCOL.md §6.1: characters typed from a terminal, "é€".
+var goldenChars = Queue{
+	Header: Header{Type: TypeQueue, Session: 0x0123456789ABCDEF, Counter: 43},
+	Clock:  2000,
+	Wall:   1_795_000_000_500,
+	Events: []eventqueue.Event{
+		{Key: keys.Char('€'), Kind: eventqueue.Up, Stamp: 1997},
+		{Key: keys.Char('€'), Kind: eventqueue.Down, Stamp: 1994},
+		{Key: keys.Char('é'), Kind: eventqueue.Up, Stamp: 1990},
+		{Key: keys.Char('é'), Kind: eventqueue.Down, Stamp: 1985},
+	},
+}
+
+// TestGoldenChars: the character example of PROTOCOL.md §6.1 decodes to
+// character events and re-encodes to the same bytes.
+func TestGoldenChars(t *testing.T) {
+	b := readHex(t, "../testdata/golden/queue_v3_chars.hex")
+	var q Queue
+	if err := ParseQueue(b, &q); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(q) != fmt.Sprint(goldenChars) {
+		t.Errorf("decoded %+v\nwant    %+v", q, goldenChars)
+	}
+	for _, e := range q.Events {
+		if r, ok := e.Key.Char(); !ok || (r != 'é' && r != '€') {
+			t.Errorf("entry %+v is not the character é or €", e)
+		}
+	}
+	enc, err := goldenChars.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(enc, b) {
+		t.Errorf("encoded % x\nwant    % x", enc, b)
+	}
+	if goldenChars.Len() != len(b) || len(b) != 48 {
+		t.Errorf("Len() = %d, file %d bytes, PROTOCOL.md says 48", goldenChars.Len(), len(b))
+	}
+}
+
 // TestTruncatedPrefixes: every proper prefix of a valid packet is an error
 // (PROTOCOL.md §4), ErrTruncated except where the magic is already wrong.
 func TestTruncatedPrefixes(t *testing.T) {
-	b, _ := golden.Append(nil)
-	var q Queue
-	for i := range len(b) {
-		if err := ParseQueue(b[:i], &q); !errors.Is(err, ErrTruncated) {
-			t.Errorf("prefix of %d bytes: %v, want ErrTruncated", i, err)
+	for _, g := range []Queue{golden, goldenChars} {
+		b, _ := g.Append(nil)
+		var q Queue
+		for i := range len(b) {
+			if err := ParseQueue(b[:i], &q); !errors.Is(err, ErrTruncated) {
+				t.Errorf("prefix of %d bytes: %v, want ErrTruncated", i, err)
+			}
 		}
-	}
-	if err := ParseQueue(append(b, 0), &q); !errors.Is(err, ErrTrailing) {
-		t.Errorf("extended packet: %v, want ErrTrailing", err)
+		if err := ParseQueue(append(b, 0), &q); !errors.Is(err, ErrTrailing) {
+			t.Errorf("extended packet: %v, want ErrTrailing", err)
+		}
 	}
 }
 
 // TestDecodeErrors: one case per decoding rule of PROTOCOL.md §4.
 func TestDecodeErrors(t *testing.T) {
-	hdr := "4b52 02 01 00 00 0123456789abcdef 000000000000002a"
+	hdr := "4b52 03 01 00 00 0123456789abcdef 000000000000002a"
 	tests := []struct {
 		name string
 		hex  string
@@ -105,20 +149,32 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"valid, one none entry", hdr + "00 00 01 00 000000", nil},
 		{"overlong wall", hdr + "00 8000 01 00 000000", ErrVarint},
-		{"bad magic", "4b53 02 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrMagic},
-		{"version 3", "4b52 03 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrVersion},
+		{"bad magic", "4b53 03 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrMagic},
+		{"version 4", "4b52 04 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrVersion},
+		{"version 2 (keyrelay before characters)", "4b52 02 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrVersion},
 		{"version 1 (plaintext keyrelay before keys)", "4b52 01 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrVersion},
-		{"unknown type", "4b52 02 07 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrType},
-		{"ack where a queue is expected", "4b52 02 02 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrType},
-		{"unknown flag", "4b52 02 01 02 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrFlags},
-		{"reserved byte set", "4b52 02 01 00 01 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrFlags},
-		{"sealed", "4b52 02 01 01 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrSealed},
-		{"session 0", "4b52 02 01 00 00 0000000000000000 000000000000002a 00 00 01 00 000000", ErrHeader},
-		{"counter 0", "4b52 02 01 00 00 0123456789abcdef 0000000000000000 00 00 01 00 000000", ErrHeader},
+		{"unknown type", "4b52 03 07 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrType},
+		{"ack where a queue is expected", "4b52 03 02 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrType},
+		{"unknown flag", "4b52 03 01 02 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrFlags},
+		{"reserved byte set", "4b52 03 01 00 01 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrFlags},
+		{"sealed", "4b52 03 01 01 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrSealed},
+		{"session 0", "4b52 03 01 00 00 0000000000000000 000000000000002a 00 00 01 00 000000", ErrHeader},
+		{"counter 0", "4b52 03 01 00 00 0123456789abcdef 0000000000000000 00 00 01 00 000000", ErrHeader},
 		{"overlong clock", hdr + "8000 00 01 00 000000", ErrVarint},
 		{"clock overflow", hdr + "ffffffffffffffffff02 00 01 00 000000", ErrVarint},
 		{"zero entries", hdr + "00 00 00 00", ErrQueue},
-		{"kind 3", hdr + "00 00 01 00 030004", ErrQueue},
+		{"kind 5", hdr + "00 00 01 00 050004", ErrQueue},
+		{"char-down 'a'", hdr + "00 00 01 05 0361", nil},
+		{"char-up without a back is truncated", hdr + "00 00 02 05 0361 04", ErrTruncated},
+		{"char-down U+10FFFF", hdr + "00 00 01 05 03 ffff43", nil},
+		{"char beyond U+10FFFF", hdr + "00 00 01 05 03 808044", ErrQueue},
+		{"char is a surrogate", hdr + "00 00 01 05 03 80b003", ErrQueue},
+		{"char is a control character (Enter is a key)", hdr + "00 00 01 05 030d", ErrQueue},
+		{"char is DEL", hdr + "00 00 01 05 037f", ErrQueue},
+		{"char 0", hdr + "00 00 01 05 0300", ErrQueue},
+		{"overlong char", hdr + "00 00 01 05 03e100", ErrVarint},
+		{"char truncated", hdr + "00 00 01 05 03e1", ErrTruncated},
+		{"char-down after none", hdr + "00 00 02 05 000000 036101", ErrQueue},
 		{"none with a key", hdr + "00 00 01 00 000004", ErrQueue},
 		{"down of key 0", hdr + "00 00 01 05 010000", ErrQueue},
 		{"down after none", hdr + "00 00 02 05 000000 01000401", ErrQueue},
@@ -156,8 +212,12 @@ func TestEncodeRefusesInvalid(t *testing.T) {
 		"ack type":         bad(func(q *Queue) { q.Header.Type = TypeAck }),
 		"sealed":           bad(func(q *Queue) { q.Header.Flags = FlagSealed }),
 		"stamp increasing": bad(func(q *Queue) { q.Events[1].Stamp = 1600 }),
-		"none with key":    bad(func(q *Queue) { q.Events[3].Code = 4 }),
+		"none with key":    bad(func(q *Queue) { q.Events[3].Key = 4 }),
 		"kind 9":           bad(func(q *Queue) { q.Events[0].Kind = 9 }),
+		"control char":     bad(func(q *Queue) { q.Events[0].Key = keys.Char('\n') }),
+		"surrogate char":   bad(func(q *Queue) { q.Events[0].Key = keys.Char(0xD800) }),
+		"char beyond max":  bad(func(q *Queue) { q.Events[0].Key = keys.Char(0x110000) }),
+		"key beyond u16":   bad(func(q *Queue) { q.Events[0].Key = 0x10004 }),
 	} {
 		if b, err := q.Append([]byte("x")); err == nil || string(b) != "x" {
 			t.Errorf("%s: Append = % x, %v; want an error and the buffer unchanged", name, b, err)
@@ -176,7 +236,7 @@ func genQueue(t *rapid.T) Queue {
 		if rapid.Bool().Draw(t, "down") {
 			k = eventqueue.Down
 		}
-		_, _ = q.Add(eventqueue.Event{Code: keys.Code(rapid.IntRange(1, 0xFFFF).Draw(t, "code")), Kind: k, Stamp: stamp})
+		_, _ = q.Add(eventqueue.Event{Key: genKey(t), Kind: k, Stamp: stamp})
 	}
 	return Queue{
 		Header: Header{Type: TypeQueue, Session: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "session"), Counter: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "counter")},
@@ -184,6 +244,18 @@ func genQueue(t *rapid.T) Queue {
 		Wall:   rapid.Uint64().Draw(t, "wall"),
 		Events: append([]eventqueue.Event(nil), q.Events()...),
 	}
+}
+
+// genKey draws a physical key or a character (PROTOCOL.md §3: any non-zero
+// u16 usage; any Unicode scalar value but control characters).
+func genKey(t *rapid.T) keys.Key {
+	if rapid.Bool().Draw(t, "char") {
+		r := rapid.Custom(func(t *rapid.T) rune {
+			return rune(rapid.IntRange(0, utf8.MaxRune).Draw(t, "rune"))
+		}).Filter(keys.ValidChar).Draw(t, "char")
+		return keys.Char(r)
+	}
+	return keys.Key(rapid.IntRange(1, 0xFFFF).Draw(t, "code"))
 }
 
 // TestRoundTrip: any queue a sender makes encodes (if it fits), decodes to
@@ -218,8 +290,19 @@ func TestRoundTrip(t *testing.T) {
 // TestSizes backs PROTOCOL.md §5: N=64 always fits; the sizes of typical
 // typing queues.
 func TestSizes(t *testing.T) {
-	if m := MaxQueueLen(64); m != 891 || m > MaxPacketSize {
-		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 891 (< 1200)", m)
+	if m := MaxQueueLen(64); m != 955 || m > MaxPacketSize {
+		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 955 (< 1200)", m)
+	}
+	// The worst case is real: 64 characters beyond U+FFFF with stamps 2^63
+	// apart do make a 955-byte packet.
+	worst := Queue{Header: Header{Type: TypeQueue, Session: 1, Counter: 1}, Clock: ^uint64(0), Wall: ^uint64(0)}
+	for i := range 64 {
+		worst.Events = append(worst.Events, eventqueue.Event{Key: keys.Char(0x10FFFD - rune(i)), Kind: eventqueue.Down, Stamp: ^uint64(0) - uint64(i)*(1<<57)})
+	}
+	worst.Events[63].Stamp = 0
+	worst.Events[62].Stamp = 1 << 63
+	if got := worst.Len() + TagLen; got > MaxQueueLen(64) || got < MaxQueueLen(64)-64 {
+		t.Errorf("a 64-entry queue of long characters and wide stamps is %d bytes; MaxQueueLen(64) = %d", got, MaxQueueLen(64))
 	}
 	if MaxQueueLen(MaxSafeEvents) > MaxPacketSize || MaxQueueLen(MaxSafeEvents+1) <= MaxPacketSize {
 		t.Errorf("MaxSafeEvents %d is not the largest N that always fits", MaxSafeEvents)
@@ -228,6 +311,14 @@ func TestSizes(t *testing.T) {
 		q := typingQueue(t, tc.n)
 		if got := q.Len() + TagLen; got != tc.want {
 			t.Errorf("typical sealed N=%d queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.want)
+		}
+	}
+	// Text typed as characters (a terminal, a script's type): ASCII takes
+	// one code byte where a key takes two.
+	for _, tc := range []struct{ n, want int }{{16, 98}, {64, 242}} {
+		q := textQueue(t, tc.n)
+		if got := q.Len() + TagLen; got != tc.want {
+			t.Errorf("typical sealed N=%d text queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.want)
 		}
 	}
 }
@@ -240,7 +331,7 @@ func typingQueue(t testing.TB, n int) Queue {
 	stamp := uint64(60_000 - 100*4*n)
 	add := func(c keys.Code, k eventqueue.Kind) {
 		stamp += 100
-		if _, err := q.Add(eventqueue.Event{Code: c, Kind: k, Stamp: stamp}); err != nil {
+		if _, err := q.Add(eventqueue.Event{Key: keys.Key(c), Kind: k, Stamp: stamp}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -248,6 +339,22 @@ func typingQueue(t testing.TB, n int) Queue {
 	for i := range 2 * n {
 		add(keys.KeyA+keys.Code(i%26), eventqueue.Down)
 		add(keys.KeyA+keys.Code(i%26), eventqueue.Up)
+	}
+	return Queue{Header: Header{Type: TypeQueue, Session: 1, Counter: 600}, Clock: stamp, Wall: 1_795_000_000_000, Events: q.Events()}
+}
+
+// textQueue is typingQueue's minute of typing as characters (a-z taps), as
+// the terminal source sends them.
+func textQueue(t testing.TB, n int) Queue {
+	q, _ := eventqueue.New(n)
+	stamp := uint64(60_000 - 100*4*n)
+	for i := range 2 * n {
+		for _, k := range []eventqueue.Kind{eventqueue.Down, eventqueue.Up} {
+			stamp += 100
+			if _, err := q.Add(eventqueue.Event{Key: keys.Char('a' + rune(i%26)), Kind: k, Stamp: stamp}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	return Queue{Header: Header{Type: TypeQueue, Session: 1, Counter: 600}, Clock: stamp, Wall: 1_795_000_000_000, Events: q.Events()}
 }
@@ -264,8 +371,10 @@ func TestParseHeader(t *testing.T) {
 }
 
 func FuzzParseQueue(f *testing.F) {
-	b, _ := golden.Append(nil)
-	f.Add(b)
+	for _, g := range []Queue{golden, goldenChars} {
+		b, _ := g.Append(nil)
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var q Queue
 		if err := ParseQueue(b, &q); err != nil {

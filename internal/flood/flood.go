@@ -25,7 +25,7 @@ func Datagrams(n int, seed uint64) [][]byte {
 		q := wire.Queue{
 			Header: wire.Header{Type: wire.TypeQueue, Session: rng.Uint64() | 1, Counter: rng.Uint64N(1000) + 1},
 			Clock:  rng.Uint64N(10_000),
-			Events: []eventqueue.Event{{Code: keys.KeyA + keys.Code(rng.IntN(26)), Kind: eventqueue.Down, Stamp: 5}, {}, {}},
+			Events: []eventqueue.Event{{Key: keys.Key(keys.KeyA) + keys.Key(rng.IntN(26)), Kind: eventqueue.Down, Stamp: 5}, {}, {}},
 		}
 		var b []byte
 		switch i % 6 {

@@ -37,7 +37,7 @@ var key = []byte("report-key-0123456789abcdef01234")
 // ev is one key event of the trace.
 type ev struct {
 	at   time.Duration // from the start
-	code keys.Code
+	code keys.Key
 	down bool
 }
 
@@ -51,16 +51,16 @@ func typingTrace() []ev {
 	for i := range 300 {
 		shift := i%17 == 0
 		if shift {
-			out = append(out, ev{t, keys.ShiftLeft, true})
+			out = append(out, ev{t, keys.Key(keys.ShiftLeft), true})
 			t += 20 * time.Millisecond
 		}
-		c := keys.KeyA + keys.Code(i%26)
+		c := keys.Key(keys.KeyA) + keys.Key(i%26)
 		hold := time.Duration(30+rng.IntN(60)) * time.Millisecond
 		out = append(out, ev{t, c, true}, ev{t + hold, c, false})
 		t += hold
 		if shift {
 			t += 10 * time.Millisecond
-			out = append(out, ev{t, keys.ShiftLeft, false})
+			out = append(out, ev{t, keys.Key(keys.ShiftLeft), false})
 		}
 		t += time.Duration(60+rng.IntN(190)) * time.Millisecond
 	}
@@ -69,7 +69,7 @@ func typingTrace() []ev {
 
 type traceSource []ev
 
-func (tr traceSource) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+func (tr traceSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	start := time.Now()
 	for _, e := range tr {
 		time.Sleep(e.at - time.Since(start))
@@ -81,18 +81,18 @@ func (tr traceSource) Play(ctx context.Context, emit func(keys.Code, bool) error
 // arrivals records when the receiver injects each key event.
 type arrivals struct {
 	mu         sync.Mutex
-	downs, ups map[keys.Code][]time.Duration
+	downs, ups map[keys.Key][]time.Duration
 	start      time.Time
 }
 
-func (a *arrivals) Inject(k inject.Key) error {
+func (a *arrivals) Inject(k inject.Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	at := time.Since(a.start)
 	if k.Down {
-		a.downs[k.Code] = append(a.downs[k.Code], at)
+		a.downs[k.Key] = append(a.downs[k.Key], at)
 	} else {
-		a.ups[k.Code] = append(a.ups[k.Code], at)
+		a.ups[k.Key] = append(a.ups[k.Key], at)
 	}
 	return nil
 }
@@ -119,7 +119,7 @@ func simulate(t *testing.T, link netsim.Config, feedback bool) cell {
 		nw := netsim.NewNetwork(link)
 		rc, _ := nw.Listen("10.0.0.2:7575")
 		sc, _ := nw.Listen("10.0.0.1:40000")
-		arr := &arrivals{downs: map[keys.Code][]time.Duration{}, ups: map[keys.Code][]time.Duration{}, start: time.Now()}
+		arr := &arrivals{downs: map[keys.Key][]time.Duration{}, ups: map[keys.Key][]time.Duration{}, start: time.Now()}
 		r, _ := receiver.New(receiver.Config{Conn: rc, Injector: arr, PSK: key})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -139,7 +139,7 @@ func simulate(t *testing.T, link netsim.Config, feedback bool) cell {
 		c.bytesPerSec = float64(st.Bytes) / elapsed.Seconds()
 		// Match the i-th key-down (key-up) of a key at the sender with the
 		// i-th at the receiver.
-		seenDown, seenUp := map[keys.Code]int{}, map[keys.Code]int{}
+		seenDown, seenUp := map[keys.Key]int{}, map[keys.Key]int{}
 		for _, e := range trace {
 			if e.down {
 				i := seenDown[e.code]
@@ -288,19 +288,19 @@ func hostDesc() string {
 // signal reports each injection.
 type signal chan time.Time
 
-func (s signal) Inject(inject.Key) error { s <- time.Now(); return nil }
-func (s signal) Close() error            { return nil }
+func (s signal) Inject(inject.Event) error { s <- time.Now(); return nil }
+func (s signal) Close() error              { return nil }
 
 type feed chan [2]any
 
-func (f feed) Play(ctx context.Context, emit func(keys.Code, bool) error) error {
+func (f feed) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	for {
 		select {
 		case e, ok := <-f:
 			if !ok {
 				return nil
 			}
-			emit(e[0].(keys.Code), e[1].(bool))
+			emit(e[0].(keys.Key), e[1].(bool))
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -324,7 +324,7 @@ func loopbackLatency(t *testing.T, n int) (p50, p99 time.Duration) {
 	var lat []time.Duration
 	for i := range n {
 		t0 := time.Now()
-		src <- [2]any{keys.KeyA + keys.Code(i/2%26), i%2 == 0}
+		src <- [2]any{keys.Key(keys.KeyA) + keys.Key(i/2%26), i%2 == 0}
 		lat = append(lat, (<-got).Sub(t0))
 	}
 	close(src)
