@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -33,10 +34,11 @@ type RecvOptions struct {
 
 // injectors lists the --inject choices and what each needs.
 var injectors = []struct{ name, help string }{
-	{"auto", "robotgo when $DISPLAY is set, else uinput when /dev/uinput exists, else log (the default)"},
-	{"robotgo", "press keys in the X server of $DISPLAY (XTEST, pure Go); needs a reachable X display"},
-	{"uinput", "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console"},
-	{"log", "one JSON object per key event on standard output; needs nothing"},
+	{"auto", "x11 when $DISPLAY is set (robotgo on macOS and Windows), else uinput when /dev/uinput exists, else log (the default)"},
+	{"x11", "press keys in the X server of $DISPLAY (XTEST): a physical key as the same key, so this machine's layout decides the character, like a keyboard plugged in here; a character (terminal, script type) as that character on any layout. Needs an X display with evdev keycodes (Xorg, Xwayland, Xvfb)"},
+	{"robotgo", "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (KeyZ types y on a German desktop), so use the same layout on both ends; characters type as themselves. The native injector on macOS and Windows"},
+	{"uinput", "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console. Physical keys only (the kernel has no layout: this machine's layout decides the character); characters are reported and skipped"},
+	{"log", "one JSON object per key event on standard output ({\"key\":\"KeyA\",...} or {\"char\":\"é\",...}); needs nothing"},
 }
 
 // NewCmdRecv builds `keyrelay recv`.
@@ -47,7 +49,7 @@ func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra
 		list = append(list, fmt.Sprintf("  %-8s %s", i.name, i.help))
 	}
 	c := &cobra.Command{
-		Use:   "recv [--listen ADDR] [--inject auto|robotgo|uinput|log]",
+		Use:   "recv [--listen ADDR] [--inject auto|x11|robotgo|uinput|log]",
 		Short: "Receive key events and inject them",
 		Long: `Receive key events from senders and inject them. Each sender session is
 tracked on its own: stale and duplicate packets change nothing, a session
@@ -157,8 +159,10 @@ func newInjector(choice string, stdio IO, logf func(string, ...any)) (inject.Inj
 	if choice == "auto" {
 		_, uerr := os.Stat(inject.DefaultUinputPath)
 		switch {
-		case os.Getenv("DISPLAY") != "":
+		case os.Getenv("DISPLAY") != "" && (runtime.GOOS == "darwin" || runtime.GOOS == "windows"):
 			choice = "robotgo"
+		case os.Getenv("DISPLAY") != "":
+			choice = "x11"
 		case uerr == nil:
 			choice = "uinput"
 		default:
@@ -167,6 +171,12 @@ func newInjector(choice string, stdio IO, logf func(string, ...any)) (inject.Inj
 		}
 	}
 	switch choice {
+	case "x11":
+		x, err := inject.NewX11(logf)
+		if err != nil {
+			return nil, "", err
+		}
+		return x, choice, nil
 	case "robotgo":
 		r, err := inject.NewRobotgo(logf)
 		if err != nil {

@@ -1,0 +1,600 @@
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
+
+	"github.com/keyrelay/keyrelay/internal/keysym"
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// ErrKeycodes is wrapped by NewX11's error when the X server does not number
+// its keys as Linux evdev does, so a physical key cannot be found by code.
+var ErrKeycodes = errors.New("X server keycodes are not evdev")
+
+// X11 presses keys in the X server of $DISPLAY with XTEST, as a keyboard
+// plugged into that machine would.
+//
+// A physical key is pressed as its X keycode: the key's Linux evdev code
+// plus 8, which is how the evdev XKB rules (Xorg with libinput or evdev,
+// Xwayland, Xvfb) number keys; NewX11 checks the server's rules. So the
+// receiver's own layout decides the character, AltGr is the AltGr of that
+// layout, and the ISO and JIS keys work. One XTEST request per key event,
+// with no round trip.
+//
+// A character is typed as that character whatever the layout: X11 looks it
+// up in the server's keymap and presses its key with the Shift and AltGr
+// (ISO_Level3_Shift) that level needs, releasing or adding only those two
+// around the key (Ctrl, Alt and Super stay as the sender holds them, so Ctrl
+// and a character is a shortcut). The modifier change lasts until the next
+// key event, so an X auto-repeat of a held character repeats that character.
+// A character the layout lacks is typed through a spare keycode (one with no
+// keysyms) mapped to it, as xdotool does; the mapping stays until the spare
+// is needed for another character, or until Close restores it, so no
+// client reads the key press under the old mapping. Looking a character up
+// needs the keymap, read at start and again after the server announces a
+// change (MappingNotify: setxkbmap, xmodmap); a letter also asks the server
+// whether Caps Lock is on (one round trip), since Caps Lock would change its
+// case.
+//
+// Inject and Close must be called from one goroutine at a time.
+type X11 struct {
+	conn    *xgb.Conn
+	root    xproto.Window
+	display string
+	minKC   xproto.Keycode
+	maxKC   xproto.Keycode
+	logf    func(format string, args ...any)
+	skipped skipped
+
+	// closed is closed when the X connection is gone.
+	closed chan struct{}
+	// stale is set when the server announces a keymap change not our own.
+	stale atomic.Bool
+	// ourSpares holds the spare keycodes we map characters to, for the
+	// event reader to tell our own MappingNotify from another client's.
+	ourSpares sync.Map // xproto.Keycode → struct{}
+
+	keymap keymap
+
+	// spareOf maps the characters mapped to spare keycodes; lastUse says
+	// when each spare was last pressed, to reuse the least recently used.
+	spareOf map[rune]xproto.Keycode
+	lastUse map[xproto.Keycode]uint64
+	useTick uint64
+
+	// down holds the keycodes this injector holds pressed, and for which
+	// key; charKC the keycode each held character was typed with.
+	down   map[xproto.Keycode]keys.Key
+	charKC map[rune]xproto.Keycode
+	// undo is the modifier change made for the last character, to be
+	// reverted before the next key event.
+	undo override
+}
+
+// keymap is what X11 knows of the server's keyboard mapping.
+type keymap struct {
+	per  int             // keysyms per keycode
+	syms []xproto.Keysym // per keysyms for each keycode from minKC
+	// place is where each character is, best first (lowest level).
+	place map[rune]place
+	// spares are keycodes with no keysyms and no modifier: free to map a
+	// character to.
+	spares []xproto.Keycode
+	// shiftKC and level3KC are keys that set Shift and ISO_Level3_Shift.
+	shiftKC, level3KC xproto.Keycode
+}
+
+// place is a character's key and the column of the core keymap it is in.
+type place struct {
+	kc  xproto.Keycode
+	col int
+}
+
+// override is a temporary change of the Shift and AltGr keys held.
+type override struct {
+	pressed  []xproto.Keycode // pressed for the character, to release
+	released []xproto.Keycode // held keys released for it, to press again
+}
+
+// Keysyms of the modifier keys X11 adjusts for characters.
+const (
+	ksShiftL         = 0xffe1
+	ksShiftR         = 0xffe2
+	ksISOLevel3Shift = 0xfe03
+)
+
+// levelColumns are the core keymap columns X11 types from, in the order it
+// prefers them, with the Shift and AltGr each needs. With one XKB group the
+// core keymap holds levels 1 and 2 in columns 0 and 1, group 2 (a copy of
+// group 1 when there is one group) in 2 and 3, and levels 3 and 4 in 4 and
+// 5. Group 2 of a two-group layout would need a group switch: not used.
+var levelColumns = []struct {
+	col           int
+	shift, level3 bool
+}{{0, false, false}, {1, true, false}, {4, false, true}, {5, true, true}}
+
+// CheckX11 checks what --inject x11 needs: a reachable X display with XTEST
+// whose keycodes are evdev's (keyrelay doctor uses it too).
+func CheckX11() error {
+	x, err := NewX11(nil)
+	if err != nil {
+		return err
+	}
+	return x.Close()
+}
+
+// NewX11 connects to $DISPLAY and checks, before any key is pressed, that it
+// has XTEST and evdev keycodes.
+func NewX11(logf func(format string, args ...any)) (*X11, error) {
+	// xgb logs to stderr when it connects without an Xauthority file, which
+	// is normal (Xvfb, xhost); our errors say what matters.
+	xgb.Logger = log.New(io.Discard, "", 0)
+	display := os.Getenv("DISPLAY")
+	if display == "" {
+		return nil, fmt.Errorf("%w: DISPLAY is not set (run recv inside a graphical session, or set DISPLAY=:0; without X use --inject uinput or --inject log)", ErrNoDisplay)
+	}
+	type result struct {
+		x   *X11
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		x, err := dialX11(display, logf)
+		done <- result{x, err}
+	}()
+	select {
+	case r := <-done:
+		return r.x, r.err
+	case <-time.After(displayTimeout):
+		go func() {
+			if r := <-done; r.x != nil {
+				r.x.conn.Close()
+			}
+		}()
+		return nil, fmt.Errorf("%w: DISPLAY=%s did not answer within %v", ErrNoDisplay, display, displayTimeout)
+	}
+}
+
+func dialX11(display string, logf func(string, ...any)) (*X11, error) {
+	c, err := xgb.NewConn()
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot connect to DISPLAY=%s: %v (is the X server running, and may this user use it? see xhost/XAUTHORITY; without X use --inject uinput or --inject log)", ErrNoDisplay, display, err)
+	}
+	fail := func(err error) (*X11, error) { c.Close(); return nil, err }
+	if err := xtest.Init(c); err != nil {
+		return fail(fmt.Errorf("the X server of DISPLAY=%s lacks the XTEST extension --inject x11 needs: %v", display, err))
+	}
+	setup := xproto.Setup(c)
+	x := &X11{
+		conn: c, root: setup.DefaultScreen(c).Root, display: display,
+		minKC: setup.MinKeycode, maxKC: setup.MaxKeycode, logf: logf,
+		closed:  make(chan struct{}),
+		spareOf: map[rune]xproto.Keycode{}, lastUse: map[xproto.Keycode]uint64{},
+		down: map[xproto.Keycode]keys.Key{}, charKC: map[rune]xproto.Keycode{},
+	}
+	if err := x.checkRules(); err != nil {
+		return fail(err)
+	}
+	if err := x.loadKeymap(); err != nil {
+		return fail(err)
+	}
+	go x.readEvents()
+	return x, nil
+}
+
+// checkRules reads the XKB rules the server's keymap was made with: only
+// the evdev rules number keys as evdev code + 8.
+func (x *X11) checkRules() error {
+	atom, err := xproto.InternAtom(x.conn, true, uint16(len("_XKB_RULES_NAMES")), "_XKB_RULES_NAMES").Reply()
+	if err != nil {
+		return fmt.Errorf("%w: unable to read the XKB rules of DISPLAY=%s: %v", ErrNoDisplay, x.display, err)
+	}
+	rules := ""
+	if atom.Atom != xproto.AtomNone {
+		p, err := xproto.GetProperty(x.conn, false, x.root, atom.Atom, xproto.AtomString, 0, 256).Reply()
+		if err != nil {
+			return fmt.Errorf("%w: unable to read the XKB rules of DISPLAY=%s: %v", ErrNoDisplay, x.display, err)
+		}
+		rules, _, _ = strings.Cut(string(p.Value), "\x00")
+	}
+	switch rules {
+	case "evdev":
+		return nil
+	case "":
+		return fmt.Errorf("%w: DISPLAY=%s does not say which keycodes it uses (no _XKB_RULES_NAMES on its root window), so --inject x11 cannot find physical keys; use --inject robotgo (keys as US characters) or set the keymap with setxkbmap -rules evdev", ErrKeycodes, x.display)
+	default:
+		return fmt.Errorf("%w: DISPLAY=%s uses the XKB rules %q, whose keycodes are not evdev code + 8, so --inject x11 cannot find physical keys; use --inject robotgo (keys as US characters) or setxkbmap -rules evdev", ErrKeycodes, x.display, rules)
+	}
+}
+
+// loadKeymap reads the keyboard and modifier mappings (two round trips) and
+// indexes them. Spare keycodes X11 mapped keep their characters when the
+// server still has them as X11 left them.
+func (x *X11) loadKeymap() error {
+	count := int(x.maxKC) - int(x.minKC) + 1
+	km, err := xproto.GetKeyboardMapping(x.conn, x.minKC, byte(count)).Reply()
+	if err != nil {
+		return fmt.Errorf("unable to read the keymap of DISPLAY=%s: %w", x.display, err)
+	}
+	mm, err := xproto.GetModifierMapping(x.conn).Reply()
+	if err != nil {
+		return fmt.Errorf("unable to read the modifier map of DISPLAY=%s: %w", x.display, err)
+	}
+	modifier := map[xproto.Keycode]bool{}
+	for _, kc := range mm.Keycodes {
+		modifier[kc] = true
+	}
+	k := keymap{per: int(km.KeysymsPerKeycode), syms: km.Keysyms, place: map[rune]place{}}
+	if k.per == 0 || len(k.syms) < count*k.per {
+		return fmt.Errorf("unable to read the keymap of DISPLAY=%s: %d keysyms for %d keycodes", x.display, len(k.syms), count)
+	}
+	// Characters still on the spare keycodes X11 mapped.
+	kept := map[rune]xproto.Keycode{}
+	for r, kc := range x.spareOf {
+		if k.onlySym(x.minKC, kc) == keysym.FromRune(r) {
+			kept[r] = kc
+		} else {
+			x.ourSpares.Delete(kc)
+		}
+	}
+	shiftR := false // the Shift key found is Shift_R: Shift_L is preferred
+	for i := range count {
+		kc := x.minKC + xproto.Keycode(i)
+		row := k.syms[i*k.per : (i+1)*k.per]
+		if isSpareRow(row) && !modifier[kc] {
+			k.spares = append(k.spares, kc)
+			continue
+		}
+		switch {
+		case row[0] == ksShiftL && (k.shiftKC == 0 || shiftR):
+			k.shiftKC, shiftR = kc, false
+		case row[0] == ksShiftR && k.shiftKC == 0:
+			k.shiftKC, shiftR = kc, true
+		case row[0] == ksISOLevel3Shift && k.level3KC == 0:
+			k.level3KC = kc
+		}
+		for _, lc := range levelColumns {
+			if lc.col >= k.per {
+				continue
+			}
+			r, ok := keysym.ToRune(uint32(row[lc.col]))
+			if !ok {
+				continue
+			}
+			if old, ok := k.place[r]; ok && levelRank(old.col) <= levelRank(lc.col) {
+				continue
+			}
+			k.place[r] = place{kc, lc.col}
+		}
+	}
+	// Our mapped spares count as spares, and their characters are found
+	// through spareOf, not the keymap.
+	for r, kc := range kept {
+		if p, ok := k.place[r]; ok && p.kc == kc {
+			delete(k.place, r)
+		}
+		k.spares = append(k.spares, kc)
+	}
+	x.spareOf = kept
+	x.keymap = k
+	return nil
+}
+
+// isSpareRow reports whether a keycode has no keysym at all.
+func isSpareRow(row []xproto.Keysym) bool {
+	for _, ks := range row {
+		if ks != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// onlySym is the keysym a keycode has in every column, or 0.
+func (k *keymap) onlySym(min, kc xproto.Keycode) uint32 {
+	i := int(kc-min) * k.per
+	if i < 0 || i+k.per > len(k.syms) {
+		return 0
+	}
+	ks := k.syms[i]
+	for _, s := range k.syms[i : i+k.per] {
+		if s != ks {
+			return 0
+		}
+	}
+	return uint32(ks)
+}
+
+func levelRank(col int) int {
+	for i, lc := range levelColumns {
+		if lc.col == col {
+			return i
+		}
+	}
+	return len(levelColumns)
+}
+
+// readEvents watches the connection: keymap changes make the keymap stale;
+// X errors (which XTEST requests without a round trip report here) are
+// logged; the end of the connection closes x.closed.
+func (x *X11) readEvents() {
+	defer close(x.closed)
+	for {
+		ev, err := x.conn.WaitForEvent()
+		switch {
+		case ev == nil && err == nil:
+			return
+		case err != nil:
+			if x.logf != nil {
+				x.logf("X server of DISPLAY=%s reported an error: %v", x.display, err)
+			}
+		default:
+			if m, ok := ev.(xproto.MappingNotifyEvent); ok && m.Request != xproto.MappingPointer {
+				if m.Request == xproto.MappingKeyboard && m.Count == 1 {
+					if _, ours := x.ourSpares.Load(m.FirstKeycode); ours {
+						continue
+					}
+				}
+				x.stale.Store(true)
+			}
+		}
+	}
+}
+
+// alive reports the X connection's end as an error.
+func (x *X11) alive() error {
+	select {
+	case <-x.closed:
+		return fmt.Errorf("the X server of DISPLAY=%s closed the connection", x.display)
+	default:
+		return nil
+	}
+}
+
+// Keycode returns the X keycode that presses code under the evdev rules:
+// its evdev code + 8, within the server's keycode range.
+func (x *X11) Keycode(code keys.Code) (xproto.Keycode, bool) {
+	info, ok := keys.Lookup(code)
+	if !ok || info.Evdev == 0 {
+		return 0, false
+	}
+	kc := int(info.Evdev) + 8
+	if kc < int(x.minKC) || kc > int(x.maxKC) {
+		return 0, false
+	}
+	return xproto.Keycode(kc), true
+}
+
+// Inject presses or releases one physical key or character.
+func (x *X11) Inject(ev Event) error {
+	if err := x.alive(); err != nil {
+		return err
+	}
+	x.revert()
+	if r, ok := ev.Key.Char(); ok {
+		if ev.Down {
+			return x.charDown(r)
+		}
+		if kc, ok := x.charKC[r]; ok {
+			delete(x.charKC, r)
+			x.press(kc, ev.Key, false)
+		}
+		return nil
+	}
+	code, _ := ev.Key.Code()
+	kc, ok := x.Keycode(code)
+	if !ok {
+		return x.skipped.report(x.logf, "x11", ev.Key, "it has no X keycode (no evdev code, or one beyond the server's keycodes)")
+	}
+	x.press(kc, ev.Key, ev.Down)
+	return nil
+}
+
+// press sends one XTEST key event for key on kc. A key position already
+// held for another key is released first, so the new press registers; a
+// release of a position another key has taken since is dropped.
+func (x *X11) press(kc xproto.Keycode, key keys.Key, down bool) {
+	owner, held := x.down[kc]
+	if !down {
+		if !held || owner != key {
+			return
+		}
+		delete(x.down, kc)
+		x.fake(kc, false)
+		return
+	}
+	if held {
+		x.fake(kc, false)
+		if r, ok := owner.Char(); ok {
+			delete(x.charKC, r)
+		}
+	}
+	x.down[kc] = key
+	x.fake(kc, true)
+}
+
+// fake sends one XTEST key event, without waiting for a reply: errors come
+// back as events (readEvents).
+func (x *X11) fake(kc xproto.Keycode, down bool) {
+	t := byte(xproto.KeyRelease)
+	if down {
+		t = xproto.KeyPress
+	}
+	xtest.FakeInput(x.conn, t, byte(kc), xproto.TimeCurrentTime, x.root, 0, 0, 0)
+}
+
+// charDown presses the key that types r on the server's layout, with the
+// Shift and AltGr its level needs, or a spare keycode mapped to r.
+func (x *X11) charDown(r rune) error {
+	if x.stale.Swap(false) {
+		if err := x.loadKeymap(); err != nil {
+			return err
+		}
+	}
+	p, ok := x.keymap.place[r]
+	if ok && levelColumns[levelRank(p.col)].level3 && x.keymap.level3KC == 0 {
+		ok = false // no AltGr key to reach level 3 with
+	}
+	if !ok {
+		kc, ok := x.spare(r)
+		if !ok {
+			return x.skipped.report(x.logf, "x11", keys.Char(r), "the layout lacks it and no spare keycode is free")
+		}
+		x.press(kc, keys.Char(r), true)
+		x.charKC[r] = kc
+		return nil
+	}
+	lc := levelColumns[levelRank(p.col)]
+	shift := lc.shift
+	if lc.col < 2 && x.alphabetic(p.kc) && x.capsLock() {
+		shift = !shift // Caps Lock inverts the case of a letter key
+	}
+	x.setLevel(shift, lc.level3)
+	x.press(p.kc, keys.Char(r), true)
+	x.charKC[r] = p.kc
+	return nil
+}
+
+// alphabetic reports whether kc's first two columns are the lower and upper
+// case of one letter: the keys Caps Lock affects.
+func (x *X11) alphabetic(kc xproto.Keycode) bool {
+	i := int(kc-x.minKC) * x.keymap.per
+	if x.keymap.per < 2 {
+		return false
+	}
+	lo, ok1 := keysym.ToRune(uint32(x.keymap.syms[i]))
+	up, ok2 := keysym.ToRune(uint32(x.keymap.syms[i+1]))
+	return ok1 && ok2 && lo != up && unicode.ToUpper(lo) == up
+}
+
+// capsLock asks the server whether Caps Lock is on (the Lock modifier).
+func (x *X11) capsLock() bool {
+	p, err := xproto.QueryPointer(x.conn, x.root).Reply()
+	return err == nil && p.Mask&xproto.ModMaskLock != 0
+}
+
+// setLevel makes Shift and AltGr as a character needs them, pressing or
+// releasing only those keys, and remembers the change to revert it.
+func (x *X11) setLevel(shift, level3 bool) {
+	for _, m := range []struct {
+		want bool
+		kc   xproto.Keycode
+		is   func(xproto.Keysym) bool
+	}{
+		{shift, x.keymap.shiftKC, func(ks xproto.Keysym) bool { return ks == ksShiftL || ks == ksShiftR }},
+		{level3, x.keymap.level3KC, func(ks xproto.Keysym) bool { return ks == ksISOLevel3Shift }},
+	} {
+		var held []xproto.Keycode
+		for kc := range x.down {
+			if m.is(x.keymap.syms[int(kc-x.minKC)*x.keymap.per]) {
+				held = append(held, kc)
+			}
+		}
+		switch {
+		case m.want && len(held) == 0 && m.kc != 0:
+			x.fake(m.kc, true)
+			x.undo.pressed = append(x.undo.pressed, m.kc)
+		case !m.want:
+			for _, kc := range held {
+				x.fake(kc, false)
+				x.undo.released = append(x.undo.released, kc)
+			}
+		}
+	}
+}
+
+// revert undoes the last character's Shift and AltGr change.
+func (x *X11) revert() {
+	for i := len(x.undo.pressed) - 1; i >= 0; i-- {
+		x.fake(x.undo.pressed[i], false)
+	}
+	for _, kc := range x.undo.released {
+		if _, held := x.down[kc]; held {
+			x.fake(kc, true)
+		}
+	}
+	x.undo = override{pressed: x.undo.pressed[:0], released: x.undo.released[:0]}
+}
+
+// spare returns a spare keycode mapped to r: the one it already has, else a
+// free one, else the least recently used that is not held, remapped.
+func (x *X11) spare(r rune) (xproto.Keycode, bool) {
+	x.useTick++
+	if kc, ok := x.spareOf[r]; ok {
+		x.lastUse[kc] = x.useTick
+		return kc, true
+	}
+	mapped := map[xproto.Keycode]rune{}
+	for c, kc := range x.spareOf {
+		mapped[kc] = c
+	}
+	var pick xproto.Keycode
+	for _, kc := range x.keymap.spares {
+		if _, held := x.down[kc]; held {
+			continue
+		}
+		if _, used := mapped[kc]; !used {
+			pick = kc
+			break
+		}
+		if pick == 0 || x.lastUse[kc] < x.lastUse[pick] {
+			pick = kc
+		}
+	}
+	if pick == 0 {
+		return 0, false
+	}
+	if old, used := mapped[pick]; used {
+		delete(x.spareOf, old)
+	}
+	syms := make([]xproto.Keysym, x.keymap.per)
+	for i := range syms {
+		syms[i] = xproto.Keysym(keysym.FromRune(r))
+	}
+	x.ourSpares.Store(pick, struct{}{})
+	xproto.ChangeKeyboardMapping(x.conn, 1, pick, byte(x.keymap.per), syms)
+	copy(x.keymap.syms[int(pick-x.minKC)*x.keymap.per:], syms)
+	x.spareOf[r] = pick
+	x.lastUse[pick] = x.useTick
+	return pick, true
+}
+
+// Close releases what X11 still holds, gives the spare keycodes back their
+// empty mapping and closes the connection (X would release held keys then
+// anyway).
+func (x *X11) Close() error {
+	if x.alive() != nil {
+		return nil
+	}
+	x.revert()
+	for kc := range x.down {
+		x.fake(kc, false)
+	}
+	clear(x.down)
+	if len(x.spareOf) > 0 {
+		empty := make([]xproto.Keysym, x.keymap.per)
+		for _, kc := range x.spareOf {
+			xproto.ChangeKeyboardMapping(x.conn, 1, kc, byte(x.keymap.per), empty)
+		}
+		clear(x.spareOf)
+	}
+	// A round trip, so everything above reached the server before the
+	// connection goes.
+	xproto.GetInputFocus(x.conn).Reply()
+	x.conn.Close()
+	<-x.closed
+	return nil
+}
