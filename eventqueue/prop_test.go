@@ -23,7 +23,7 @@ func drawTrace(t *rapid.T, lossPct int) (n int, trace []op) {
 	steps := rapid.IntRange(0, 60).Draw(t, "steps")
 	for i := range steps {
 		trace = append(trace, op{
-			code:      keys.Key(4 + rapid.IntRange(0, alphabet-1).Draw(t, "key")),
+			code:      testKey(rapid.IntRange(0, alphabet-1).Draw(t, "key")),
 			down:      rapid.Bool().Draw(t, "down"),
 			delivered: rapid.IntRange(0, 99).Draw(t, "p") >= lossPct,
 		})
@@ -238,4 +238,18 @@ func TestResumeZeroIsFreshDiff(t *testing.T) {
 			t.Fatalf("Resume(0) %q != Diff(fresh) %q", a, b)
 		}
 	})
+}
+
+// testChars are characters a terminal or a script's type sends (issue 11):
+// ASCII, Latin-1, beyond Latin-1 and beyond the BMP.
+var testChars = []rune{'a', 'é', '€', '😀', 'A', 'ß'}
+
+// testKey is the i-th key of a test alphabet: physical keys and characters
+// alternate, so the properties hold for both (a character is a key like any
+// other to the queue and the diff).
+func testKey(i int) keys.Key {
+	if i%2 == 0 {
+		return keys.Key(4 + i/2)
+	}
+	return keys.Char(testChars[i/2%len(testChars)])
 }
