@@ -358,7 +358,8 @@ func TestPlayStopsOnEmitError(t *testing.T) {
 }
 
 func FuzzParseScript(f *testing.F) {
-	for _, s := range []string{"tap KeyA", "down ShiftLeft\ntype \"Hi!\"\nup ShiftLeft", "hold Enter 1s # x", "type \"a\\\"b\"", "sleep 10ms\npace 0s", "up KeyA"} {
+	for _, s := range []string{"tap KeyA", "down ShiftLeft\ntype \"Hi!\"\nup ShiftLeft", "hold Enter 1s # x", "type \"a\\\"b\"", "sleep 10ms\npace 0s", "up KeyA",
+		"type \"Grüße é €\\n\"", "down \"é\"\ntap KeyA\nup \"é\"", "hold \"😀\" 1s"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
@@ -375,6 +376,9 @@ func FuzzParseScript(f *testing.F) {
 		held := map[keys.Key]bool{}
 		last := 0
 		for _, st := range s.Steps {
+			if r, ok := st.Key.Char(); ok && st.Wait == 0 && !keys.ValidChar(r) {
+				t.Fatalf("step %+v: %U is not a valid character", st, r)
+			}
 			if st.Line < last || st.Line < 1 {
 				t.Fatalf("step %+v after line %d", st, last)
 			}
