@@ -47,8 +47,8 @@ func NewCmdDoctor(stdio IO) *cobra.Command {
 		Use:   "doctor [--inject I] [--input S] [--peer HOST:PORT]",
 		Short: "Check what send and recv need on this machine, and say how to fix what is missing",
 		Long: `Check, one line each, what the chosen injector and key source need: an X
-display with XTEST (robotgo) and RECORD (hook), /dev/uinput (uinput), a
-terminal (terminal input), the key file (present, mode 0600, fingerprint) and
+display with XTEST and evdev keycodes (x11), XTEST (robotgo), RECORD (hook),
+/dev/uinput (uinput), a terminal (terminal input), the key file (present, mode 0600, fingerprint) and
 the UDP port recv listens on. With --peer, a round trip to a running recv
 (it must share the key): RTT. Exit status 1 if something the chosen
 injector or source needs is missing.`,
@@ -56,7 +56,7 @@ injector or source needs is missing.`,
 		RunE: func(c *cobra.Command, _ []string) error { return runDoctor(c.Context(), stdio, opts) },
 	}
 	f := c.Flags()
-	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use (auto, robotgo, uinput, log)")
+	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use (auto, x11, robotgo, uinput, log)")
 	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use (terminal, hook, script)")
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "the address recv will listen on")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
@@ -72,12 +72,7 @@ injector or source needs is missing.`,
 func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	inj := o.Inject
 	if inj == "auto" {
-		inj = "log"
-		if os.Getenv("DISPLAY") != "" {
-			inj = "robotgo"
-		} else if _, err := os.Stat(inject.DefaultUinputPath); err == nil {
-			inj = "uinput"
-		}
+		inj = autoInjector()
 	}
 	var checks []check
 	add := func(c check) { checks = append(checks, c) }
@@ -110,7 +105,12 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		}
 	}
 
-	// X display, XTEST (robotgo) and RECORD (hook).
+	// X display, XTEST and evdev keycodes (x11), XTEST (robotgo) and RECORD
+	// (hook).
+	layout, x11Err := inject.CheckX11()
+	add(check{name: "X display, XTEST and evdev keycodes (--inject x11)", needed: inj == "x11", err: x11Err,
+		ok:  fmt.Sprintf("DISPLAY=%s answers, has XTEST and evdev keycodes; its layout is %q (physical keys type what this layout puts on them)", os.Getenv("DISPLAY"), layout),
+		fix: "run inside the graphical session or set DISPLAY (e.g. DISPLAY=:0), allow this user (xhost/XAUTHORITY); without X use --inject uinput"})
 	displayErr := inject.CheckDisplay()
 	add(check{name: "X display and XTEST (--inject robotgo)", needed: inj == "robotgo", err: displayErr,
 		ok:  "DISPLAY=" + os.Getenv("DISPLAY") + " answers and has XTEST",

@@ -153,20 +153,28 @@ func parseAllow(vals []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// autoInjector is what --inject auto picks: robotgo on macOS and Windows
+// (their native backends), x11 where DISPLAY is set, else uinput where the
+// device exists, else log.
+func autoInjector() string {
+	switch {
+	case runtime.GOOS == "darwin" || runtime.GOOS == "windows":
+		return "robotgo"
+	case os.Getenv("DISPLAY") != "":
+		return "x11"
+	}
+	if _, err := os.Stat(inject.DefaultUinputPath); err == nil {
+		return "uinput"
+	}
+	return "log"
+}
+
 // newInjector makes the injector --inject names, checking what it needs
 // before any key arrives.
 func newInjector(choice string, stdio IO, logf func(string, ...any)) (inject.Injector, string, error) {
 	if choice == "auto" {
-		_, uerr := os.Stat(inject.DefaultUinputPath)
-		switch {
-		case os.Getenv("DISPLAY") != "" && (runtime.GOOS == "darwin" || runtime.GOOS == "windows"):
-			choice = "robotgo"
-		case os.Getenv("DISPLAY") != "":
-			choice = "x11"
-		case uerr == nil:
-			choice = "uinput"
-		default:
-			choice = "log"
+		choice = autoInjector()
+		if choice == "log" {
 			logf("no DISPLAY and no %s: keys are logged to standard output, not typed (choose with --inject)", inject.DefaultUinputPath)
 		}
 	}

@@ -33,10 +33,6 @@ type Robotgo struct {
 	tapped map[rune]bool
 }
 
-// displayTimeout bounds the start-up check: a TCP display that does not
-// answer must not hang recv.
-const displayTimeout = 3 * time.Second
-
 // NewRobotgo checks that $DISPLAY names a reachable X server with the XTEST
 // extension, before any key is pressed.
 func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {

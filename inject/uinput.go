@@ -45,7 +45,7 @@ func CheckUinput(path string) error {
 func uinputError(path string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %s does not exist: load the module (sudo modprobe uinput; to keep it, add uinput to /etc/modules-load.d/uinput.conf), or use --inject robotgo under X or --inject log", ErrNoUinput, path)
+		return fmt.Errorf("%w: %s does not exist: load the module (sudo modprobe uinput; to keep it, add uinput to /etc/modules-load.d/uinput.conf), or use --inject x11 under X or --inject log", ErrNoUinput, path)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%w: %s is not writable by this user: add a udev rule such as KERNEL==\"uinput\", GROUP=\"input\", MODE=\"0660\" (/etc/udev/rules.d/60-keyrelay-uinput.rules), add yourself to the group (sudo usermod -aG input $USER, then log in again), or run recv as root", ErrNoUinput, path)
 	default:

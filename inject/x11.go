@@ -54,6 +54,7 @@ type X11 struct {
 	conn    *xgb.Conn
 	root    xproto.Window
 	display string
+	layout  string // XKB layout names, from _XKB_RULES_NAMES
 	minKC   xproto.Keycode
 	maxKC   xproto.Keycode
 	logf    func(format string, args ...any)
@@ -109,6 +110,10 @@ type override struct {
 	released []xproto.Keycode // held keys released for it, to press again
 }
 
+// displayTimeout bounds the start-up checks: a TCP display that does not
+// answer must not hang recv.
+const displayTimeout = 3 * time.Second
+
 // Keysyms of the modifier keys X11 adjusts for characters.
 const (
 	ksShiftL         = 0xffe1
@@ -127,13 +132,14 @@ var levelColumns = []struct {
 }{{0, false, false}, {1, true, false}, {4, false, true}, {5, true, true}}
 
 // CheckX11 checks what --inject x11 needs: a reachable X display with XTEST
-// whose keycodes are evdev's (keyrelay doctor uses it too).
-func CheckX11() error {
+// whose keycodes are evdev's (keyrelay doctor uses it too). It returns the
+// server's XKB layout ("de", "us,ru") for the user to see.
+func CheckX11() (layout string, err error) {
 	x, err := NewX11(nil)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return x.Close()
+	return x.layout, x.Close()
 }
 
 // NewX11 connects to $DISPLAY and checks, before any key is pressed, that it
@@ -208,7 +214,11 @@ func (x *X11) checkRules() error {
 		if err != nil {
 			return fmt.Errorf("%w: unable to read the XKB rules of DISPLAY=%s: %v", ErrNoDisplay, x.display, err)
 		}
-		rules, _, _ = strings.Cut(string(p.Value), "\x00")
+		names := strings.Split(string(p.Value), "\x00")
+		rules = names[0]
+		if len(names) > 2 {
+			x.layout = names[2]
+		}
 	}
 	switch rules {
 	case "evdev":

@@ -31,9 +31,11 @@ pids+=($!)
 wait_for "$work/recv.err" "listening on"
 addr=$(sed -n 's/.*listening on \([0-9.:]*\).*/\1/p' "$work/recv.err" | head -n1)
 echo "== receiver listening on $addr; the sender plays testdata/scripts/demo.keys"
-# Show each JSON line as "KeyH down" (the raw lines are in the log file).
+# Show each JSON line as "KeyH down" or "'é' down" (the raw lines are in the
+# log file).
 tail -n +1 -f "$work/keys.jsonl" |
-  sed -u -E 's/^\{"key":"([^"]+)","action":"([a-z]+)"(,"reason":"([^"]+)")?.*$/   recv> \1 \2 \4/' &
+  sed -u -E -e 's/^\{"key":"([^"]+)","action":"([a-z]+)"(,"reason":"([^"]+)")?.*$/   recv> \1 \2 \4/' \
+    -e "s/^\\{\"char\":\"(([^\"\\\\]|\\\\.)+)\",\"action\":\"([a-z]+)\"(,\"reason\":\"([^\"]+)\")?.*\$/   recv> '\\1' \\3 \\5/" &
 pids+=($!)
 "$BIN" send --to "$addr" --script testdata/scripts/demo.keys
 echo
