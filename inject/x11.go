@@ -264,7 +264,9 @@ func (x *X11) loadKeymap() error {
 	for i := range count {
 		kc := x.minKC + xproto.Keycode(i)
 		row := k.syms[i*k.per : (i+1)*k.per]
-		if isSpareRow(row) && !modifier[kc] {
+		// Keycode 8 is the lowest an XKB server has, and Xvfb maps a
+		// character to it but does not take the mapping back: not a spare.
+		if isSpareRow(row) && !modifier[kc] && kc > 8 {
 			k.spares = append(k.spares, kc)
 			continue
 		}
@@ -313,15 +315,21 @@ func isSpareRow(row []xproto.Keysym) bool {
 	return true
 }
 
-// onlySym is the keysym a keycode has in every column, or 0.
+// onlySym is the one keysym a keycode has in all its columns that are not
+// NoSymbol, or 0. (X11 maps a spare to one keysym in every column; an XKB
+// server keeps it in the columns of the groups and levels it made.)
 func (k *keymap) onlySym(min, kc xproto.Keycode) uint32 {
 	i := int(kc-min) * k.per
 	if i < 0 || i+k.per > len(k.syms) {
 		return 0
 	}
-	ks := k.syms[i]
+	var ks xproto.Keysym
 	for _, s := range k.syms[i : i+k.per] {
-		if s != ks {
+		switch {
+		case s == 0:
+		case ks == 0:
+			ks = s
+		case s != ks:
 			return 0
 		}
 	}

@@ -1,0 +1,353 @@
+package inject
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// xvfb starts a virtual X server for one test and points DISPLAY at it.
+// Without Xvfb the test is skipped, except in CI, where .ci/run installs it.
+func xvfb(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("Xvfb missing in CI: .ci/run must install it")
+		}
+		t.Skip("needs Xvfb (apt-get install xvfb)")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-noreset", "-nolisten", "tcp")
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	num := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		num <- strings.TrimSpace(line)
+	}()
+	select {
+	case n := <-num:
+		if _, err := strconv.Atoi(n); err != nil {
+			t.Fatalf("Xvfb gave display %q", n)
+		}
+		t.Setenv("DISPLAY", ":"+n)
+		return ":" + n
+	case <-time.After(15 * time.Second):
+		t.Fatal("Xvfb did not start")
+	}
+	return ""
+}
+
+// xconn is a second client of the test's X server, to look at what X11 did.
+func xconn(t *testing.T) *xgb.Conn {
+	t.Helper()
+	c, err := xgb.NewConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// pressed lists the keycodes the server holds down.
+func pressed(t *testing.T, c *xgb.Conn) []int {
+	t.Helper()
+	km, err := xproto.QueryKeymap(c).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for kc := range 256 {
+		if km.Keys[kc/8]&(1<<(kc%8)) != 0 {
+			out = append(out, kc)
+		}
+	}
+	return out
+}
+
+// keymapOf reads the whole core keymap.
+func keymapOf(t *testing.T, c *xgb.Conn) []xproto.Keysym {
+	t.Helper()
+	s := xproto.Setup(c)
+	km, err := xproto.GetKeyboardMapping(c, s.MinKeycode, byte(int(s.MaxKeycode)-int(s.MinKeycode)+1)).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return km.Keysyms
+}
+
+// sync makes sure the server has processed what x sent.
+func (x *X11) sync() { xproto.GetInputFocus(x.conn).Reply() }
+
+func newX11(t *testing.T) *X11 {
+	t.Helper()
+	x, err := NewX11(t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x
+}
+
+func inj(t *testing.T, x *X11, k keys.Key, down bool) {
+	t.Helper()
+	if err := x.Inject(Event{Key: k, Down: down}); err != nil {
+		t.Fatalf("Inject(%v, %v): %v", k, down, err)
+	}
+	x.sync()
+}
+
+func setxkbmap(t *testing.T, layout string) {
+	t.Helper()
+	if _, err := exec.LookPath("setxkbmap"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("setxkbmap missing in CI: .ci/run must install x11-xkb-utils")
+		}
+		t.Skip("needs setxkbmap (apt-get install x11-xkb-utils)")
+	}
+	if out, err := exec.Command("setxkbmap", layout).CombinedOutput(); err != nil {
+		t.Fatalf("setxkbmap %s: %v %s", layout, err, out)
+	}
+}
+
+// TestX11PhysicalKeys: a physical key is pressed as its evdev code + 8
+// (issue 11 must-have 1): KeyZ is keycode 52, AltRight 108, IntlBackslash
+// 94, whatever the layout; held until released.
+func TestX11PhysicalKeys(t *testing.T) {
+	xvfb(t)
+	c := xconn(t)
+	x := newX11(t)
+	for _, tc := range []struct {
+		code keys.Code
+		kc   int
+	}{{keys.KeyZ, 52}, {keys.KeyY, 29}, {keys.AltRight, 108}, {keys.IntlBackslash, 94}, {keys.ShiftLeft, 50}, {keys.Enter, 36}, {keys.IntlRo, 97}} {
+		inj(t, x, keys.Key(tc.code), true)
+		if got := pressed(t, c); !slices.Equal(got, []int{tc.kc}) {
+			t.Errorf("%v down: keycodes %v held, want [%d]", tc.code, got, tc.kc)
+		}
+		inj(t, x, keys.Key(tc.code), false)
+		if got := pressed(t, c); len(got) != 0 {
+			t.Errorf("%v up: keycodes %v still held", tc.code, got)
+		}
+	}
+	// A key without an X keycode is not typed as anything else.
+	if err := x.Inject(Event{Key: keys.Key(0x0300), Down: true}); !errors.Is(err, ErrCannotType) {
+		t.Errorf("a key with no evdev code: %v, want ErrCannotType", err)
+	}
+}
+
+// TestX11CharactersFollowTheKeymap: a character is pressed where the
+// current layout has it, with the Shift or AltGr its level needs, and the
+// lookup follows a layout change made while recv runs (MappingNotify).
+func TestX11CharactersFollowTheKeymap(t *testing.T) {
+	xvfb(t)
+	setxkbmap(t, "us")
+	c := xconn(t)
+	x := newX11(t)
+	held := func(r rune) []int {
+		inj(t, x, keys.Char(r), true)
+		got := pressed(t, c)
+		inj(t, x, keys.Char(r), false)
+		if rest := pressed(t, c); len(rest) != 0 {
+			t.Errorf("%q up: keycodes %v still held", r, rest)
+		}
+		return got
+	}
+	// US: @ is Shift+2 (Shift_L 50, keycode 11); a is keycode 38 alone.
+	if got := held('@'); !slices.Equal(got, []int{11, 50}) {
+		t.Errorf("us '@': keycodes %v, want [11 50] (2 with Shift)", got)
+	}
+	if got := held('a'); !slices.Equal(got, []int{38}) {
+		t.Errorf("us 'a': keycodes %v, want [38]", got)
+	}
+	setxkbmap(t, "de")
+	// German: @ is AltGr+Q: keycode 24 with an ISO_Level3_Shift key.
+	got := held('@')
+	if len(got) != 2 || got[0] != 24 || x.keymap.level3KC == 0 || got[1] != int(x.keymap.level3KC) {
+		t.Errorf("de '@': keycodes %v, want [24 %d] (Q with AltGr)", got, x.keymap.level3KC)
+	}
+	if got := held('z'); !slices.Equal(got, []int{29}) {
+		t.Errorf("de 'z': keycodes %v, want [29] (the key labelled Z)", got)
+	}
+	if got := held('ü'); !slices.Equal(got, []int{34}) {
+		t.Errorf("de 'ü': keycodes %v, want [34]", got)
+	}
+}
+
+// TestX11ShiftIsTheCharacters: a character is typed as itself whatever
+// Shift the sender holds (Shift released around it, then pressed again),
+// while Ctrl stays held: Ctrl and 'c' is Ctrl+C.
+func TestX11ShiftIsTheCharacters(t *testing.T) {
+	xvfb(t)
+	setxkbmap(t, "us")
+	c := xconn(t)
+	x := newX11(t)
+	inj(t, x, keys.Key(keys.ShiftLeft), true)
+	inj(t, x, keys.Key(keys.ControlLeft), true)
+	inj(t, x, keys.Char('c'), true)
+	if got := pressed(t, c); !slices.Equal(got, []int{37, 54}) {
+		t.Errorf("Shift and Ctrl held, 'c' down: keycodes %v, want [37 54] (Ctrl and C, Shift let go)", got)
+	}
+	inj(t, x, keys.Char('c'), false)
+	if got := pressed(t, c); !slices.Equal(got, []int{37, 50}) {
+		t.Errorf("after 'c' up: keycodes %v, want [37 50] (Ctrl and Shift held again)", got)
+	}
+	inj(t, x, keys.Key(keys.ControlLeft), false)
+	inj(t, x, keys.Key(keys.ShiftLeft), false)
+	if got := pressed(t, c); len(got) != 0 {
+		t.Errorf("keycodes %v still held", got)
+	}
+}
+
+// TestX11SpareKeycodes: characters the layout lacks are mapped to spare
+// keycodes, reused least recently used first but never while held, and the
+// keymap is as it was once X11 closes.
+func TestX11SpareKeycodes(t *testing.T) {
+	xvfb(t)
+	setxkbmap(t, "us")
+	c := xconn(t)
+	before := keymapOf(t, c)
+	x, err := NewX11(t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spares := len(x.keymap.spares)
+	if spares < 2 {
+		t.Fatalf("only %d spare keycodes on Xvfb", spares)
+	}
+	// Hold one character the US layout lacks, then type more such
+	// characters than there are spares.
+	inj(t, x, keys.Char('ß'), true)
+	heldKC := x.charKC['ß']
+	for i := range spares + 5 {
+		r := rune(0x4E00 + i) // CJK ideographs: on no layout here
+		inj(t, x, keys.Char(r), true)
+		got := pressed(t, c)
+		if !slices.Contains(got, int(heldKC)) || len(got) != 2 {
+			t.Fatalf("%q down: keycodes %v, want the held ß (%d) and one more", r, got, heldKC)
+		}
+		inj(t, x, keys.Char(r), false)
+	}
+	km := keymapOf(t, c)
+	per := len(km) / (int(x.maxKC) - int(x.minKC) + 1)
+	if ks := km[int(heldKC-x.minKC)*per]; ks != 0xdf {
+		t.Errorf("held ß's keycode %d was remapped to %#x", heldKC, ks)
+	}
+	inj(t, x, keys.Char('ß'), false)
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := keymapOf(t, c); !slices.Equal(after, before) {
+		t.Error("the keymap differs after Close: spare keycodes were not given back")
+	}
+}
+
+// TestX11CapsLock: Caps Lock on, a letter is still typed in the case sent.
+func TestX11CapsLock(t *testing.T) {
+	xvfb(t)
+	setxkbmap(t, "us")
+	c := xconn(t)
+	x := newX11(t)
+	inj(t, x, keys.Key(keys.CapsLock), true)
+	inj(t, x, keys.Key(keys.CapsLock), false)
+	inj(t, x, keys.Char('a'), true)
+	if got := pressed(t, c); !slices.Equal(got, []int{38, 50}) {
+		t.Errorf("Caps Lock on, 'a' down: keycodes %v, want [38 50] (A with Shift: Caps Lock inverts it)", got)
+	}
+	inj(t, x, keys.Char('a'), false)
+	inj(t, x, keys.Char('A'), true)
+	if got := pressed(t, c); !slices.Equal(got, []int{38}) {
+		t.Errorf("Caps Lock on, 'A' down: keycodes %v, want [38]", got)
+	}
+	inj(t, x, keys.Char('A'), false)
+}
+
+// TestX11RefusesOtherKeycodes: a server whose XKB rules are not evdev (or
+// that does not say) is refused with what to do.
+func TestX11RefusesOtherKeycodes(t *testing.T) {
+	xvfb(t)
+	c := xconn(t)
+	root := xproto.Setup(c).DefaultScreen(c).Root
+	atom, err := xproto.InternAtom(c, false, uint16(len("_XKB_RULES_NAMES")), "_XKB_RULES_NAMES").Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := "base\x00pc105\x00us\x00\x00"
+	if err := xproto.ChangePropertyChecked(c, xproto.PropModeReplace, root, atom.Atom, xproto.AtomString, 8, uint32(len(names)), []byte(names)).Check(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewX11(nil); !errors.Is(err, ErrKeycodes) || !strings.Contains(err.Error(), `"base"`) || !strings.Contains(err.Error(), "--inject robotgo") {
+		t.Errorf("rules base: %v, want ErrKeycodes naming the rules and another injector", err)
+	}
+	if err := xproto.DeletePropertyChecked(c, root, atom.Atom).Check(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewX11(nil); !errors.Is(err, ErrKeycodes) || !strings.Contains(err.Error(), "does not say") {
+		t.Errorf("no rules: %v, want ErrKeycodes", err)
+	}
+}
+
+// TestX11NoDisplay: no DISPLAY, or one nobody answers, is an error naming
+// DISPLAY, not a crash.
+func TestX11NoDisplay(t *testing.T) {
+	t.Setenv("DISPLAY", "")
+	if _, err := NewX11(nil); !errors.Is(err, ErrNoDisplay) || !strings.Contains(err.Error(), "DISPLAY is not set") {
+		t.Errorf("no DISPLAY: %v", err)
+	}
+	t.Setenv("DISPLAY", ":987")
+	if _, err := NewX11(nil); !errors.Is(err, ErrNoDisplay) || !strings.Contains(err.Error(), "DISPLAY=:987") {
+		t.Errorf("DISPLAY=:987: %v", err)
+	}
+}
+
+// TestX11ServerGone: once the X server is gone, Inject says so.
+func TestX11ServerGone(t *testing.T) {
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		t.Skip("needs Xvfb")
+	}
+	r, w, _ := os.Pipe()
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-noreset", "-nolisten", "tcp")
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	t.Setenv("DISPLAY", ":"+strings.TrimSpace(line))
+	x, err := NewX11(nil)
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	select {
+	case <-x.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the end of the connection went unnoticed")
+	}
+	if err := x.Inject(Event{Key: keys.Key(keys.KeyA), Down: true}); err == nil || !strings.Contains(err.Error(), "closed the connection") {
+		t.Errorf("Inject after the server went: %v", err)
+	}
+	if err := x.Close(); err != nil {
+		t.Errorf("Close after the server went: %v", err)
+	}
+}
