@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/jezek/xgb/record"
 	hook "github.com/robotn/gohook"
 
+	"github.com/keyrelay/keyrelay/internal/xquiet"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -33,7 +33,7 @@ type Hook struct {
 // CheckHook checks up front what gohook would otherwise fail at silently: an
 // X display, and its RECORD extension.
 func CheckHook() error {
-	xgb.Logger = log.New(io.Discard, "", 0)
+	xquiet.Quiet()
 	if os.Getenv("DISPLAY") == "" {
 		return fmt.Errorf("%w: DISPLAY is not set (the hook reads keys from an X session; use --input terminal or --script elsewhere)", ErrNoHook)
 	}

@@ -3,14 +3,14 @@ package inject
 import (
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"os"
 	"time"
 
 	"github.com/go-vgo/robotgo/x11"
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xtest"
+
+	"github.com/keyrelay/keyrelay/internal/xquiet"
 )
 
 // ErrNoDisplay is wrapped by NewRobotgo's error when there is no X display
@@ -38,7 +38,7 @@ type Robotgo struct {
 func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {
 	// xgb logs to stderr when it connects without an Xauthority file, which
 	// is normal (Xvfb, xhost); our errors say what matters.
-	xgb.Logger = log.New(io.Discard, "", 0)
+	xquiet.Quiet()
 	if os.Getenv("DISPLAY") == "" {
 		return nil, fmt.Errorf("%w: DISPLAY is not set (run recv inside a graphical session, or set DISPLAY=:0; without X use --inject uinput or --inject log)", ErrNoDisplay)
 	}
@@ -53,7 +53,7 @@ func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {
 // CheckDisplay checks what --inject robotgo needs: a reachable X display
 // with XTEST (keyrelay doctor uses it too).
 func CheckDisplay() error {
-	xgb.Logger = log.New(io.Discard, "", 0)
+	xquiet.Quiet()
 	if os.Getenv("DISPLAY") == "" {
 		return fmt.Errorf("%w: DISPLAY is not set", ErrNoDisplay)
 	}

@@ -3,8 +3,6 @@ package inject
 import (
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"os"
 	"strings"
 	"sync"
@@ -17,6 +15,7 @@ import (
 	"github.com/jezek/xgb/xtest"
 
 	"github.com/keyrelay/keyrelay/internal/keysym"
+	"github.com/keyrelay/keyrelay/internal/xquiet"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -147,7 +146,7 @@ func CheckX11() (layout string, err error) {
 func NewX11(logf func(format string, args ...any)) (*X11, error) {
 	// xgb logs to stderr when it connects without an Xauthority file, which
 	// is normal (Xvfb, xhost); our errors say what matters.
-	xgb.Logger = log.New(io.Discard, "", 0)
+	xquiet.Quiet()
 	display := os.Getenv("DISPLAY")
 	if display == "" {
 		return nil, fmt.Errorf("%w: DISPLAY is not set (run recv inside a graphical session, or set DISPLAY=:0; without X use --inject uinput or --inject log)", ErrNoDisplay)

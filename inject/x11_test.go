@@ -14,6 +14,7 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 
+	"github.com/keyrelay/keyrelay/internal/xquiet"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -59,6 +60,7 @@ func xvfb(t *testing.T) string {
 // xconn is a second client of the test's X server, to look at what X11 did.
 func xconn(t *testing.T) *xgb.Conn {
 	t.Helper()
+	xquiet.Quiet()
 	c, err := xgb.NewConn()
 	if err != nil {
 		t.Fatal(err)
