@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -210,5 +211,42 @@ func TestReleaseAllOnShutdown(t *testing.T) {
 	expect(t, rec, "KeyB up(shutdown), KeyA up(shutdown)")
 	if len(r.Held()) != 0 {
 		t.Errorf("held after shutdown: %v", r.Held())
+	}
+}
+
+// cannotType is an Injector that cannot type characters, as uinput cannot.
+type cannotType struct{ recorder }
+
+func (c *cannotType) Inject(k inject.Event) error {
+	c.recorder.Inject(k)
+	if k.Key.IsChar() {
+		return fmt.Errorf("%w %v", inject.ErrCannotType, k.Key)
+	}
+	return nil
+}
+
+// TestCharactersAnInjectorCannotType: characters travel like keys (issue 11:
+// a character-down stays until its character-up, and a lost character-up is
+// still released); an injector that cannot type them is not a failure: each
+// character-down is counted as not typable, and keys go on.
+func TestCharactersAnInjectorCannotType(t *testing.T) {
+	inj := &cannotType{}
+	r, err := New(Config{Conn: nopConn{}, Injector: inj, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := keys.Char('é')
+	r.Handle(packet(t, 1, 1, 10, dn(kA, 3), dn(e, 2)), addr1, t0)
+	// The character-up was lost: the next queue no longer mentions 'é'.
+	r.Handle(packet(t, 1, 3, 20, up(kA, 9), dn(kA, 3)), addr1, t0)
+	expect(t, &inj.recorder, "'é' down, KeyA down, 'é' up(missing), KeyA up")
+	if st := r.Stats(); st.NotTyped != 1 || st.InjectErr != 0 || st.Injected != 4 {
+		t.Errorf("stats %+v, want 1 not typable, 0 failed, 4 injected", st)
+	}
+	if !strings.Contains(r.Stats().String(), "1 not typable here") {
+		t.Errorf("summary %q does not say what was not typable", r.Stats())
+	}
+	if len(r.Held()) != 0 {
+		t.Errorf("held %v, want nothing", r.Held())
 	}
 }
