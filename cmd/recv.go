@@ -35,9 +35,9 @@ type RecvOptions struct {
 // injectors lists the --inject choices and what each needs.
 var injectors = []struct{ name, help string }{
 	{"auto", "x11 when $DISPLAY is set (robotgo on macOS and Windows), else uinput when /dev/uinput exists, else log (the default)"},
-	{"x11", "press keys in the X server of $DISPLAY (XTEST): a physical key as the same key, so this machine's layout decides the character, like a keyboard plugged in here; a character (terminal, script type) as that character on any layout. Needs an X display with evdev keycodes (Xorg, Xwayland, Xvfb)"},
-	{"robotgo", "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (KeyZ types y on a German desktop), so use the same layout on both ends; characters type as themselves. The native injector on macOS and Windows"},
-	{"uinput", "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console. Physical keys only (the kernel has no layout: this machine's layout decides the character); characters are reported and skipped"},
+	{"x11", "press keys in the X server of $DISPLAY (XTEST), like a keyboard plugged in here: a physical key (from --input hook, a script's tap KeyZ) as the same key, so this machine's layout decides the character; a character (from a terminal, a script's type) as that character on any layout. Needs an X display with evdev keycodes (Xorg, Xwayland, Xvfb)"},
+	{"robotgo", "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (between German desktops the key labelled Z types y), so use the same layout on both ends; characters type as themselves. The injector on macOS and Windows"},
+	{"uinput", "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console. Physical keys only, so this machine's layout decides the character; the kernel has no layout, so characters are reported and skipped"},
 	{"log", "one JSON object per key event on standard output ({\"key\":\"KeyA\",...} or {\"char\":\"é\",...}); needs nothing"},
 }
 
@@ -46,7 +46,7 @@ func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra
 	opts := &RecvOptions{}
 	var list []string
 	for _, i := range injectors {
-		list = append(list, fmt.Sprintf("  %-8s %s", i.name, i.help))
+		list = append(list, hangingIndent(fmt.Sprintf("  %-8s ", i.name), i.help, 78))
 	}
 	c := &cobra.Command{
 		Use:   "recv [--listen ADDR] [--inject auto|x11|robotgo|uinput|log]",
@@ -58,6 +58,11 @@ session holds it.
 
 Injectors (--inject):
 ` + strings.Join(list, "\n") + `
+
+Layouts: a physical key types what this machine's layout puts on it, so when
+you relay a keyboard (send --input hook) use the same layout on both machines;
+text from a terminal or a script's type arrives as the same text whatever the
+layouts. The README's "Keys and layouts" has the details.
 
 On SIGINT/SIGTERM recv releases every key it holds and exits 0.`,
 		Args: cobra.NoArgs,
@@ -151,6 +156,26 @@ func parseAllow(vals []string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 	}
 	return out, nil
+}
+
+// hangingIndent wraps text at width after the head, indenting the lines
+// after the first under the text.
+func hangingIndent(head, text string, width int) string {
+	var b strings.Builder
+	b.WriteString(head)
+	col := len(head)
+	for i, w := range strings.Fields(text) {
+		if i > 0 && col+1+len([]rune(w)) > width {
+			b.WriteString("\n" + strings.Repeat(" ", len(head)))
+			col = len(head)
+		} else if i > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += len([]rune(w))
+	}
+	return b.String()
 }
 
 // autoInjector is what --inject auto picks: robotgo on macOS and Windows
