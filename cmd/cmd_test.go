@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,10 +95,14 @@ func TestKeysListsNames(t *testing.T) {
 	if code := Run([]string{"keys"}, IO{Out: &out, Err: &out}); code != 0 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
-	for _, want := range []string{"KeyA", "0x04", "KEY_A", "ShiftLeft", "0xE1"} {
+	for _, want := range []string{"KeyA", "0x04", "KEY_A", "ShiftLeft", "0xE1", "X KEYCODE"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("keys output lacks %q", want)
 		}
+	}
+	// The X keycode --inject x11 presses: evdev + 8 (the ISO key is 94).
+	if !regexp.MustCompile(`(?m)^IntlBackslash\s+0x64\s+KEY_102ND\s+94\s`).MatchString(out.String()) {
+		t.Errorf("keys output lacks IntlBackslash's X keycode 94:\n%s", out.String())
 	}
 }
 

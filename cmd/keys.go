@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -14,19 +15,28 @@ func NewCmdKeys(stdio IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "keys",
 		Short: "List key names (W3C KeyboardEvent.code) and their codes",
-		Long: `List every key keyrelay knows: its W3C KeyboardEvent.code name (used in
-scripts and logs, case-insensitive), its USB HID usage (what travels on the
-wire; also accepted in scripts as 0xNN), and its Linux evdev and X11 names.`,
+		Long: `List every physical key keyrelay knows: its W3C KeyboardEvent.code name
+(used in scripts and logs, case-insensitive), its USB HID usage (what travels
+on the wire; also accepted in scripts as 0xNN), its Linux evdev name (what
+--inject uinput presses), the X keycode --inject x11 presses (evdev + 8; "-"
+when the key has none), and the keysym the US layout puts on it (what --inject
+robotgo looks up on the receiver's layout). The receiver's layout decides what
+a physical key types; characters ("é" in a script, text from a terminal) are
+not keys and are not listed.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			w := tabwriter.NewWriter(stdio.Out, 0, 8, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tUSAGE\tEVDEV\tX11")
+			fmt.Fprintln(w, "NAME\tUSAGE\tEVDEV\tX KEYCODE\tUS KEYSYM")
 			for _, k := range keys.All() {
 				name := k.Name
 				if name == "" {
 					name = "-"
 				}
-				fmt.Fprintf(w, "%s\t0x%02X\t%s\t%s\n", name, uint16(k.Code), k.EvdevName, k.X11Name)
+				keycode := "-"
+				if k.Evdev != 0 && k.Evdev+8 <= 255 {
+					keycode = strconv.Itoa(int(k.Evdev) + 8)
+				}
+				fmt.Fprintf(w, "%s\t0x%02X\t%s\t%s\t%s\n", name, uint16(k.Code), k.EvdevName, keycode, k.X11Name)
 			}
 			return w.Flush()
 		},
