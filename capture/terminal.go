@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
+	"time"
 
-	"github.com/eiannone/keyboard"
+	uv "github.com/charmbracelet/ultraviolet"
+	"github.com/muesli/cancelreader"
+	"golang.org/x/term"
 
 	"github.com/keyrelay/keyrelay/keys"
 )
@@ -16,20 +20,57 @@ import (
 // terminal to read keys from.
 var ErrNoTerminal = errors.New("no terminal")
 
-// Terminal reads keys typed in the controlling terminal (/dev/tty) with
-// github.com/eiannone/keyboard. A terminal reports characters, not key
-// presses and releases, so each key is relayed as a tap (key-down at once
-// followed by key-up), with ShiftLeft around characters that need it on the
-// US layout and ControlLeft around Ctrl chords. Ctrl+] ends the session (the
-// telnet habit); every other key, Ctrl+C included, goes to the receiver.
+// Terminal reads the keys typed in the controlling terminal (/dev/tty, in
+// raw mode) and decodes them with github.com/charmbracelet/ultraviolet's
+// TerminalReader. It relays what the terminal can tell, in one of two modes:
+//
+//   - Taps, from any terminal. A terminal reports key presses, not releases,
+//     so each key is a tap: key-down at once, then key-up. Modifiers the
+//     terminal encodes are pressed around the key and released after it:
+//     Ctrl as ControlLeft, Alt as AltLeft, Super/Meta as MetaLeft, and Shift
+//     as ShiftLeft for keys that are not text (Shift+Tab, Shift+↑) — a
+//     character already carries its case. Text (any UTF-8) goes as
+//     characters, which the receiver types whatever its layout; a space as
+//     the Space key. A Ctrl or Alt chord's key goes as its character
+//     (Ctrl+C is ControlLeft and 'c'); named keys (arrows, Home, End, PageUp,
+//     PageDown, Insert, Delete, F1–F24, Enter, Tab, Backspace, Escape) as
+//     physical keys. Bracketed paste is typed as its text (Enter for line
+//     breaks, Tab for tabs).
+//   - Presses and releases, from a terminal that speaks the kitty keyboard
+//     protocol (asked at start; flags 1+2+8+16 are pushed, and popped at
+//     exit). A key goes down when the terminal reports its press and up
+//     only when it reports the release, so holding a key here holds it at
+//     the receiver; repeats are dropped, as the receiver's OS repeats a held
+//     key itself. A key's text goes as characters; a key without text as
+//     its physical key if it is named, else as the character of its
+//     unshifted key (Ctrl+C: 'c'). Modifier keys are relayed as the
+//     physical keys they are (ShiftLeft, ControlRight, ...). AltGr (ISO
+//     level 3 and 5 shift) and the lock keys are not relayed: they only
+//     change the characters other keys type, and those characters travel
+//     as they are.
+//
+// Nothing is sent that was not typed: a sequence the decoder does not know,
+// a terminal report, a mouse or focus event is dropped, counted and noted on
+// the status line, and the keys after it still arrive. A lone Escape is
+// Escape once the decoder's timeout shows nothing follows it.
+//
+// Ctrl+] ends the session (the telnet habit) and is not relayed; every other
+// key, Ctrl+C included, goes to the receiver. At the end, whatever the
+// source holds goes up, last pressed first, and the terminal is restored.
 type Terminal struct {
 	// Label names where keys go, for the status line.
 	Label string
 	// Status receives the status line (standard error); nil: none.
 	Status io.Writer
-
-	sent int
+	// TTY is the terminal to read; nil opens /dev/tty. Play puts it in raw
+	// mode and restores it, but does not close it.
+	TTY *os.File
 }
+
+// queryTimeout bounds the wait for the terminal's answers about the kitty
+// protocol: a terminal that has not answered by then gets taps (its late
+// answer is ignored).
+const queryTimeout = 200 * time.Millisecond
 
 // CheckTerminal reports whether a terminal can be opened, so send can fail
 // before it opens sockets.
@@ -41,132 +82,291 @@ func CheckTerminal() error {
 	return f.Close()
 }
 
-// Keypad transmit mode: with it the terminal sends cursor and keypad keys as
-// terminfo describes them (ESC O A for ↑), which is what eiannone/keyboard
-// matches; without it many terminals (tmux's among them) send ESC [ A, and
-// an arrow would arrive as Escape, '[' and 'A'.
+// Sequences written to the terminal.
 const (
-	keypadOn  = "\x1b[?1h\x1b="
-	keypadOff = "\x1b[?1l\x1b>"
+	// Bracketed paste on: a paste arrives marked as one, so it is typed as
+	// text and, with the kitty protocol, not taken for keys held down.
+	pasteOn  = "\x1b[?2004h"
+	pasteOff = "\x1b[?2004l"
+	// Ask for the kitty keyboard flags, then for the primary device
+	// attributes, which every terminal answers: a kitty flags answer before
+	// the DA answer means the protocol is there.
+	queryKitty = "\x1b[?u\x1b[c"
+	// Push the flags (1 disambiguate, 2 report event types, 8 report all
+	// keys as escape codes, 16 report associated text) and ask which ones
+	// the terminal applied: it may know only some.
+	pushKitty = "\x1b[>27u\x1b[?u"
+	popKitty  = "\x1b[<u"
 )
 
-// Play relays keys until Ctrl+] (nil), ctx is done (ctx.Err()) or emit fails.
+// kittyNeeded are the kitty flags the presses-and-releases mode relies on:
+// event types (releases), all keys as escape codes (modifier keys, and text
+// keys whose release is reported) and associated text.
+const kittyNeeded = 2 | 8 | 16
+
+// Status line modes.
+const (
+	modeTaps  = "taps"
+	modeKitty = "kitty keyboard: presses and releases"
+)
+
+// probe is how far the session is in learning about the kitty protocol.
+type probe int
+
+const (
+	probing    probe = iota // asked; waiting for the DA answer
+	confirming              // flags pushed; waiting for the terminal to report them
+	settled
+)
+
+// Play relays keys until Ctrl+] (nil), ctx is done (ctx.Err()), the
+// terminal ends, or emit fails.
 func (t *Terminal) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
-	if err := CheckTerminal(); err != nil {
-		return err
+	tty := t.TTY
+	if tty == nil {
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("%w to read keys from: %v", ErrNoTerminal, err)
+		}
+		defer f.Close()
+		tty = f
 	}
-	events, err := keyboard.GetKeys(64)
+	fd := int(tty.Fd())
+	saved, err := term.MakeRaw(fd)
 	if err != nil {
-		return fmt.Errorf("%w: unable to read the terminal: %v", ErrNoTerminal, err)
+		return fmt.Errorf("%w: unable to put %s in raw mode: %v", ErrNoTerminal, tty.Name(), err)
 	}
-	defer keyboard.Close()
-	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-		io.WriteString(tty, keypadOn)
-		defer func() { io.WriteString(tty, keypadOff); tty.Close() }()
+	defer term.Restore(fd, saved)
+	// The decoder reads on its own goroutine until it is stopped: cancel
+	// its context, then drain its events until it closes the channel, so
+	// it never blocks on a send.
+	events := make(chan uv.Event, 64)
+	streamCtx, stopStream := context.WithCancel(context.Background())
+	var streamErr error
+	go func() {
+		streamErr = streamEvents(streamCtx, func() (cancelreader.CancelReader, error) {
+			return cancelreader.NewReader(tty)
+		}, os.Getenv("TERM"), events)
+	}()
+	defer func() {
+		stopStream()
+		for range events {
+		}
+	}()
+
+	r := &relayer{emit: emit}
+	mode := modeTaps
+	pushed := false
+	defer func() {
+		// Restore what was changed, even when the terminal is gone.
+		restore := pasteOff
+		if pushed {
+			restore = popKitty + restore
+		}
+		io.WriteString(tty, restore)
+	}()
+	if _, err := io.WriteString(tty, pasteOn+queryKitty); err != nil {
+		return fmt.Errorf("unable to write to %s: %w", tty.Name(), err)
 	}
-	t.status("")
-	defer t.endStatus()
+	t.status(r, mode)
+	defer t.endStatus(r)
+
+	timer := time.NewTimer(queryTimeout)
+	defer timer.Stop()
+	phase, sawFlags := probing, false
+	// push asks for the kitty protocol. Keys the terminal sent before it
+	// took the flags are still legacy: taps until it confirms.
+	push := func() error {
+		phase, pushed = confirming, true
+		timer.Reset(queryTimeout)
+		if _, err := io.WriteString(tty, pushKitty); err != nil {
+			return fmt.Errorf("unable to write to %s: %w", tty.Name(), err)
+		}
+		return nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			// emit fails once ctx is done; the sender releases what it holds.
+			r.releaseAll()
 			return ctx.Err()
+		case <-timer.C:
+			switch phase {
+			case probing:
+				// No DA answer: a kitty flags answer alone is still one.
+				phase = settled
+				if sawFlags {
+					if err := push(); err != nil {
+						return err
+					}
+				}
+			case confirming:
+				// It took the flags but did not say so: trust the push.
+				phase, r.kitty, mode = settled, true, modeKitty
+				t.status(r, mode)
+			}
 		case ev, ok := <-events:
 			if !ok {
+				if err := r.releaseAll(); err != nil {
+					return err
+				}
+				if streamErr != nil {
+					return fmt.Errorf("unable to read the terminal: %w", streamErr)
+				}
 				return nil
 			}
-			if ev.Err != nil {
-				return fmt.Errorf("unable to read the terminal: %w", ev.Err)
-			}
-			if ev.Key == keyboard.KeyCtrlRsqBracket {
-				return nil
-			}
-			codes, note := TerminalKey(ev.Rune, ev.Key)
-			if len(codes) == 0 {
-				t.status(note)
+			switch ev := ev.(type) {
+			case uv.KeyboardEnhancementsEvent:
+				switch phase {
+				case probing:
+					sawFlags = true
+				case confirming:
+					phase = settled
+					if ev.Flags&kittyNeeded == kittyNeeded {
+						r.kitty, mode = true, modeKitty
+					} else {
+						// Without releases or text the protocol would hold
+						// keys forever or guess characters: back to legacy.
+						pushed = false
+						r.note = fmt.Sprintf("the terminal took kitty keyboard flags %d of 27", ev.Flags)
+						if _, err := io.WriteString(tty, popKitty); err != nil {
+							return fmt.Errorf("unable to write to %s: %w", tty.Name(), err)
+						}
+					}
+					t.status(r, mode)
+				}
+				// Else a late answer to our own question: nothing typed.
+				continue
+			case uv.PrimaryDeviceAttributesEvent:
+				if phase == probing {
+					phase = settled
+					if sawFlags {
+						if err := push(); err != nil {
+							return err
+						}
+					}
+				}
 				continue
 			}
-			if err := tap(emit, codes); err != nil {
+			end, err := r.event(ev)
+			if err != nil {
 				return err
 			}
-			t.sent++
-			t.status("")
+			if end {
+				return r.releaseAll()
+			}
+			t.status(r, mode)
 		}
 	}
 }
 
-// tap presses codes in order and releases them in reverse: a chord.
-func tap(emit func(keys.Key, bool) error, codes []keys.Key) error {
-	for _, c := range codes {
-		if err := emit(c, true); err != nil {
+// decoderFailure is the event for input the decoder panicked on: that input
+// is lost and counted, decoding goes on.
+type decoderFailure struct{ reason any }
+
+// streamEvents decodes the terminal input that open gives with
+// ultraviolet's TerminalReader, sending the events to events, until ctx is
+// done or the input ends (nil) or fails; then it closes events.
+//
+// ultraviolet can panic on malformed input (FuzzTerminalInput found an
+// out-of-range slice in its X10 mouse parsing after an 8-bit CSI, as in
+// testdata/fuzz/FuzzTerminalInput/39323adacecf883e). A panic there must not
+// take the process down with the terminal left raw, nor end the session: the
+// input being decoded is lost and reported as a decoderFailure, and a fresh
+// reader from open goes on with what follows.
+func streamEvents(ctx context.Context, open func() (cancelreader.CancelReader, error), termName string, events chan<- uv.Event) error {
+	defer close(events)
+	for {
+		in, err := open()
+		if err != nil {
 			return err
 		}
-	}
-	for i := len(codes) - 1; i >= 0; i-- {
-		if err := emit(codes[i], false); err != nil {
+		reason, err := decodeOnce(ctx, &closeAfterRead{CancelReader: in}, termName, events)
+		if reason == nil || ctx.Err() != nil {
 			return err
 		}
+		events <- decoderFailure{reason}
 	}
-	return nil
 }
 
-// namedKeys maps eiannone/keyboard's keys to HID keys.
-var namedKeys = map[keyboard.Key]keys.Code{
-	keyboard.KeyF1: keys.F1, keyboard.KeyF2: keys.F2, keyboard.KeyF3: keys.F3, keyboard.KeyF4: keys.F4,
-	keyboard.KeyF5: keys.F5, keyboard.KeyF6: keys.F6, keyboard.KeyF7: keys.F7, keyboard.KeyF8: keys.F8,
-	keyboard.KeyF9: keys.F9, keyboard.KeyF10: keys.F10, keyboard.KeyF11: keys.F11, keyboard.KeyF12: keys.F12,
-	keyboard.KeyInsert: keys.Insert, keyboard.KeyDelete: keys.Delete,
-	keyboard.KeyHome: keys.Home, keyboard.KeyEnd: keys.End,
-	keyboard.KeyPgup: keys.PageUp, keyboard.KeyPgdn: keys.PageDown,
-	keyboard.KeyArrowUp: keys.ArrowUp, keyboard.KeyArrowDown: keys.ArrowDown,
-	keyboard.KeyArrowLeft: keys.ArrowLeft, keyboard.KeyArrowRight: keys.ArrowRight,
-	keyboard.KeyEnter: keys.Enter, keyboard.KeyTab: keys.Tab, keyboard.KeyEsc: keys.Escape,
-	keyboard.KeySpace: keys.Space,
-	// Terminals send DEL (0x7F) for Backspace, some BS (0x08, also Ctrl+H).
-	keyboard.KeyBackspace2: keys.Backspace, keyboard.KeyBackspace: keys.Backspace,
+// decodeOnce runs one TerminalReader over in until ctx is done or in ends
+// (err), or until it panics (reason).
+func decodeOnce(ctx context.Context, in *closeAfterRead, termName string, events chan<- uv.Event) (reason any, err error) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// A read blocks until input comes: ctx done must wake it.
+	defer context.AfterFunc(ctx, func() { in.Cancel() })()
+	defer func() {
+		reason = recover()
+		in.shut()
+	}()
+	return nil, uv.NewTerminalReader(in, termName).StreamEvents(ctx, events)
 }
 
-// ctrlKeys are the control characters that are Ctrl chords rather than
-// named keys: Ctrl+Space (NUL), Ctrl+\, Ctrl+^, Ctrl+_.
-var ctrlKeys = map[keyboard.Key]keys.Code{
-	keyboard.KeyCtrlSpace: keys.Space, keyboard.KeyCtrlBackslash: keys.Backslash,
-	keyboard.KeyCtrl6: keys.Digit6, keyboard.KeyCtrlSlash: keys.Slash,
+// closeAfterRead is a CancelReader that shut cancels and closes once no Read
+// is in progress: after a decoder panic its reading goroutine may still be
+// inside Read, and closing the reader's descriptors under it is unsafe.
+type closeAfterRead struct {
+	cancelreader.CancelReader
+	mu               sync.Mutex
+	reading, closing bool
 }
 
-// TerminalKey turns one terminal key event into the keys to tap, modifiers
-// first: a character as that character, named keys as physical keys.
-func TerminalKey(r rune, k keyboard.Key) ([]keys.Key, string) {
-	if k == 0 && r != 0 {
-		if !keys.ValidChar(r) {
-			return nil, fmt.Sprintf("%U is not a character: not sent", r)
-		}
-		return []keys.Key{keys.Char(r)}, ""
+func (c *closeAfterRead) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return 0, cancelreader.ErrCanceled
 	}
-	if c, ok := namedKeys[k]; ok {
-		return []keys.Key{keys.Key(c)}, ""
+	c.reading = true
+	c.mu.Unlock()
+	n, err := c.CancelReader.Read(p)
+	c.mu.Lock()
+	c.reading = false
+	closeNow := c.closing
+	c.mu.Unlock()
+	if closeNow {
+		c.CancelReader.Close()
 	}
-	if k >= keyboard.KeyCtrlA && k <= keyboard.KeyCtrlZ {
-		return []keys.Key{keys.Key(keys.ControlLeft), keys.Char('a' + rune(k-keyboard.KeyCtrlA))}, ""
+	return n, err
+}
+
+// shut cancels reading and closes the reader, now or when the Read in
+// progress returns.
+func (c *closeAfterRead) shut() {
+	c.CancelReader.Cancel()
+	c.mu.Lock()
+	c.closing = true
+	reading := c.reading
+	c.mu.Unlock()
+	if !reading {
+		c.CancelReader.Close()
 	}
-	if c, ok := ctrlKeys[k]; ok {
-		return []keys.Key{keys.Key(keys.ControlLeft), keys.Key(c)}, ""
-	}
-	return nil, fmt.Sprintf("key %#x has no mapping: not sent", uint16(k))
 }
 
 // status redraws the one-line status (raw mode: \r, clear to end of line).
-func (t *Terminal) status(note string) {
+func (t *Terminal) status(r *relayer, mode string) {
 	if t.Status == nil {
 		return
 	}
-	line := fmt.Sprintf("keyrelay → %s | %d keys sent | Ctrl+] ends", t.Label, t.sent)
-	if note != "" {
-		line += " | " + note
+	line := fmt.Sprintf("keyrelay → %s | %d keys sent | %s | Ctrl+] ends", t.Label, r.sent, mode)
+	if r.dropped > 0 {
+		line += fmt.Sprintf(" | %d not relayed", r.dropped)
+	}
+	if r.note != "" {
+		line += " | " + r.note
 	}
 	fmt.Fprintf(t.Status, "\r%s\x1b[K", line)
 }
 
-func (t *Terminal) endStatus() {
-	if t.Status != nil {
-		fmt.Fprint(t.Status, "\r\n")
+// endStatus ends the status line and says what was not relayed.
+func (t *Terminal) endStatus(r *relayer) {
+	if t.Status == nil {
+		return
 	}
+	fmt.Fprintf(t.Status, "\r\nterminal: %d keys sent; not relayed: %d", r.sent, r.dropped)
+	if r.dropped > 0 {
+		fmt.Fprintf(t.Status, " (last: %s)", r.note)
+	}
+	fmt.Fprint(t.Status, "\r\n")
 }

@@ -44,10 +44,19 @@ one UDP packet on every key event and every --interval.
 
 Key sources (--input):
   terminal        the keys typed in this terminal (the default without
-                  --script; needs a terminal). A terminal reports characters,
-                  not presses and releases, so each key is sent as a tap
-                  (Shift and Ctrl chords included). Ctrl+] ends the session;
-                  every other key, Ctrl+C included, goes to the receiver.
+                  --script; needs a terminal). Text goes as characters (the
+                  receiver types them whatever its layout), named keys
+                  (arrows, Home, F1..., Enter, Tab, Backspace, Escape, Space)
+                  as physical keys. Most terminals report presses only: each
+                  key is a tap, with the Ctrl, Alt, Shift or Super the
+                  terminal encodes pressed around it. A terminal that
+                  implements the kitty keyboard protocol in full (kitty's
+                  own, and others) reports releases too: keys and modifiers
+                  go down and up as typed, and holding a key holds it at the
+                  receiver. The status line says which mode is on.
+                  Sequences that are not keys are dropped and counted, never
+                  sent. Ctrl+] ends the session; every other key, Ctrl+C
+                  included, goes to the receiver.
   hook            true key-down and key-up from the X session of $DISPLAY
                   (an X RECORD hook, github.com/robotn/gohook): keys still
                   reach the local desktop too; auto-repeat is dropped;
