@@ -282,8 +282,8 @@ func (p *parser) event(code keys.Key, down bool, gap time.Duration) {
 
 // typeText types a double-quoted string as characters: each one is a
 // character key-down and key-up, which the receiver types as that character
-// whatever its layout. Enter ('\n') and Tab ('\t') are taps of those keys;
-// any other control character is an error (name its key with tap).
+// whatever its layout. Enter ('\n'), Tab ('\t') and Space are taps of those
+// keys; any other control character is an error (name its key with tap).
 func (p *parser) typeText(q field) []error {
 	if q.text[0] != '"' {
 		return []error{fmt.Errorf("bad quoted string at column %d: type wants \"text\" in double quotes, got %s", p.column(q.off), q.text)}
@@ -308,6 +308,11 @@ func (p *parser) typeText(q field) []error {
 			key = keys.Key(keys.Enter)
 		case r == '\t':
 			key = keys.Key(keys.Tab)
+		case r == ' ':
+			// The space bar is the same key on every layout, and a receiver
+			// that cannot type characters (uinput) still presses it; the
+			// terminal source relays it the same way.
+			key = keys.Key(keys.Space)
 		case invalid:
 			errs = append(errs, fmt.Errorf("%s is not a character (the text must be UTF-8)", where))
 			continue

@@ -76,8 +76,9 @@ func TestTypeExpansion(t *testing.T) {
 		{"characters, shifted or not", `type "aB!"`, "+'a' -'a' +'B' -'B' +'!' -'!'"},
 		{"escapes", `type "a\n\t\"\\"`, `+'a' -'a' +Enter -Enter +Tab -Tab +'"' -'"' +'\\' -'\\'`},
 		{"unicode escape of ASCII", `type "\u0041\x62"`, "+'A' -'A' +'b' -'b'"},
-		{"# inside quotes is text", `type "# x" # y`, "+'#' -'#' +' ' -' ' +'x' -'x'"},
-		{"text beyond ASCII", `type "Grüße é €"`, "+'G' -'G' +'r' -'r' +'ü' -'ü' +'ß' -'ß' +'e' -'e' +' ' -' ' +'é' -'é' +' ' -' ' +'€' -'€'"},
+		{"# inside quotes is text, a space the Space key", `type "# x" # y`, "+'#' -'#' +Space -Space +'x' -'x'"},
+		{"text beyond ASCII", `type "Grüße é €"`, "+'G' -'G' +'r' -'r' +'ü' -'ü' +'ß' -'ß' +'e' -'e' +Space -Space +'é' -'é' +Space -Space +'€' -'€'"},
+		{"other spaces are characters", "type \"a\u00a0b\"", `+'a' -'a' +'\u00a0' -'\u00a0' +'b' -'b'`},
 		{"beyond the BMP", `type "😀"`, "+'😀' -'😀'"},
 		// Held modifiers stay held: the receiver applies Ctrl or Alt to the
 		// characters (Ctrl+C); it types a character as itself whatever

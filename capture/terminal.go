@@ -132,6 +132,8 @@ func (t *Terminal) Play(ctx context.Context, emit func(keys.Key, bool) error) er
 		tty = f
 	}
 	fd := int(tty.Fd())
+	// Read before raw mode, which keeps the control characters anyway.
+	eraseBS := eraseIsBS(fd)
 	saved, err := term.MakeRaw(fd)
 	if err != nil {
 		return fmt.Errorf("%w: unable to put %s in raw mode: %v", ErrNoTerminal, tty.Name(), err)
@@ -142,11 +144,14 @@ func (t *Terminal) Play(ctx context.Context, emit func(keys.Key, bool) error) er
 	// it never blocks on a send.
 	events := make(chan uv.Event, 64)
 	streamCtx, stopStream := context.WithCancel(context.Background())
+	// streamErr is set before events closes, so reading it after the close
+	// is ordered after the write.
 	var streamErr error
 	go func() {
 		streamErr = streamEvents(streamCtx, func() (cancelreader.CancelReader, error) {
 			return cancelreader.NewReader(tty)
 		}, os.Getenv("TERM"), events)
+		close(events)
 	}()
 	defer func() {
 		stopStream()
@@ -154,7 +159,7 @@ func (t *Terminal) Play(ctx context.Context, emit func(keys.Key, bool) error) er
 		}
 	}()
 
-	r := &relayer{emit: emit}
+	r := &relayer{emit: emit, eraseBS: eraseBS}
 	mode := modeTaps
 	pushed := false
 	defer func() {
@@ -266,7 +271,7 @@ type decoderFailure struct{ reason any }
 
 // streamEvents decodes the terminal input that open gives with
 // ultraviolet's TerminalReader, sending the events to events, until ctx is
-// done or the input ends (nil) or fails; then it closes events.
+// done or the input ends (nil) or fails. The caller closes events.
 //
 // ultraviolet can panic on malformed input (FuzzTerminalInput found an
 // out-of-range slice in its X10 mouse parsing after an 8-bit CSI, as in
@@ -275,7 +280,6 @@ type decoderFailure struct{ reason any }
 // input being decoded is lost and reported as a decoderFailure, and a fresh
 // reader from open goes on with what follows.
 func streamEvents(ctx context.Context, open func() (cancelreader.CancelReader, error), termName string, events chan<- uv.Event) error {
-	defer close(events)
 	for {
 		in, err := open()
 		if err != nil {

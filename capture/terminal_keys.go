@@ -85,6 +85,9 @@ type relayer struct {
 	// goes up when the last one lets go, so no key goes down twice or up
 	// while another terminal key still holds it.
 	held []heldKey
+	// eraseBS: the terminal's Backspace sends BS (stty erase ^H), which
+	// the decoder reads as Ctrl+H; relay it as Backspace.
+	eraseBS bool
 	// sent counts key presses relayed, dropped the inputs not relayed.
 	sent, dropped int
 	// note says why the last dropped input was not relayed.
@@ -147,6 +150,9 @@ func (r *relayer) event(ev uv.Event) (end bool, err error) {
 func (r *relayer) legacyPress(k uv.Key) error {
 	if notRelayed[k.Code] {
 		return nil
+	}
+	if r.eraseBS && k.Code == 'h' && k.Mod == uv.ModCtrl {
+		return r.tap([]keys.Key{keys.Key(keys.Backspace)})
 	}
 	var mods []keys.Key
 	if k.Mod.Contains(uv.ModCtrl) {

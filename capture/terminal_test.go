@@ -52,9 +52,12 @@ func relayBytes(t testing.TB, input []byte, kitty bool) ([]string, *relayer) {
 func decodeBytes(input []byte) <-chan uv.Event {
 	events := make(chan uv.Event)
 	br := bytes.NewReader(input)
-	go streamEvents(context.Background(), func() (cancelreader.CancelReader, error) {
-		return cancelreader.NewReader(br)
-	}, "xterm-256color", events)
+	go func() {
+		streamEvents(context.Background(), func() (cancelreader.CancelReader, error) {
+			return cancelreader.NewReader(br)
+		}, "xterm-256color", events)
+		close(events)
+	}()
 	return events
 }
 
@@ -135,6 +138,33 @@ var legacyCases = []struct {
 	// ultraviolet panics on this (8-bit CSI, X10 mouse); found by
 	// FuzzTerminalInput. The input is lost, counted, and decoding goes on.
 	{"decoder panic survived", "\x9bM\x9b\x9b\x9b", "", 1},
+}
+
+// TestTerminalBackspaceBS: a terminal whose Backspace sends BS (stty erase
+// ^H) relays Backspace for it; elsewhere BS is Ctrl+H, as the decoder reads it.
+func TestTerminalBackspaceBS(t *testing.T) {
+	for _, tc := range []struct {
+		eraseBS bool
+		want    string
+	}{{false, taps("ControlLeft+'h'", "Backspace")}, {true, taps("Backspace", "Backspace")}} {
+		var got []string
+		r := &relayer{eraseBS: tc.eraseBS, emit: func(k keys.Key, down bool) error {
+			sign := "-"
+			if down {
+				sign = "+"
+			}
+			got = append(got, sign+k.String())
+			return nil
+		}}
+		for ev := range decodeBytes([]byte("\x08\x7f")) {
+			if _, err := r.event(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("erase BS %v: got %s, want %s", tc.eraseBS, strings.Join(got, " "), tc.want)
+		}
+	}
 }
 
 func TestTerminalLegacyTaps(t *testing.T) {

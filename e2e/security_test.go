@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +137,7 @@ func TestFloodWhileTyping(t *testing.T) {
 	}
 	var want []string
 	for _, r := range text {
-		want = append(want, strconv.QuoteRune(r))
+		want = append(want, typed(r))
 	}
 	if strings.Join(downs, " ") != strings.Join(want, " ") {
 		t.Errorf("injected key-downs:\n%v\nwant\n%v", downs, want)
