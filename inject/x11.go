@@ -44,9 +44,13 @@ var ErrKeycodes = errors.New("X server keycodes are not evdev")
 // is needed for another character, or until Close restores it, so no
 // client reads the key press under the old mapping. Looking a character up
 // needs the keymap, read at start and again after the server announces a
-// change (MappingNotify: setxkbmap, xmodmap); a letter also asks the server
-// whether Caps Lock is on (one round trip), since Caps Lock would change its
-// case.
+// change (MappingNotify: setxkbmap, xmodmap). A character with a case also
+// asks the server whether Caps Lock is on (one round trip): a letter on a
+// letter key is then typed with Shift inverted; any other (é on a French
+// key, ß on a German one, a character on a spare keycode), whose case or
+// level Caps Lock would change in ways the core keymap does not tell, is
+// typed with Caps Lock turned off around it, by a tap of the Caps Lock key
+// before and after.
 //
 // Inject and Close must be called from one goroutine at a time.
 type X11 struct {
@@ -93,8 +97,9 @@ type keymap struct {
 	// spares are keycodes with no keysyms and no modifier: free to map a
 	// character to.
 	spares []xproto.Keycode
-	// shiftKC and level3KC are keys that set Shift and ISO_Level3_Shift.
-	shiftKC, level3KC xproto.Keycode
+	// shiftKC and level3KC are keys that set Shift and ISO_Level3_Shift;
+	// capsKC the Caps Lock key.
+	shiftKC, level3KC, capsKC xproto.Keycode
 }
 
 // place is a character's key and the column of the core keymap it is in.
@@ -103,10 +108,12 @@ type place struct {
 	col int
 }
 
-// override is a temporary change of the Shift and AltGr keys held.
+// override is a temporary change of the Shift and AltGr keys held, and of
+// Caps Lock.
 type override struct {
 	pressed  []xproto.Keycode // pressed for the character, to release
 	released []xproto.Keycode // held keys released for it, to press again
+	capsOff  xproto.Keycode   // Caps Lock key tapped to turn it off, to tap again
 }
 
 // displayTimeout bounds the start-up checks: a TCP display that does not
@@ -118,6 +125,7 @@ const (
 	ksShiftL         = 0xffe1
 	ksShiftR         = 0xffe2
 	ksISOLevel3Shift = 0xfe03
+	ksCapsLock       = 0xffe5
 )
 
 // levelColumns are the core keymap columns X11 types from, in the order it
@@ -276,6 +284,8 @@ func (x *X11) loadKeymap() error {
 			k.shiftKC, shiftR = kc, true
 		case row[0] == ksISOLevel3Shift && k.level3KC == 0:
 			k.level3KC = kc
+		case row[0] == ksCapsLock && k.capsKC == 0:
+			k.capsKC = kc
 		}
 		for _, lc := range levelColumns {
 			if lc.col >= k.per {
@@ -465,10 +475,18 @@ func (x *X11) charDown(r rune) error {
 	if ok && levelColumns[levelRank(p.col)].level3 && x.keymap.level3KC == 0 {
 		ok = false // no AltGr key to reach level 3 with
 	}
+	// Caps Lock changes only characters with a case.
+	caps := unicode.IsLower(r) || unicode.IsUpper(r) || unicode.IsTitle(r)
+	caps = caps && x.capsLock()
 	if !ok {
 		kc, ok := x.spare(r)
 		if !ok {
 			return x.skipped.report(x.logf, "x11", keys.Char(r), "the layout lacks it and no spare keycode is free")
+		}
+		if caps {
+			// A spare keycode has r alone: a client would make it
+			// upper case.
+			x.turnCapsOff()
 		}
 		x.press(kc, keys.Char(r), true)
 		x.charKC[r] = kc
@@ -476,8 +494,14 @@ func (x *X11) charDown(r rune) error {
 	}
 	lc := levelColumns[levelRank(p.col)]
 	shift := lc.shift
-	if lc.col < 2 && x.alphabetic(p.kc) && x.capsLock() {
+	switch {
+	case caps && lc.col < 2 && x.alphabetic(p.kc):
 		shift = !shift // Caps Lock inverts the case of a letter key
+	case caps:
+		// Elsewhere Caps Lock does what the key's XKB type says (ß on a
+		// German keyboard gives ẞ, level 5), or clients change the
+		// case (é gives É on a French keyboard).
+		x.turnCapsOff()
 	}
 	x.setLevel(shift, lc.level3)
 	x.press(p.kc, keys.Char(r), true)
@@ -495,6 +519,19 @@ func (x *X11) alphabetic(kc xproto.Keycode) bool {
 	lo, ok1 := keysym.ToRune(uint32(x.keymap.syms[i]))
 	up, ok2 := keysym.ToRune(uint32(x.keymap.syms[i+1]))
 	return ok1 && ok2 && lo != up && unicode.ToUpper(lo) == up
+}
+
+// turnCapsOff taps the Caps Lock key, which turns Caps Lock off (the Lock
+// modifier is on), and remembers to tap it again. Without a Caps Lock key,
+// or with the sender holding it, Caps Lock stays on.
+func (x *X11) turnCapsOff() {
+	kc := x.keymap.capsKC
+	if _, held := x.down[kc]; kc == 0 || held {
+		return
+	}
+	x.fake(kc, true)
+	x.fake(kc, false)
+	x.undo.capsOff = kc
 }
 
 // capsLock asks the server whether Caps Lock is on (the Lock modifier).
@@ -533,7 +570,8 @@ func (x *X11) setLevel(shift, level3 bool) {
 	}
 }
 
-// revert undoes the last character's Shift and AltGr change.
+// revert undoes the last character's Shift and AltGr change, then turns
+// Caps Lock on again if it turned it off.
 func (x *X11) revert() {
 	for i := len(x.undo.pressed) - 1; i >= 0; i-- {
 		x.fake(x.undo.pressed[i], false)
@@ -542,6 +580,10 @@ func (x *X11) revert() {
 		if _, held := x.down[kc]; held {
 			x.fake(kc, true)
 		}
+	}
+	if kc := x.undo.capsOff; kc != 0 {
+		x.fake(kc, true)
+		x.fake(kc, false)
 	}
 	x.undo = override{pressed: x.undo.pressed[:0], released: x.undo.released[:0]}
 }
