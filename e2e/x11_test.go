@@ -24,15 +24,16 @@ import (
 	"github.com/jezek/xgb/xtest"
 )
 
-// needX skips without the X test tools, except in CI, where .ci/run
+// needX skips without the X test tools (Xvfb, xev, xdotool, and the extra
+// ones a test names: xinput, setxkbmap, xterm), except in CI, where .ci/run
 // installs them and a skip would hide a broken install.
-func needX(t *testing.T) {
-	for _, tool := range []string{"Xvfb", "xev", "xdotool"} {
+func needX(t *testing.T, extra ...string) {
+	for _, tool := range append([]string{"Xvfb", "xev", "xdotool"}, extra...) {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {
 				t.Fatalf("%s missing in CI: .ci/run must install it", tool)
 			}
-			t.Skipf("needs %s (apt-get install xvfb x11-utils xdotool)", tool)
+			t.Skipf("needs %s (apt-get install xvfb x11-utils xdotool xinput x11-xkb-utils xterm)", tool)
 		}
 	}
 }
