@@ -1,9 +1,11 @@
 package inject
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,9 +69,10 @@ type X11 struct {
 	closed chan struct{}
 	// stale is set when the server announces a keymap change not our own.
 	stale atomic.Bool
-	// ourSpares holds the spare keycodes we map characters to, for the
-	// event reader to tell our own MappingNotify from another client's.
-	ourSpares sync.Map // xproto.Keycode → struct{}
+	// ownChanges counts, per keycode, the mapping changes X11 made whose
+	// MappingNotify has not come back yet, for the event reader to tell
+	// its own from another client's.
+	ownChanges sync.Map // xproto.Keycode → *atomic.Int32
 
 	keymap keymap
 
@@ -264,7 +267,7 @@ func (x *X11) loadKeymap() error {
 		if k.onlySym(x.minKC, kc) == keysym.FromRune(r) {
 			kept[r] = kc
 		} else {
-			x.ourSpares.Delete(kc)
+			delete(x.lastUse, kc)
 		}
 	}
 	shiftR := false // the Shift key found is Shift_R: Shift_L is preferred
@@ -309,10 +312,34 @@ func (x *X11) loadKeymap() error {
 		}
 		k.spares = append(k.spares, kc)
 	}
+	// Lend the keycodes of no physical key first: a relayed key on a lent
+	// keycode takes it back (unspare), which costs a remapping.
+	slices.SortStableFunc(k.spares, func(a, b xproto.Keycode) int {
+		return cmp.Compare(b2i(physicalKeycodes[a]), b2i(physicalKeycodes[b]))
+	})
 	x.spareOf = kept
 	x.keymap = k
 	return nil
 }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// physicalKeycodes are the X keycodes of the keys of the keys table (evdev
+// code + 8).
+var physicalKeycodes = func() map[xproto.Keycode]bool {
+	m := map[xproto.Keycode]bool{}
+	for _, k := range keys.All() {
+		if k.Evdev != 0 && k.Evdev+8 <= 255 {
+			m[xproto.Keycode(k.Evdev+8)] = true
+		}
+	}
+	return m
+}()
 
 // isSpareRow reports whether a keycode has no keysym at all.
 func isSpareRow(row []xproto.Keysym) bool {
@@ -369,16 +396,28 @@ func (x *X11) readEvents() {
 				x.logf("X server of DISPLAY=%s reported an error: %v", x.display, err)
 			}
 		default:
-			if m, ok := ev.(xproto.MappingNotifyEvent); ok && m.Request != xproto.MappingPointer {
-				if m.Request == xproto.MappingKeyboard && m.Count == 1 {
-					if _, ours := x.ourSpares.Load(m.FirstKeycode); ours {
-						continue
-					}
-				}
-				x.stale.Store(true)
+			if m, ok := ev.(xproto.MappingNotifyEvent); ok {
+				x.noteMapping(m)
 			}
 		}
 	}
+}
+
+// noteMapping makes the keymap stale on a keyboard or modifier mapping
+// change, unless it is the notice of one of X11's own spare remappings.
+func (x *X11) noteMapping(m xproto.MappingNotifyEvent) {
+	if m.Request == xproto.MappingPointer {
+		return
+	}
+	if m.Request == xproto.MappingKeyboard && m.Count == 1 {
+		if n, ok := x.ownChanges.Load(m.FirstKeycode); ok {
+			if n.(*atomic.Int32).Add(-1) >= 0 {
+				return
+			}
+			n.(*atomic.Int32).Add(1) // none of ours was pending
+		}
+	}
+	x.stale.Store(true)
 }
 
 // alive reports the X connection's end as an error.
@@ -425,6 +464,9 @@ func (x *X11) Inject(ev Event) error {
 	kc, ok := x.Keycode(code)
 	if !ok {
 		return x.skipped.report(x.logf, "x11", ev.Key, "it has no X keycode (no evdev code, or one beyond the server's keycodes)")
+	}
+	if ev.Down {
+		x.unspare(kc)
 	}
 	x.press(kc, ev.Key, ev.Down)
 	return nil
@@ -623,12 +665,32 @@ func (x *X11) spare(r rune) (xproto.Keycode, bool) {
 	for i := range syms {
 		syms[i] = xproto.Keysym(keysym.FromRune(r))
 	}
-	x.ourSpares.Store(pick, struct{}{})
-	xproto.ChangeKeyboardMapping(x.conn, 1, pick, byte(x.keymap.per), syms)
-	copy(x.keymap.syms[int(pick-x.minKC)*x.keymap.per:], syms)
+	x.remap(pick, syms)
 	x.spareOf[r] = pick
 	x.lastUse[pick] = x.useTick
 	return pick, true
+}
+
+// remap maps kc to syms, keeping X11's copy of the keymap in step and
+// counting the change as its own for the event reader.
+func (x *X11) remap(kc xproto.Keycode, syms []xproto.Keysym) {
+	n, _ := x.ownChanges.LoadOrStore(kc, new(atomic.Int32))
+	n.(*atomic.Int32).Add(1)
+	xproto.ChangeKeyboardMapping(x.conn, 1, kc, byte(x.keymap.per), syms)
+	copy(x.keymap.syms[int(kc-x.minKC)*x.keymap.per:], syms)
+}
+
+// unspare gives a spare keycode back its empty mapping, when a physical key
+// is to be pressed on it: a relayed IntlRo must not type the character X11
+// lent its keycode to.
+func (x *X11) unspare(kc xproto.Keycode) {
+	for r, skc := range x.spareOf {
+		if skc == kc {
+			delete(x.spareOf, r)
+			x.remap(kc, make([]xproto.Keysym, x.keymap.per))
+			return
+		}
+	}
 }
 
 // Close releases what X11 still holds, gives the spare keycodes back their
@@ -643,13 +705,10 @@ func (x *X11) Close() error {
 		x.fake(kc, false)
 	}
 	clear(x.down)
-	if len(x.spareOf) > 0 {
-		empty := make([]xproto.Keysym, x.keymap.per)
-		for _, kc := range x.spareOf {
-			xproto.ChangeKeyboardMapping(x.conn, 1, kc, byte(x.keymap.per), empty)
-		}
-		clear(x.spareOf)
+	for _, kc := range x.spareOf {
+		x.remap(kc, make([]xproto.Keysym, x.keymap.per))
 	}
+	clear(x.spareOf)
 	// A round trip, so everything above reached the server before the
 	// connection goes.
 	xproto.GetInputFocus(x.conn).Reply()

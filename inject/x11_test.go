@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,5 +352,111 @@ func TestX11ServerGone(t *testing.T) {
 	}
 	if err := x.Close(); err != nil {
 		t.Errorf("Close after the server went: %v", err)
+	}
+}
+
+// TestX11PhysicalKeyTakesItsKeycodeBack: a relayed physical key whose
+// keycode X11 lent to a character (IntlRo's 97 is empty on a US layout) is
+// pressed as itself: X11 takes the keycode back first, so the key does not
+// type the character.
+func TestX11PhysicalKeyTakesItsKeycodeBack(t *testing.T) {
+	xvfb(t)
+	setxkbmap(t, "us")
+	c := xconn(t)
+	x := newX11(t)
+	x.keymap.spares = []xproto.Keycode{97} // lend only IntlRo's keycode
+	inj(t, x, keys.Char('ß'), true)
+	inj(t, x, keys.Char('ß'), false)
+	km := keymapOf(t, c)
+	per := len(km) / (int(x.maxKC) - int(x.minKC) + 1)
+	if ks := km[(97-int(x.minKC))*per]; ks != 0xdf {
+		t.Fatalf("keycode 97 has %#x, want ß lent to it", ks)
+	}
+	inj(t, x, keys.Key(keys.IntlRo), true)
+	if got := pressed(t, c); !slices.Equal(got, []int{97}) {
+		t.Errorf("IntlRo down: keycodes %v, want [97]", got)
+	}
+	km = keymapOf(t, c)
+	if row := km[(97-int(x.minKC))*per : (98-int(x.minKC))*per]; slices.ContainsFunc(row, func(ks xproto.Keysym) bool { return ks != 0 }) {
+		t.Errorf("keycode 97 still has %x while IntlRo is pressed on it", row)
+	}
+	inj(t, x, keys.Key(keys.IntlRo), false)
+	// ß still types, on a keycode lent anew.
+	inj(t, x, keys.Char('ß'), true)
+	got := pressed(t, c)
+	km = keymapOf(t, c)
+	if len(got) != 1 || km[(got[0]-int(x.minKC))*per] != 0xdf {
+		t.Errorf("'ß' down again: keycodes %v, want one keycode mapped to ß", got)
+	}
+	inj(t, x, keys.Char('ß'), false)
+}
+
+// TestX11NoticesOthersRemappingItsSpare: another client remapping a
+// keycode X11 lent to a character is noticed (MappingNotify not of X11's
+// own making): the character is then typed from a keycode that has it.
+func TestX11NoticesOthersRemappingItsSpare(t *testing.T) {
+	xvfb(t)
+	setxkbmap(t, "us")
+	c := xconn(t)
+	x := newX11(t)
+	inj(t, x, keys.Char('ß'), true)
+	inj(t, x, keys.Char('ß'), false)
+	kc := x.spareOf['ß']
+	per := byte(x.keymap.per)
+	syms := make([]xproto.Keysym, per)
+	syms[0] = 0x1004e00 // 一, from another client
+	if err := xproto.ChangeKeyboardMappingChecked(c, 1, kc, per, syms).Check(); err != nil {
+		t.Fatal(err)
+	}
+	// The notice reaches X11 asynchronously: poll until it is seen.
+	deadline := time.Now().Add(5 * time.Second)
+	for !x.stale.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("X11 did not notice another client's change of its spare keycode")
+		}
+		xproto.GetInputFocus(c).Reply()
+	}
+	inj(t, x, keys.Char('ß'), true)
+	got := pressed(t, c)
+	km := keymapOf(t, c)
+	if len(got) != 1 || km[(got[0]-int(x.minKC))*int(per)] != 0xdf {
+		t.Errorf("'ß' down: keycodes %v, want one keycode mapped to ß", got)
+	}
+	inj(t, x, keys.Char('ß'), false)
+}
+
+// TestX11TellsItsOwnMappingNotices: each of X11's own spare remappings
+// comes back as one MappingNotify for that keycode and is not a reason to
+// read the keymap again; any other notice is.
+func TestX11TellsItsOwnMappingNotices(t *testing.T) {
+	x := &X11{}
+	own := func(kc xproto.Keycode) {
+		n, _ := x.ownChanges.LoadOrStore(kc, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+	}
+	notice := func(req byte, kc xproto.Keycode, count byte) bool {
+		x.stale.Store(false)
+		x.noteMapping(xproto.MappingNotifyEvent{Request: req, FirstKeycode: kc, Count: count})
+		return x.stale.Load()
+	}
+	own(93)
+	own(93)
+	for i, tc := range []struct {
+		req   byte
+		kc    xproto.Keycode
+		count byte
+		stale bool
+	}{
+		{xproto.MappingKeyboard, 93, 1, false}, // ours
+		{xproto.MappingKeyboard, 97, 1, true},  // another keycode
+		{xproto.MappingKeyboard, 93, 1, false}, // ours, the second
+		{xproto.MappingKeyboard, 93, 1, true},  // a third: someone else's
+		{xproto.MappingKeyboard, 8, 248, true}, // setxkbmap
+		{xproto.MappingModifier, 0, 0, true},   // xmodmap -e "add ..."
+		{xproto.MappingPointer, 0, 0, false},   // the mouse buttons
+	} {
+		if got := notice(tc.req, tc.kc, tc.count); got != tc.stale {
+			t.Errorf("notice %d (%d, %d, %d): stale %v, want %v", i, tc.req, tc.kc, tc.count, got, tc.stale)
+		}
 	}
 }
