@@ -205,32 +205,37 @@ func untilKeymap(t *testing.T, display string, timeout time.Duration, cond func(
 	}
 }
 
-// TestTypingThroughABadLink: recv --inject robotgo on a virtual X display;
-// send types a sentence with capitals, digits, punctuation and Enter through
-// the impairment proxy at 20 % loss with reordering; the X client on the
-// display gets exactly the sentence, and afterwards the X server holds no key.
+// TestTypingThroughABadLink: recv --inject x11 (the default with DISPLAY)
+// and --inject robotgo on a virtual X display; send types a sentence with
+// capitals, digits, punctuation and Enter through the impairment proxy at 20 %
+// loss with reordering; the X client on the display gets exactly the
+// sentence, and afterwards the X server holds no key.
 func TestTypingThroughABadLink(t *testing.T) {
 	needX(t)
-	display := startXvfb(t)
-	xev := startXev(t, display)
-	recv := startWithEnv(t, []string{"DISPLAY=" + display}, "recv", "--inject", "robotgo", "--listen", "127.0.0.1:0")
-	proxy := start(t, "impair", "--listen", "127.0.0.1:0", "--to", recv.addr,
-		"--loss", "0.2", "--reorder", "0.2", "--delay", "5ms", "--jitter", "3ms", "--seed", "3")
-	sentence := "Typing Through A Bad Link: 12 + 30 = 42, right? Yes! (100%) ~ok~\n"
-	code, _, stderr := run(t, "", "send", "--to", proxy.addr, "--script",
-		script(t, fmt.Sprintf("pace 15ms\ntype %q\n", sentence)))
-	if code != 0 {
-		t.Fatalf("send exited %d:\n%s", code, stderr)
+	for _, inj := range []string{"x11", "robotgo"} {
+		t.Run(inj, func(t *testing.T) {
+			display := startXvfb(t)
+			xev := startXev(t, display)
+			recv := startWithEnv(t, []string{"DISPLAY=" + display}, "recv", "--inject", inj, "--listen", "127.0.0.1:0")
+			proxy := start(t, "impair", "--listen", "127.0.0.1:0", "--to", recv.addr,
+				"--loss", "0.2", "--reorder", "0.2", "--delay", "5ms", "--jitter", "3ms", "--seed", "3")
+			sentence := "Typing Through A Bad Link: 12 + 30 = 42, right? Yes! (100%) ~ok~\n"
+			code, _, stderr := run(t, "", "send", "--to", proxy.addr, "--script",
+				script(t, fmt.Sprintf("pace 15ms\ntype %q\n", sentence)))
+			if code != 0 {
+				t.Fatalf("send exited %d:\n%s", code, stderr)
+			}
+			xev.waitFor(t, sentence, 15*time.Second)
+			if got := xev.String(); got != sentence {
+				t.Errorf("the X client got %q\nwant            %q", got, sentence)
+			}
+			if _, ok := untilKeymap(t, display, 2*time.Second, func(h []int) bool { return len(h) == 0 }); !ok {
+				t.Errorf("keys still held in the X server: keycodes %v", heldKeycodes(t, display))
+			}
+			t.Logf("typed %d characters exactly through 20%% loss; %s", len(sentence), strings.TrimSpace(proxy.stop2()))
+			recv.stop()
+		})
 	}
-	xev.waitFor(t, sentence, 15*time.Second)
-	if got := xev.String(); got != sentence {
-		t.Errorf("the X client got %q\nwant            %q", got, sentence)
-	}
-	if _, ok := untilKeymap(t, display, 2*time.Second, func(h []int) bool { return len(h) == 0 }); !ok {
-		t.Errorf("keys still held in the X server: keycodes %v", heldKeycodes(t, display))
-	}
-	t.Logf("typed %d characters exactly through 20%% loss; %s", len(sentence), strings.TrimSpace(proxy.stop2()))
-	recv.stop()
 }
 
 // TestKilledSenderReleasesOnDisplay: a sender killed while holding a key;
@@ -239,7 +244,7 @@ func TestKilledSenderReleasesOnDisplay(t *testing.T) {
 	needX(t)
 	display := startXvfb(t)
 	const timeout = 500 * time.Millisecond
-	recv := startWithEnv(t, []string{"DISPLAY=" + display}, "recv", "--inject", "robotgo", "--listen", "127.0.0.1:0", "--timeout", timeout.String())
+	recv := startWithEnv(t, []string{"DISPLAY=" + display}, "recv", "--inject", "x11", "--listen", "127.0.0.1:0", "--timeout", timeout.String())
 	send := start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyK\nsleep 1h\n"))
 	if _, ok := untilKeymap(t, display, 10*time.Second, func(h []int) bool { return len(h) == 1 }); !ok {
 		t.Fatalf("KeyK never went down; held %v", heldKeycodes(t, display))
@@ -253,15 +258,17 @@ func TestKilledSenderReleasesOnDisplay(t *testing.T) {
 	recv.stop()
 }
 
-// TestRobotgoWithoutDisplay: a clear error naming DISPLAY and the other
-// injectors, never a crash.
-func TestRobotgoWithoutDisplay(t *testing.T) {
-	for _, display := range []string{"", ":99999"} {
-		cmd := exec.Command(bin, "recv", "--inject", "robotgo", "--listen", "127.0.0.1:0")
-		cmd.Env = append(os.Environ(), "DISPLAY="+display)
-		out, _ := cmd.CombinedOutput()
-		if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "DISPLAY") || !strings.Contains(string(out), "--inject log") || strings.Contains(string(out), "goroutine") {
-			t.Errorf("DISPLAY=%q: exit %d:\n%s", display, cmd.ProcessState.ExitCode(), out)
+// TestInjectorsWithoutDisplay: --inject x11 and robotgo without a display
+// give a clear error naming DISPLAY and the other injectors, never a crash.
+func TestInjectorsWithoutDisplay(t *testing.T) {
+	for _, inj := range []string{"x11", "robotgo"} {
+		for _, display := range []string{"", ":99999"} {
+			cmd := exec.Command(bin, "recv", "--inject", inj, "--listen", "127.0.0.1:0")
+			cmd.Env = append(os.Environ(), "DISPLAY="+display)
+			out, _ := cmd.CombinedOutput()
+			if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "DISPLAY") || !strings.Contains(string(out), "--inject log") || strings.Contains(string(out), "goroutine") {
+				t.Errorf("--inject %s, DISPLAY=%q: exit %d:\n%s", inj, display, cmd.ProcessState.ExitCode(), out)
+			}
 		}
 	}
 }
@@ -342,15 +349,21 @@ func init() {
 
 // BenchmarkHookToDisplayLatency: a key-down injected on display B (XTEST)
 // to the same key down in display A's key map, through send --input hook,
-// loopback UDP and recv --inject robotgo; one press and release per
-// iteration (make bench runs 300). Reports the median and 99th percentile of
-// the key-downs.
+// loopback UDP and recv --inject x11 (the default) or robotgo; one press
+// and release per iteration (make bench runs 300). Reports the median and
+// 99th percentile of the key-downs.
 func BenchmarkHookToDisplayLatency(b *testing.B) {
 	if _, err := exec.LookPath("Xvfb"); err != nil {
 		b.Skip("needs Xvfb")
 	}
+	for _, inj := range []string{"x11", "robotgo"} {
+		b.Run(inj, func(b *testing.B) { hookToDisplay(b, inj) })
+	}
+}
+
+func hookToDisplay(b *testing.B, inj string) {
 	displayB, displayA := startXvfb(b), startXvfb(b)
-	recv := startWithEnv(b, []string{"DISPLAY=" + displayA}, "recv", "--inject", "robotgo", "--listen", "127.0.0.1:0")
+	recv := startWithEnv(b, []string{"DISPLAY=" + displayA}, "recv", "--inject", inj, "--listen", "127.0.0.1:0")
 	send := startWithEnv(b, []string{"DISPLAY=" + displayB}, "send", "--to", recv.addr, "--input", "hook")
 	for !strings.Contains(send.stderr.String(), "capturing keys") {
 		select {
