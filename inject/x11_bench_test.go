@@ -3,53 +3,12 @@
 package inject
 
 import (
-	"bufio"
-	"os"
-	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/keyrelay/keyrelay/keys"
 )
-
-// startXvfb starts a virtual X server for the benchmark and returns its
-// DISPLAY; it skips without Xvfb.
-func startXvfb(b *testing.B) string {
-	b.Helper()
-	if _, err := exec.LookPath("Xvfb"); err != nil {
-		b.Skip("needs Xvfb (apt-get install xvfb)")
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command("Xvfb", "-displayfd", "3", "-noreset", "-nolisten", "tcp", "-screen", "0", "640x480x24")
-	cmd.ExtraFiles = []*os.File{w}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	w.Close()
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	num := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(r).ReadString('\n')
-		num <- strings.TrimSpace(line)
-	}()
-	select {
-	case n := <-num:
-		if _, err := strconv.Atoi(n); err != nil {
-			b.Fatalf("Xvfb gave display %q", n)
-		}
-		return ":" + n
-	case <-time.After(15 * time.Second):
-		b.Fatal("Xvfb did not start")
-	}
-	return ""
-}
 
 // BenchmarkX11VsRobotgo is the cost of one key tap (down and up) through
 // --inject x11 and --inject robotgo on one Xvfb (US layout): a physical key
@@ -62,7 +21,7 @@ func startXvfb(b *testing.B) string {
 // of keys goes. x11 runs first and is closed before robotgo connects: each
 // remaps the first empty keycode, and robotgo does not re-read the keymap.
 func BenchmarkX11VsRobotgo(b *testing.B) {
-	b.Setenv("DISPLAY", startXvfb(b))
+	xvfb(b)
 	taps := []struct {
 		name string
 		key  keys.Key

@@ -19,9 +19,10 @@ import (
 	"github.com/keyrelay/keyrelay/keys"
 )
 
-// xvfb starts a virtual X server for one test and points DISPLAY at it.
-// Without Xvfb the test is skipped, except in CI, where .ci/run installs it.
-func xvfb(t *testing.T) string {
+// xvfb starts a virtual X server for one test or benchmark and points
+// DISPLAY at it. Without Xvfb it is skipped, except in CI, where .ci/run
+// installs it.
+func xvfb(t testing.TB) string {
 	t.Helper()
 	if _, err := exec.LookPath("Xvfb"); err != nil {
 		if os.Getenv("CI") != "" {
