@@ -79,7 +79,9 @@ func (l *keyList) add(c keys.Key) {
 func (l *keyList) remove(c keys.Key) {
 	for i, k := range l.a[:l.n] {
 		if k == c {
-			copy(l.a[i:l.n], l.a[i+1:l.n])
+			if i+1 < l.n { // usually the newest goes: nothing to move
+				copy(l.a[i:l.n], l.a[i+1:l.n])
+			}
 			l.n--
 			return
 		}

@@ -50,6 +50,20 @@ func checkShape(t *rapid.T, q []Event) {
 	}
 }
 
+// checkChars checks the queue's count of character events, which picks
+// step 4's loop.
+func checkChars(t *rapid.T, q *Queue) {
+	n := 0
+	for _, e := range q.ev {
+		if e.Key.IsChar() {
+			n++
+		}
+	}
+	if n != q.nchar {
+		t.Fatalf("%d character events, nchar %d: %s", n, q.nchar, show(q.ev))
+	}
+}
+
 // TestQueueAgainstModel checks Add (sender steps 1–7) against a model that
 // only tracks which keys are held.
 func TestQueueAgainstModel(t *testing.T) {
@@ -116,6 +130,7 @@ func TestQueueAgainstModel(t *testing.T) {
 				}
 			}
 			checkShape(t, q.Events())
+			checkChars(t, q)
 			for _, x := range q.Events() {
 				if x.Kind != None && !added[x] {
 					t.Fatalf("queue holds an event never added: %s", show([]Event{x}))

@@ -51,6 +51,9 @@ func (r Result) String() string {
 type Queue struct {
 	ev   []Event
 	seen codeSet
+	// nchar counts the character events in ev: with none, step 4 needs
+	// no test for characters.
+	nchar int
 }
 
 // New returns a queue of n events, all None and stamped 0.
@@ -142,9 +145,15 @@ func (q *Queue) Add(e Event) (Result, error) {
 	}
 	// 6. Shift the events at 0 .. last-1 over by one (overwriting the event at
 	//    the last shift index).
+	if q.ev[last].Key.IsChar() {
+		q.nchar--
+	}
 	copy(q.ev[1:last+1], q.ev[:last])
 	// 7. Put the event at index 0.
 	q.ev[0] = e
+	if e.Key.IsChar() {
+		q.nchar++
+	}
 	return Added, nil
 }
 
@@ -164,12 +173,34 @@ func (q *Queue) lastShiftIndex(e Event) int {
 	// 4. For each index i from 0 to N - 1: if the keycode at i was seen and i
 	//    is past the last shift index, move the last shift index to i; then
 	//    add the keycode at i to the seen set.
-	for i := range n {
-		c := q.ev[i].Key
-		if q.seen.has(c) && i > last {
-			last = i
+	//    The set is a bitmap of physical keys and a list of characters
+	//    (codeSet), written out here because this loop runs N times per
+	//    event; a queue without characters, the usual one, skips the test
+	//    for them.
+	if q.nchar == 0 {
+		for i := range n {
+			c := uint16(q.ev[i].Key) // every key physical: 16 bits
+			w, bit := &q.seen.bits[c/64], uint64(1)<<(c%64)
+			if *w&bit != 0 && i > last {
+				last = i
+			}
+			*w |= bit
 		}
-		q.seen.add(c)
+	} else {
+		for i := range n {
+			var seen bool
+			if k := q.ev[i].Key; k < 1<<16 {
+				c := uint16(k)
+				w, bit := &q.seen.bits[c/64], uint64(1)<<(c%64)
+				seen = *w&bit != 0
+				*w |= bit
+			} else {
+				seen = q.seen.testAndSetChar(k)
+			}
+			if seen && i > last {
+				last = i
+			}
+		}
 	}
 	q.seen.clear(q.ev)
 	// 5. If the last shift index is below zero there is no room: the event
@@ -198,41 +229,37 @@ func (q *Queue) Victim(e Event) (Event, bool) {
 }
 
 // codeSet is the set of keys of step 3: a bitmap for physical keys (16-bit
-// codes) and a short list for characters, cleared by removing the keys of
-// the queue that filled it, so step 3 costs O(N) and Add allocates nothing.
+// codes, the keys.Key values below 1<<16) and a short list for characters,
+// cleared by removing the keys of the queue that filled it, so step 3 costs
+// O(N) and Add allocates nothing.
 type codeSet struct {
 	bits  [1 << 16 / 64]uint64
 	nchar int
 	chars [MaxLen]keys.Key
 }
 
-func (s *codeSet) has(k keys.Key) bool {
-	if c, ok := k.Code(); ok {
-		return s.bits[c/64]&(1<<(c%64)) != 0
-	}
+// testAndSetChar adds a character to the set and reports whether it was
+// there already.
+func (s *codeSet) testAndSetChar(k keys.Key) bool {
 	for _, x := range s.chars[:s.nchar] {
 		if x == k {
 			return true
 		}
 	}
-	return false
-}
-
-func (s *codeSet) add(k keys.Key) {
-	if c, ok := k.Code(); ok {
-		s.bits[c/64] |= 1 << (c % 64)
-	} else if !s.has(k) && s.nchar < len(s.chars) {
+	if s.nchar < len(s.chars) {
 		s.chars[s.nchar] = k
 		s.nchar++
 	}
+	return false
 }
 
 // clear empties the set, which must hold no keys but those of queue.
 func (s *codeSet) clear(queue []Event) {
 	for _, e := range queue {
-		if c, ok := e.Key.Code(); ok {
-			s.bits[c/64] = 0
-		}
+		// A character's low bits name a word too: zeroing it is harmless
+		// (every word set is a physical key's of queue, and all are
+		// zeroed), and cheaper than a test per event.
+		s.bits[uint16(e.Key)/64] = 0
 	}
 	s.nchar = 0
 }

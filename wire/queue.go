@@ -88,25 +88,50 @@ func (q *Queue) validate() error {
 		return fmt.Errorf("%w: %d entries, want 1..%d", ErrQueue, len(q.Events), MaxEvents)
 	}
 	for i, e := range q.Events {
+		if e.Key >= 1<<16 { // not a physical key: a valid character?
+			if err := checkChar(i, e); err != nil {
+				return err
+			}
+		}
 		if err := checkEntry(q.Events, i, e); err != nil {
 			return err
 		}
 	}
-	if n := q.Len() + TagLen; n > MaxPacketSize {
-		return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
+	// Up to MaxSafeEvents entries always fit (MaxQueueLen): only a longer
+	// queue needs its size computed, which is a pass over every entry.
+	if len(q.Events) > MaxSafeEvents {
+		if n := q.Len() + TagLen; n > MaxPacketSize {
+			return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
+		}
 	}
 	return nil
 }
 
 // entryLen is the encoded length of an entry for k, before its back.
 func entryLen(k keys.Key) int {
-	if r, ok := k.Char(); ok {
-		return 1 + uvarintLen(uint64(r))
+	if k < 1<<16 { // a physical key (or none): the common case, one test
+		return keyEntryLen
 	}
-	return keyEntryLen
+	r, _ := k.Char()
+	return 1 + uvarintLen(uint64(r))
 }
 
-// checkEntry checks entry i given the entries before it.
+// checkChar checks that a non-physical entry is a valid character; the
+// decoder checks it where it decodes a character (parseEntry), so its
+// common path, keys, pays nothing for characters.
+func checkChar(i int, e eventqueue.Event) error {
+	r, ok := e.Key.Char()
+	if !ok {
+		return fmt.Errorf("%w: entry %d: %v of key %#x", ErrQueue, i, e.Kind, uint32(e.Key))
+	}
+	if !keys.ValidChar(r) {
+		return fmt.Errorf("%w: entry %d: %v of character %U, not a typable Unicode character", ErrQueue, i, e.Kind, r)
+	}
+	return nil
+}
+
+// checkEntry checks entry i given the entries before it (checkChar checks
+// a character's code).
 func checkEntry(events []eventqueue.Event, i int, e eventqueue.Event) error {
 	switch e.Kind {
 	case eventqueue.None:
@@ -116,12 +141,6 @@ func checkEntry(events []eventqueue.Event, i int, e eventqueue.Event) error {
 	case eventqueue.Down, eventqueue.Up:
 		if e.Key == 0 {
 			return fmt.Errorf("%w: entry %d: %v of key 0", ErrQueue, i, e.Kind)
-		}
-		if r, ok := e.Key.Char(); ok && !keys.ValidChar(r) {
-			return fmt.Errorf("%w: entry %d: %v of character %U, not a typable Unicode character", ErrQueue, i, e.Kind, r)
-		}
-		if _, ok := e.Key.Code(); !ok && !e.Key.IsChar() {
-			return fmt.Errorf("%w: entry %d: %v of key %#x", ErrQueue, i, e.Kind, uint32(e.Key))
 		}
 		if i > 0 && events[i-1].Kind == eventqueue.None {
 			return fmt.Errorf("%w: entry %d: %v after a none entry", ErrQueue, i, e.Kind)
@@ -160,7 +179,11 @@ func (q *Queue) appendBody(b []byte) []byte {
 		if i == 0 {
 			b = binary.AppendUvarint(b, e.Stamp)
 		}
-		b = appendEntry(b, e)
+		if e.Key < 1<<16 { // a key or none, inline: the common case
+			b = append(b, byte(e.Kind), byte(e.Key>>8), byte(e.Key))
+		} else {
+			b = appendChar(b, e)
+		}
 		if i > 0 {
 			b = binary.AppendUvarint(b, q.Events[i-1].Stamp-e.Stamp)
 		}
@@ -168,17 +191,15 @@ func (q *Queue) appendBody(b []byte) []byte {
 	return b
 }
 
-// appendEntry appends an entry's kind and code (PROTOCOL.md §3).
-func appendEntry(b []byte, e eventqueue.Event) []byte {
-	if r, ok := e.Key.Char(); ok {
-		kind := byte(kindCharDown)
-		if e.Kind == eventqueue.Up {
-			kind = kindCharUp
-		}
-		return binary.AppendUvarint(append(b, kind), uint64(r))
+// appendChar appends a character entry's kind and code (PROTOCOL.md §3);
+// appendBody appends key entries itself.
+func appendChar(b []byte, e eventqueue.Event) []byte {
+	r, _ := e.Key.Char()
+	kind := byte(kindCharDown)
+	if e.Kind == eventqueue.Up {
+		kind = kindCharUp
 	}
-	code, _ := e.Key.Code()
-	return binary.BigEndian.AppendUint16(append(b, byte(e.Kind)), uint16(code))
+	return binary.AppendUvarint(append(b, kind), uint64(r))
 }
 
 // parseEntry decodes an entry's kind and code (PROTOCOL.md §3) and returns
@@ -195,6 +216,9 @@ func parseEntry(p []byte) (eventqueue.Event, int, error) {
 		}
 		if r > utf8.MaxRune {
 			return eventqueue.Event{}, 0, fmt.Errorf("%w: character %#x beyond U+10FFFF", ErrQueue, r)
+		}
+		if !keys.ValidChar(rune(r)) {
+			return eventqueue.Event{}, 0, fmt.Errorf("%w: character %U, not a typable Unicode character", ErrQueue, r)
 		}
 		k := eventqueue.Down
 		if kind == kindCharUp {
@@ -257,11 +281,18 @@ func parseBody(h Header, p []byte, dst *Queue) error {
 	dst.Events = dst.Events[:0]
 	stamp := top
 	for i := range count {
-		e, n, err := parseEntry(p)
-		if err != nil {
-			return fmt.Errorf("entry %d: %w", i, err)
+		var e eventqueue.Event
+		if len(p) >= keyEntryLen && p[0] <= kindKeyUp {
+			// A key or none entry, the common case, decoded inline.
+			e = eventqueue.Event{Kind: eventqueue.Kind(p[0]), Key: keys.Key(binary.BigEndian.Uint16(p[1:3]))}
+			p = p[keyEntryLen:]
+		} else {
+			var n int
+			if e, n, err = parseEntry(p); err != nil {
+				return fmt.Errorf("entry %d: %w", i, err)
+			}
+			p = p[n:]
 		}
-		p = p[n:]
 		if i > 0 {
 			back, n, err := uvarint(p)
 			if err != nil {
