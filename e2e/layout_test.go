@@ -595,40 +595,14 @@ func TestHookBetweenGermanDesktops(t *testing.T) {
 	setLayout(t, displayA, "de")
 	term := startXterm(t, displayA)
 	recv := startWithEnv(t, []string{"DISPLAY=" + displayA}, "recv", "--inject", "x11", "--listen", "127.0.0.1:0")
-	send := startWithEnv(t, []string{"DISPLAY=" + displayB}, "send", "--to", recv.addr, "--input", "hook")
-	deadline := time.After(10 * time.Second)
-	for !strings.Contains(send.stderr.String(), "capturing keys") {
-		select {
-		case <-send.stderr.notify:
-		case <-send.done:
-			t.Fatalf("send exited: %v\n%s", send.err, send.stderr)
-		case <-deadline:
-			t.Fatalf("the hook did not start:\n%s", send.stderr)
-		}
-	}
+	send := startHook(t, displayB, recv.addr)
 	const text = "Zyklop öäü ß @ € | <> Grüße"
 	xdotool(t, displayB, "type", "--delay", "20", text)
 	if got := term.text(t, text); got != text {
 		t.Errorf("display A got %q, want %q", got, text)
 	}
 
-	// Hold KeyA (evdev 30) on B for 1.5 s.
-	kcA := keycodeOf(30)
-	held := func(h []int) bool { return slices.Contains(h, kcA) }
-	xdotool(t, displayB, "keydown", "a")
-	if _, ok := untilKeymap(t, displayA, 5*time.Second, held); !ok {
-		t.Fatalf("KeyA never went down on A; held %v", heldKeycodes(t, displayA))
-	}
-	start := time.Now()
-	tick := time.NewTicker(50 * time.Millisecond)
-	for time.Since(start) < 1500*time.Millisecond {
-		if h := heldKeycodes(t, displayA); !held(h) {
-			t.Fatalf("KeyA released on A %v into the hold; held %v", time.Since(start), h)
-		}
-		<-tick.C
-	}
-	tick.Stop()
-	xdotool(t, displayB, "keyup", "a")
+	holdAcross(t, displayB, displayA, 1500*time.Millisecond)
 	noKeyHeld(t, displayA)
 	noKeyHeld(t, displayB)
 	if strings.Contains(send.stderr.String(), "has no HID usage") {

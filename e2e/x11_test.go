@@ -22,6 +22,8 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
+
+	"github.com/keyrelay/keyrelay/internal/xvfbtest"
 )
 
 // needX skips without the X test tools (Xvfb, xev, xdotool, and the extra
@@ -39,41 +41,16 @@ func needX(t *testing.T, extra ...string) {
 }
 
 // startXvfb starts a virtual X server and returns its DISPLAY once it is
-// ready (Xvfb writes the display number to -displayfd when it is).
+// ready.
 func startXvfb(t testing.TB) string {
 	t.Helper()
-	return startXvfbArgs(t)
+	return xvfbtest.Start(t)
 }
 
 // startXvfbArgs is startXvfb with extra server arguments.
 func startXvfbArgs(t testing.TB, extra ...string) string {
 	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("Xvfb", append([]string{"-displayfd", "3", "-noreset", "-nolisten", "tcp", "-screen", "0", "1024x768x24"}, extra...)...)
-	cmd.ExtraFiles = []*os.File{w}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	num := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(r).ReadString('\n')
-		num <- strings.TrimSpace(line)
-	}()
-	select {
-	case n := <-num:
-		if _, err := strconv.Atoi(n); err != nil {
-			t.Fatalf("Xvfb gave display %q", n)
-		}
-		return ":" + n
-	case <-time.After(15 * time.Second):
-		t.Fatal("Xvfb did not start")
-	}
-	return ""
+	return xvfbtest.Start(t, extra...)
 }
 
 // xevRecorder runs xev full-screen on display (so it has the focus under
@@ -295,18 +272,7 @@ func TestHookToRobotgo(t *testing.T) {
 	displayB, displayA := startXvfb(t), startXvfb(t)
 	xev := startXev(t, displayA)
 	recv := startWithEnv(t, []string{"DISPLAY=" + displayA}, "recv", "--inject", "robotgo", "--listen", "127.0.0.1:0")
-	send := startWithEnv(t, []string{"DISPLAY=" + displayB}, "send", "--to", recv.addr, "--input", "hook")
-	// The hook says when it captures.
-	deadline := time.After(10 * time.Second)
-	for !strings.Contains(send.stderr.String(), "capturing keys") {
-		select {
-		case <-send.stderr.notify:
-		case <-send.done:
-			t.Fatalf("send exited: %v\n%s", send.err, send.stderr)
-		case <-deadline:
-			t.Fatalf("the hook did not start:\n%s", send.stderr)
-		}
-	}
+	send := startHook(t, displayB, recv.addr)
 	text := "Hooked: Shift, Ctrl & 42 keys!"
 	xdotool(t, displayB, "type", "--delay", "20", text)
 	xdotool(t, displayB, "key", "Return")
@@ -315,23 +281,7 @@ func TestHookToRobotgo(t *testing.T) {
 		t.Errorf("display A got %q, want %q", got, text+"\n")
 	}
 
-	// Hold KeyA (evdev 30) on B for 2 s.
-	kcA := keycodeOf(30)
-	held := func(h []int) bool { return slices.Contains(h, kcA) }
-	xdotool(t, displayB, "keydown", "a")
-	if _, ok := untilKeymap(t, displayA, 5*time.Second, held); !ok {
-		t.Fatalf("KeyA never went down on A; held %v", heldKeycodes(t, displayA))
-	}
-	start := time.Now()
-	tick := time.NewTicker(50 * time.Millisecond)
-	for time.Since(start) < 2*time.Second {
-		if h := heldKeycodes(t, displayA); !held(h) {
-			t.Fatalf("KeyA released on A %v into the hold; held %v", time.Since(start), h)
-		}
-		<-tick.C
-	}
-	tick.Stop()
-	xdotool(t, displayB, "keyup", "a")
+	holdAcross(t, displayB, displayA, 2*time.Second)
 	if _, ok := untilKeymap(t, displayA, 5*time.Second, func(h []int) bool { return len(h) == 0 }); !ok {
 		t.Errorf("keys still held on A after the release: %v", heldKeycodes(t, displayA))
 	}
@@ -364,14 +314,7 @@ func BenchmarkHookToDisplayLatency(b *testing.B) {
 func hookToDisplay(b *testing.B, inj string) {
 	displayB, displayA := startXvfb(b), startXvfb(b)
 	recv := startWithEnv(b, []string{"DISPLAY=" + displayA}, "recv", "--inject", inj, "--listen", "127.0.0.1:0")
-	send := startWithEnv(b, []string{"DISPLAY=" + displayB}, "send", "--to", recv.addr, "--input", "hook")
-	for !strings.Contains(send.stderr.String(), "capturing keys") {
-		select {
-		case <-send.stderr.notify:
-		case <-time.After(10 * time.Second):
-			b.Fatalf("the hook did not start:\n%s", send.stderr)
-		}
-	}
+	startHook(b, displayB, recv.addr)
 	cb, err := xgb.NewConnDisplay(displayB)
 	if err != nil {
 		b.Fatal(err)
@@ -417,4 +360,45 @@ func hookToDisplay(b *testing.B, inj string) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// startHook starts send --input hook on displayB to addr and waits until
+// the hook says it captures.
+func startHook(t testing.TB, displayB, addr string) *proc {
+	t.Helper()
+	send := startWithEnv(t, []string{"DISPLAY=" + displayB}, "send", "--to", addr, "--input", "hook")
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(send.stderr.String(), "capturing keys") {
+		select {
+		case <-send.stderr.notify:
+		case <-send.done:
+			t.Fatalf("send exited: %v\n%s", send.err, send.stderr)
+		case <-deadline:
+			t.Fatalf("the hook did not start:\n%s", send.stderr)
+		}
+	}
+	return send
+}
+
+// holdAcross holds KeyA (evdev 30) on display B for d with xdotool and
+// checks, every 50 ms, that it is held on display A all along; then it
+// releases it on B.
+func holdAcross(t *testing.T, displayB, displayA string, d time.Duration) {
+	t.Helper()
+	kcA := keycodeOf(30)
+	held := func(h []int) bool { return slices.Contains(h, kcA) }
+	xdotool(t, displayB, "keydown", "a")
+	if _, ok := untilKeymap(t, displayA, 5*time.Second, held); !ok {
+		t.Fatalf("KeyA never went down on A; held %v", heldKeycodes(t, displayA))
+	}
+	start := time.Now()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for time.Since(start) < d {
+		if h := heldKeycodes(t, displayA); !held(h) {
+			t.Fatalf("KeyA released on A %v into the hold; held %v", time.Since(start), h)
+		}
+		<-tick.C
+	}
+	xdotool(t, displayB, "keyup", "a")
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,47 +15,17 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/keyrelay/keyrelay/internal/xquiet"
+	"github.com/keyrelay/keyrelay/internal/xvfbtest"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
 // xvfb starts a virtual X server for one test or benchmark and points
-// DISPLAY at it. Without Xvfb it is skipped, except in CI, where .ci/run
-// installs it.
+// DISPLAY at it.
 func xvfb(t testing.TB) string {
 	t.Helper()
-	if _, err := exec.LookPath("Xvfb"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("Xvfb missing in CI: .ci/run must install it")
-		}
-		t.Skip("needs Xvfb (apt-get install xvfb)")
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("Xvfb", "-displayfd", "3", "-noreset", "-nolisten", "tcp")
-	cmd.ExtraFiles = []*os.File{w}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	num := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(r).ReadString('\n')
-		num <- strings.TrimSpace(line)
-	}()
-	select {
-	case n := <-num:
-		if _, err := strconv.Atoi(n); err != nil {
-			t.Fatalf("Xvfb gave display %q", n)
-		}
-		t.Setenv("DISPLAY", ":"+n)
-		return ":" + n
-	case <-time.After(15 * time.Second):
-		t.Fatal("Xvfb did not start")
-	}
-	return ""
+	d := xvfbtest.Start(t)
+	t.Setenv("DISPLAY", d)
+	return d
 }
 
 // xconn is a second client of the test's X server, to look at what X11 did.
