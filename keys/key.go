@@ -60,3 +60,38 @@ func (k Key) String() string {
 	}
 	return Code(k).String()
 }
+
+// Locks is a keyboard's lock state as a sender reports it: whether it is
+// known at all (a terminal or a script cannot tell), and whether Caps Lock
+// and Num Lock are on. The receiver makes its own match (PROTOCOL.md §3).
+type Locks uint8
+
+const (
+	LockCaps Locks = 1 << 0
+	LockNum  Locks = 1 << 1
+	// LocksKnown marks a lock state the source read from the keyboard.
+	LocksKnown Locks = 1 << 7
+	// locksValid are the bits a Locks may have.
+	locksValid = LockCaps | LockNum | LocksKnown
+)
+
+// Valid reports whether l has no bits but the defined ones, and lock bits
+// only with LocksKnown.
+func (l Locks) Valid() bool {
+	return l&^locksValid == 0 && (l&LocksKnown != 0 || l == 0)
+}
+
+// String is "caps,num", "caps", "num", "none" or "unknown".
+func (l Locks) String() string {
+	switch {
+	case l&LocksKnown == 0:
+		return "unknown"
+	case l&LockCaps != 0 && l&LockNum != 0:
+		return "caps,num"
+	case l&LockCaps != 0:
+		return "caps"
+	case l&LockNum != 0:
+		return "num"
+	}
+	return "none"
+}

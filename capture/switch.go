@@ -1,0 +1,158 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// DefaultHotkey switches between relaying and local use: both Control keys
+// together. Both are on nearly every keyboard, pressing them together types
+// nothing, and it does not happen by accident while typing (two Shift keys
+// do, in fast rollover).
+const DefaultHotkey = "ControlLeft+ControlRight"
+
+// ErrHotkey is wrapped by ParseHotkey's errors.
+var ErrHotkey = errors.New("bad hotkey")
+
+// Hotkey is a chord of one to four physical keys (W3C names joined by +).
+type Hotkey []keys.Code
+
+// ParseHotkey reads a hotkey such as "ScrollLock" or "ControlLeft+ControlRight".
+func ParseHotkey(s string) (Hotkey, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("%w: empty (give one to four key names joined by +, such as %s or ScrollLock)", ErrHotkey, DefaultHotkey)
+	}
+	var h Hotkey
+	for _, name := range strings.Split(s, "+") {
+		name = strings.TrimSpace(name)
+		if strings.HasPrefix(name, `"`) {
+			return nil, fmt.Errorf("%w %q: a hotkey is made of physical keys, not characters (%s)", ErrHotkey, s, name)
+		}
+		c, err := keys.Parse(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w %q: %w", ErrHotkey, s, err)
+		}
+		if slices.Contains(h, c) {
+			return nil, fmt.Errorf("%w %q: %v twice", ErrHotkey, s, c)
+		}
+		h = append(h, c)
+	}
+	if len(h) > 4 {
+		return nil, fmt.Errorf("%w %q: %d keys, at most 4", ErrHotkey, s, len(h))
+	}
+	return h, nil
+}
+
+// String is the hotkey as ParseHotkey reads it.
+func (h Hotkey) String() string {
+	names := make([]string, len(h))
+	for i, c := range h {
+		names[i] = c.String()
+	}
+	return strings.Join(names, "+")
+}
+
+// Switch sits between a source of physical keys that owns the keyboard
+// (an X keyboard grab, an evdev grab) and the sender. While relaying it
+// passes every key on; a press that completes the hotkey (all its keys
+// down) toggles between relaying and local use and reaches neither side.
+// Turning to local use releases, at the receiver, every key it relayed
+// down; turning back relays nothing of what is held at that moment (the
+// hotkey's own keys) until it is released and pressed again. OnToggle
+// tells the source to give the keyboard back or take it again.
+//
+// Switch is not safe for concurrent use; its zero value is not ready: set
+// Hotkey and Emit.
+type Switch struct {
+	Hotkey Hotkey
+	// Emit relays a key event to the sender.
+	Emit func(key keys.Key, down bool) error
+	// OnToggle is called after each switch, with the new mode; an error
+	// stops the source.
+	OnToggle func(relaying bool) error
+	// Local starts in local use instead of relaying.
+	Local bool
+
+	held      []keys.Code // physical keys down now, press order
+	relayed   []keys.Code // keys down at the receiver, press order
+	swallowed []keys.Code // keys down now whose release is not relayed
+}
+
+// Relaying reports whether keys go to the receiver now.
+func (s *Switch) Relaying() bool { return !s.Local }
+
+// Key takes one physical key event from the keyboard.
+func (s *Switch) Key(code keys.Code, down bool) error {
+	if !down {
+		s.held = slices.DeleteFunc(s.held, func(c keys.Code) bool { return c == code })
+		if i := slices.Index(s.swallowed, code); i >= 0 {
+			s.swallowed = slices.Delete(s.swallowed, i, i+1)
+			return nil
+		}
+		if i := slices.Index(s.relayed, code); i >= 0 {
+			s.relayed = slices.Delete(s.relayed, i, i+1)
+			return s.Emit(keys.Key(code), false)
+		}
+		return nil
+	}
+	if !slices.Contains(s.held, code) {
+		s.held = append(s.held, code)
+	}
+	if slices.Contains(s.Hotkey, code) && s.hotkeyHeld() {
+		return s.toggle()
+	}
+	if s.Local || slices.Contains(s.relayed, code) || slices.Contains(s.swallowed, code) {
+		return nil
+	}
+	s.relayed = append(s.relayed, code)
+	return s.Emit(keys.Key(code), true)
+}
+
+func (s *Switch) hotkeyHeld() bool {
+	for _, c := range s.Hotkey {
+		if !slices.Contains(s.held, c) {
+			return false
+		}
+	}
+	return len(s.Hotkey) > 0
+}
+
+// toggle switches mode. Every key held now is swallowed until released:
+// the hotkey's keys reach neither side.
+func (s *Switch) toggle() error {
+	if !s.Local {
+		if err := s.ReleaseAll(); err != nil {
+			return err
+		}
+	}
+	s.Local = !s.Local
+	for _, c := range s.held {
+		if !slices.Contains(s.swallowed, c) {
+			s.swallowed = append(s.swallowed, c)
+		}
+	}
+	if s.OnToggle != nil {
+		return s.OnToggle(!s.Local)
+	}
+	return nil
+}
+
+// ReleaseAll releases at the receiver every key relayed down, last pressed
+// first; the keys stay held here, and their releases are not relayed.
+func (s *Switch) ReleaseAll() error {
+	for len(s.relayed) > 0 {
+		c := s.relayed[len(s.relayed)-1]
+		s.relayed = s.relayed[:len(s.relayed)-1]
+		if slices.Contains(s.held, c) && !slices.Contains(s.swallowed, c) {
+			s.swallowed = append(s.swallowed, c)
+		}
+		if err := s.Emit(keys.Key(c), false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
