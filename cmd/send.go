@@ -27,9 +27,14 @@ type SendOptions struct {
 	Linger    time.Duration
 	Timeout   time.Duration
 	Feedback  bool
+	Grab      bool
+	Hotkey    string
+	Devices   []string
 	Key       KeyOptions
 	Quiet     bool
 	LogFormat string
+
+	hotkey capture.Hotkey // --hotkey, parsed by validate
 }
 
 // NewCmdSend builds `keyrelay send`. runF replaces the run step in tests
@@ -86,6 +91,9 @@ to standard error.`,
 	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue at least this long before exiting (longer until live receivers ack it)")
 	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "a receiver whose acks stop for this long is not live")
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
+	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11 or evdev): keys reach the receiver only; --hotkey switches to local use and back")
+	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab: the keys (W3C names joined by +) that switch between relaying and local use")
+	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
 	opts.Key.register(f)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
@@ -162,16 +170,29 @@ func (o *SendOptions) validate() error {
 		if err := capture.CheckTerminal(); err != nil {
 			return usageError{err}
 		}
-	case "hook":
+	case "hook", "x11", "evdev":
 		if o.Script != "" {
-			return usagef("--script and --input hook exclude each other")
+			return usagef("--script and --input %s exclude each other", o.Input)
 		}
+	default:
+		return usagef("unknown --input %q (choose terminal, x11, evdev or script)", o.Input)
+	}
+	if o.Input == "hook" || o.Input == "x11" {
 		if err := capture.CheckHook(); err != nil {
 			return err
 		}
-	default:
-		return usagef("unknown --input %q (choose terminal, hook or script)", o.Input)
 	}
+	if o.Grab && o.Input != "x11" && o.Input != "hook" && o.Input != "evdev" {
+		return usagef("--grab needs --input x11 or --input evdev (a terminal or a script has no keyboard to own)")
+	}
+	if len(o.Devices) > 0 && o.Input != "evdev" {
+		return usagef("--device needs --input evdev")
+	}
+	hk, err := capture.ParseHotkey(o.Hotkey)
+	if err != nil {
+		return usageError{err}
+	}
+	o.hotkey = hk
 	if o.LogFormat != "text" && o.LogFormat != "json" {
 		return usagef("unknown --log-format %q (choose text or json)", o.LogFormat)
 	}
@@ -237,7 +258,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Input == "hook" {
+	if o.Input == "hook" || o.Input == "x11" {
 		h := &capture.Hook{Label: joinAddrs(dests)}
 		if !o.Quiet {
 			h.Status = stdio.Err
