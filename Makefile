@@ -2,9 +2,6 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin:$(shell go env GOPATH 2>/dev/null)/bin
 GO ?= go
-# gohook's pure-Go X11 RECORD backend (send --input hook) is selected by this
-# tag; without it keyrelay builds without the hook source.
-export GOFLAGS := -tags=purego
 BIN := bin/keyrelay
 # keyrelay version reports this as the build date; SOURCE_DATE_EPOCH (the
 # reproducible-builds convention) pins it, else it is now.
@@ -51,8 +48,8 @@ fuzz:
 # macOS and Windows keep building (robotgo's pure-Go backends with -tags
 # purego; on those systems a cgo build works too). Nothing is run there.
 cross:
-	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null .
-	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null .
+	GOOS=darwin GOARCH=arm64 $(GO) build -tags purego -o /dev/null .
+	GOOS=windows GOARCH=amd64 $(GO) build -tags purego -o /dev/null .
 
 # Static release binaries (no cgo: robotgo's X11 backend, the hook and uinput
 # are pure Go) for the usual receivers and senders, with SHA-256 checksums.

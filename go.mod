@@ -9,7 +9,6 @@ require (
 	github.com/go-vgo/robotgo v1.1.0
 	github.com/jezek/xgb v1.3.1
 	github.com/muesli/cancelreader v0.2.2
-	github.com/robotn/gohook v1.0.0-beta1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	golang.org/x/crypto v0.58.0

@@ -1,13 +1,8 @@
 package capture
 
 import (
-	"errors"
-
 	"github.com/keyrelay/keyrelay/keys"
 )
-
-// ErrNoHook is wrapped by the hook source's errors when it cannot capture.
-var ErrNoHook = errors.New("global key hook unavailable")
 
 // evdevToHID maps Linux evdev key codes to HID usages (the lowest usage where
 // several share one), from the generated keys table.

@@ -121,6 +121,18 @@ func (s *Switch) hotkeyHeld() bool {
 	return len(s.Hotkey) > 0
 }
 
+// Forget drops what the switch knows of the keys held here, for a source
+// that does not see keys in local use (their releases would never come):
+// call it on switching to local use. The keys relayed were released then.
+func (s *Switch) Forget() {
+	s.held, s.swallowed = s.held[:0], s.swallowed[:0]
+}
+
+// Toggle switches mode as the hotkey does, for a source that sees the
+// hotkey by other means (an X passive grab, which delivers only its last
+// key while keys act locally).
+func (s *Switch) Toggle() error { return s.toggle() }
+
 // toggle switches mode. Every key held now is swallowed until released:
 // the hotkey's keys reach neither side.
 func (s *Switch) toggle() error {

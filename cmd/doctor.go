@@ -57,7 +57,7 @@ injector or source needs is missing.`,
 	}
 	f := c.Flags()
 	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use (auto, x11, robotgo, uinput, log)")
-	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use (terminal, hook, script)")
+	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use (terminal, x11, evdev, script; hook is x11)")
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "the address recv will listen on")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
 	f.StringVar(&opts.Peer, "peer", "", "a running recv to test a round trip with (HOST[:PORT])")
@@ -116,9 +116,9 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		ok:  "DISPLAY=" + os.Getenv("DISPLAY") + " answers and has XTEST",
 		fix: "run inside the graphical session or set DISPLAY (e.g. DISPLAY=:0), allow this user (xhost/XAUTHORITY); without X use --inject uinput"})
 	hookErr := capture.CheckHook()
-	add(check{name: "X RECORD extension (--input hook)", needed: o.Input == "hook", err: hookErr,
+	add(check{name: "X RECORD extension (--input x11 without --grab)", needed: o.Input == "hook" || o.Input == "x11", err: hookErr,
 		ok:  "DISPLAY=" + os.Getenv("DISPLAY") + " has RECORD",
-		fix: "enable RECORD in the X server (Xorg: Load \"record\" in the Module section; Xvfb: do not pass -extension RECORD), or use --input terminal"})
+		fix: "enable RECORD in the X server (Xorg: Load \"record\" in the Module section; Xvfb: do not pass -extension RECORD), or use send --grab (it needs no RECORD), or --input terminal"})
 	add(check{name: "/dev/uinput (--inject uinput)", needed: inj == "uinput", err: inject.CheckUinput(inject.DefaultUinputPath),
 		ok: inject.DefaultUinputPath + " is writable", fix: "sudo modprobe uinput; a udev rule KERNEL==\"uinput\", GROUP=\"input\", MODE=\"0660\" and membership of group input"})
 	add(check{name: "terminal (--input terminal)", needed: o.Input == "terminal", err: capture.CheckTerminal(),

@@ -178,7 +178,7 @@ func (o *SendOptions) validate() error {
 		return usagef("unknown --input %q (choose terminal, x11, evdev or script)", o.Input)
 	}
 	if o.Input == "hook" || o.Input == "x11" {
-		if err := capture.CheckHook(); err != nil {
+		if err := capture.CheckX11(o.Grab); err != nil {
 			return err
 		}
 	}
@@ -259,7 +259,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		return err
 	}
 	if o.Input == "hook" || o.Input == "x11" {
-		h := &capture.Hook{Label: joinAddrs(dests)}
+		h := &capture.X11{Label: joinAddrs(dests), Grab: o.Grab, Hotkey: o.hotkey}
 		if !o.Quiet {
 			h.Status = stdio.Err
 		}

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
 		race = "-race=false"
 	}
-	build := exec.Command("go", "build", race, "-tags", "purego", "-o", bin, "..")
+	build := exec.Command("go", "build", race, "-o", bin, "..")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build failed:", err)

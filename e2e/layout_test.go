@@ -545,40 +545,6 @@ func TestCharactersOnLayouts(t *testing.T) {
 	}
 }
 
-// germanAltGr makes a German Xvfb's AltGr the key a German keyboard has:
-// Xvfb's de keymap also puts ISO_Level3_Shift on keycode 92 (<LVL3>, a key
-// with no evdev code of its own), first in the Mod5 row, so xdotool presses
-// 92 for AltGr and the hook drops it (evdev 84 has no HID usage). Keycode 92
-// loses its keysym and AltRight (keycode 108) takes its place in Mod5.
-func germanAltGr(t *testing.T, display string) {
-	t.Helper()
-	c, err := xgb.NewConnDisplay(display)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	km, err := xproto.GetKeyboardMapping(c, 92, 1).Reply()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := xproto.ChangeKeyboardMappingChecked(c, 1, 92, km.KeysymsPerKeycode, make([]xproto.Keysym, km.KeysymsPerKeycode)).Check(); err != nil {
-		t.Fatal(err)
-	}
-	mm, err := xproto.GetModifierMapping(c).Reply()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mods := slices.Clone(mm.Keycodes)
-	for i, kc := range mods {
-		if kc == 92 {
-			mods[i] = 108
-		}
-	}
-	r, err := xproto.SetModifierMapping(c, mm.KeycodesPerModifier, mods).Reply()
-	if err != nil || r.Status != xproto.MappingStatusSuccess {
-		t.Fatalf("SetModifierMapping: status %v, %v", r, err)
-	}
-}
 
 // TestHookBetweenGermanDesktops (issue 11; DESIGN.md invariant 8, keys are
 // keys): two German desktops, B the sender's (send --input hook) and A the
@@ -591,7 +557,6 @@ func TestHookBetweenGermanDesktops(t *testing.T) {
 	needX(t, "setxkbmap", "xterm")
 	displayB, displayA := startXvfb(t), startXvfb(t)
 	setLayout(t, displayB, "de")
-	germanAltGr(t, displayB)
 	setLayout(t, displayA, "de")
 	term := startXterm(t, displayA)
 	recv := startWithEnv(t, []string{"DISPLAY=" + displayA}, "recv", "--inject", "x11", "--listen", "127.0.0.1:0")
@@ -605,7 +570,10 @@ func TestHookBetweenGermanDesktops(t *testing.T) {
 	holdAcross(t, displayB, displayA, 1500*time.Millisecond)
 	noKeyHeld(t, displayA)
 	noKeyHeld(t, displayB)
-	if strings.Contains(send.stderr.String(), "has no HID usage") {
+	// xdotool presses AltGr as keycode 92 (<LVL3>, which Xvfb's German
+	// keymap lists first for ISO_Level3_Shift); the X11 source relays it as
+	// AltRight, so nothing is dropped.
+	if strings.Contains(send.stderr.String(), "has no key of its own") {
 		t.Errorf("the hook dropped keys:\n%s", send.stderr)
 	}
 	send.stopWith(syscall.SIGTERM)

@@ -1,0 +1,435 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/record"
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/keyrelay/keyrelay/internal/xquiet"
+	"github.com/keyrelay/keyrelay/internal/xrecord"
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// ErrNoX11 is wrapped by the X11 source's errors when it cannot capture.
+var ErrNoX11 = errors.New("X11 key capture unavailable")
+
+// ErrNoHook is the old name of ErrNoX11 (--input hook).
+var ErrNoHook = ErrNoX11
+
+// X11 captures true key presses and releases from the X server of $DISPLAY
+// (--input x11; --input hook is the same source), in pure Go on jezek/xgb.
+// Physical keys: an X keycode is its evdev code + 8 (the evdev XKB rules).
+// Auto-repeat is dropped at the source.
+//
+// Without Grab it observes, with the RECORD extension (internal/xrecord):
+// every key also acts on the local desktop. With Grab it owns the keyboard
+// while relaying (an active keyboard grab: keys reach the receiver only) and
+// the hotkey switches to local use and back (capture.Switch): in local use
+// the keyboard is let go, and only the hotkey is grabbed (a passive grab,
+// with its modifiers), so it reaches neither side. X releases every grab of
+// a client that dies: keyrelay can never leave the keyboard owned.
+//
+// Locks reports the lock state the receiver should have: the local Caps
+// Lock and Num Lock, read when relaying starts or resumes and after each
+// lock key (the X server keeps its lock state under a grab too).
+type X11 struct {
+	Label  string
+	Status io.Writer
+	// Grab owns the keyboard while relaying; Hotkey switches (DefaultHotkey
+	// if nil).
+	Grab   bool
+	Hotkey Hotkey
+
+	relaying atomic.Bool
+	locks    atomic.Uint32
+	display  string
+	ctrl     *xgb.Conn
+	root     xproto.Window
+	numMask  uint16 // the modifier bit of Num Lock
+	modOf    map[xproto.Keycode]uint16
+}
+
+// Relaying reports whether keys go to the receiver now.
+func (x *X11) Relaying() bool { return x.relaying.Load() }
+
+// Locks is the lock state the receiver should have (keys.Locks).
+func (x *X11) Locks() keys.Locks { return keys.Locks(x.locks.Load()) }
+
+// CheckX11 checks what the X11 source needs: an X display, and RECORD
+// unless it grabs.
+func CheckX11(grab bool) error {
+	c, err := dialX11()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if !grab {
+		if err := record.Init(c); err != nil {
+			return fmt.Errorf("%w: the X server of DISPLAY=%s lacks the RECORD extension (%v); enable it (Xorg: Load \"record\" in the Module section), or use --grab, which needs no RECORD", ErrNoX11, os.Getenv("DISPLAY"), err)
+		}
+	}
+	return nil
+}
+
+// CheckHook is CheckX11(false), for --input hook.
+func CheckHook() error { return CheckX11(false) }
+
+func dialX11() (*xgb.Conn, error) {
+	xquiet.Quiet()
+	display := os.Getenv("DISPLAY")
+	if display == "" {
+		return nil, fmt.Errorf("%w: DISPLAY is not set (the X11 source reads keys from an X session; use --input evdev or --input terminal elsewhere)", ErrNoX11)
+	}
+	type result struct {
+		c   *xgb.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := xgb.NewConnDisplay(display)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("%w: cannot connect to DISPLAY=%s: %v", ErrNoX11, display, r.err)
+		}
+		return r.c, nil
+	case <-time.After(3 * time.Second):
+		go func() {
+			if r := <-done; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, fmt.Errorf("%w: DISPLAY=%s did not answer within 3s", ErrNoX11, display)
+	}
+}
+
+// x11Event is a key event read from the X server, or the end.
+type x11Event struct {
+	keycode xproto.Keycode
+	down    bool
+	err     error
+}
+
+// Play relays key events until ctx is done or the X server goes away.
+func (x *X11) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
+	c, err := dialX11()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	x.ctrl, x.display = c, os.Getenv("DISPLAY")
+	x.root = xproto.Setup(c).DefaultScreen(c).Root
+	if err := x.readModifiers(); err != nil {
+		return err
+	}
+	x.readLocks()
+	events := make(chan x11Event, 64)
+	if !x.Grab {
+		stream, err := xrecord.Open(c, x.display)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrNoX11, err)
+		}
+		defer stream.Close()
+		go recordEvents(stream, events)
+		x.relaying.Store(true)
+		x.status("capturing keys of DISPLAY=%s → %s (keys act here too; Ctrl+C or SIGTERM ends)", x.display, x.Label)
+		return x.relay(ctx, events, emit, nil)
+	}
+
+	hotkey := x.Hotkey
+	if len(hotkey) == 0 {
+		hotkey, _ = ParseHotkey(DefaultHotkey)
+	}
+	grabs, err := x.hotkeyGrabs(hotkey)
+	if err != nil {
+		return err
+	}
+	sw := &Switch{Hotkey: hotkey, Emit: emit}
+	sw.OnToggle = func(relaying bool) error {
+		if err := x.own(relaying, grabs); err != nil {
+			return err
+		}
+		if relaying {
+			x.readLocks()
+			x.status("relaying to %s: the keyboard is grabbed (%v for local use)", x.Label, hotkey)
+		} else {
+			// Keys are not seen in local use: their releases never come.
+			sw.Forget()
+			x.status("local use: keys act here (%v to relay to %s)", hotkey, x.Label)
+		}
+		return nil
+	}
+	go grabEvents(c, events)
+	if err := x.own(true, grabs); err != nil {
+		return err
+	}
+	x.status("relaying to %s: the keyboard is grabbed (%v for local use; Ctrl+C or SIGTERM ends)", x.Label, hotkey)
+	defer x.own(false, nil)
+	return x.relay(ctx, events, emit, sw)
+}
+
+// relay turns X key events into key events, through sw when grabbing.
+func (x *X11) relay(ctx context.Context, events <-chan x11Event, emit func(keys.Key, bool) error, sw *Switch) error {
+	var held []xproto.Keycode // X's auto-repeat is a press of a held key
+	for {
+		var ev x11Event
+		select {
+		case <-ctx.Done():
+			if sw != nil {
+				sw.ReleaseAll()
+			}
+			return ctx.Err()
+		case ev = <-events:
+		}
+		if ev.err != nil {
+			return ev.err
+		}
+		if ev.down && slices.Contains(held, ev.keycode) {
+			continue
+		}
+		if ev.down {
+			held = append(held, ev.keycode)
+		} else {
+			held = slices.DeleteFunc(held, func(k xproto.Keycode) bool { return k == ev.keycode })
+		}
+		code, ok := EvdevToHID(uint16(ev.keycode) - 8)
+		if ev.keycode == lvl3Keycode {
+			code, ok = keys.AltRight, true
+		}
+		if ev.keycode < 8 || !ok {
+			x.status("X keycode %d has no key of its own (evdev %d): not sent", ev.keycode, int(ev.keycode)-8)
+			continue
+		}
+		var err error
+		switch {
+		case sw == nil:
+			err = emit(keys.Key(code), ev.down)
+		case sw.Local && ev.down:
+			// In local use only the hotkey's passive grab delivers a
+			// press: its last key (the keys before it acted locally, and
+			// were not seen).
+			if err = sw.Key(code, true); err == nil && sw.Local {
+				err = sw.Toggle()
+			}
+		default:
+			err = sw.Key(code, ev.down)
+		}
+		if err != nil {
+			return err
+		}
+		if sw != nil {
+			if sw.Local {
+				held = held[:0] // keys are not seen in local use
+			}
+			x.relaying.Store(!sw.Local)
+		}
+		if code == keys.CapsLock || code == keys.NumLock {
+			x.readLocks()
+		}
+	}
+}
+
+// recordEvents forwards a RECORD stream's key events.
+func recordEvents(s *xrecord.Stream, events chan<- x11Event) {
+	for {
+		k, err := s.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("%w: the recording of the X server ended", ErrNoX11)
+			}
+			events <- x11Event{err: err}
+			return
+		}
+		events <- x11Event{keycode: xproto.Keycode(k.Keycode), down: k.Down}
+	}
+}
+
+// grabEvents forwards the key events a grab delivers. Under a grab X's
+// auto-repeat comes as a release and a press of the same key at the same
+// time: both are dropped.
+func grabEvents(c *xgb.Conn, events chan<- x11Event) {
+	var next xgb.Event
+	for {
+		ev := next
+		next = nil
+		if ev == nil {
+			e, err := c.WaitForEvent()
+			if e == nil && err == nil {
+				events <- x11Event{err: fmt.Errorf("%w: the X server closed the connection", ErrNoX11)}
+				return
+			}
+			if err != nil {
+				continue // an X error of a request sent without waiting
+			}
+			ev = e
+		}
+		switch e := ev.(type) {
+		case xproto.KeyPressEvent:
+			events <- x11Event{keycode: e.Detail, down: true}
+		case xproto.KeyReleaseEvent:
+			n, err := c.PollForEvent()
+			if p, ok := n.(xproto.KeyPressEvent); ok && err == nil && p.Detail == e.Detail && p.Time == e.Time {
+				continue // auto-repeat
+			}
+			next = n
+			events <- x11Event{keycode: e.Detail, down: false}
+		}
+	}
+}
+
+// lvl3Keycode is <LVL3>, a keycode of no physical key (evdev 84 is
+// unassigned) that the evdev XKB keymap gives ISO_Level3_Shift, and that
+// tools faking AltGr with XTEST press (xdotool does, on a German layout). It
+// is relayed as AltRight, which is AltGr on the layouts that have one.
+const lvl3Keycode = 92
+
+// keyGrab is one passive grab of the hotkey: a key with modifiers.
+type keyGrab struct {
+	key  xproto.Keycode
+	mods uint16
+}
+
+// x11Keycode is the X keycode of a physical key (evdev rules).
+func x11Keycode(c keys.Code) (xproto.Keycode, bool) {
+	info, ok := keys.Lookup(c)
+	if !ok || info.Evdev == 0 || info.Evdev+8 > 255 {
+		return 0, false
+	}
+	return xproto.Keycode(info.Evdev + 8), true
+}
+
+// hotkeyGrabs are the passive grabs that catch the hotkey in local use: a
+// key of it pressed while the others, all modifiers, are down. A one-key
+// hotkey is grabbed with any modifiers. Caps Lock and Num Lock must not
+// matter, so each grab is made with and without them.
+func (x *X11) hotkeyGrabs(h Hotkey) ([]keyGrab, error) {
+	kcs := make([]xproto.Keycode, len(h))
+	for i, c := range h {
+		kc, ok := x11Keycode(c)
+		if !ok {
+			return nil, fmt.Errorf("%w: hotkey %v: %v has no X keycode", ErrHotkey, h, c)
+		}
+		kcs[i] = kc
+	}
+	if len(kcs) == 1 {
+		return []keyGrab{{kcs[0], xproto.ModMaskAny}}, nil
+	}
+	var grabs []keyGrab
+	for i, kc := range kcs {
+		var mods uint16
+		all := true
+		for j, o := range kcs {
+			if j == i {
+				continue
+			}
+			m := x.modOf[o]
+			if m == 0 {
+				all = false
+				break
+			}
+			mods |= m
+		}
+		if !all {
+			continue
+		}
+		for _, extra := range []uint16{0, xproto.ModMaskLock, x.numMask, xproto.ModMaskLock | x.numMask} {
+			g := keyGrab{kc, mods | extra}
+			if !slices.Contains(grabs, g) {
+				grabs = append(grabs, g)
+			}
+		}
+	}
+	if len(grabs) == 0 {
+		return nil, fmt.Errorf("%w: hotkey %v: with --input x11 --grab, all keys of a hotkey but one must be modifiers (Shift, Control, Alt, Meta), so the hotkey can be caught while the keyboard acts locally; one key alone (ScrollLock, Pause) works too", ErrHotkey, h)
+	}
+	return grabs, nil
+}
+
+// own takes the keyboard (an active grab) to relay, or gives it back and
+// grabs only the hotkey for local use. grabs nil: give everything back.
+func (x *X11) own(relaying bool, grabs []keyGrab) error {
+	c := x.ctrl
+	if !relaying {
+		xproto.UngrabKeyboard(c, xproto.TimeCurrentTime)
+		for _, g := range grabs {
+			if err := xproto.GrabKeyChecked(c, true, x.root, g.mods, g.key, xproto.GrabModeAsync, xproto.GrabModeAsync).Check(); err != nil {
+				return fmt.Errorf("%w: the hotkey is taken by another program (%v); choose another with --hotkey", ErrNoX11, err)
+			}
+		}
+		// A round trip, so the keyboard is free before we report it.
+		xproto.GetInputFocus(c).Reply()
+		return nil
+	}
+	for _, g := range grabs {
+		xproto.UngrabKey(c, g.key, x.root, g.mods)
+	}
+	// Another client may hold the keyboard for a moment (a menu, the
+	// window manager while a shortcut is down): try for 2 s.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		r, err := xproto.GrabKeyboard(c, false, x.root, xproto.TimeCurrentTime, xproto.GrabModeAsync, xproto.GrabModeAsync).Reply()
+		if err != nil {
+			return fmt.Errorf("%w: unable to grab the keyboard of DISPLAY=%s: %v", ErrNoX11, x.display, err)
+		}
+		if r.Status == xproto.GrabStatusSuccess {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: another program holds the keyboard of DISPLAY=%s (grab status %d: a screen locker, a menu, a game?); close it, or run without --grab", ErrNoX11, x.display, r.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// readModifiers reads which modifier bit each modifier key sets, and Num
+// Lock's.
+func (x *X11) readModifiers() error {
+	r, err := xproto.GetModifierMapping(x.ctrl).Reply()
+	if err != nil {
+		return fmt.Errorf("%w: unable to read the modifier map of DISPLAY=%s: %v", ErrNoX11, x.display, err)
+	}
+	x.modOf = map[xproto.Keycode]uint16{}
+	per := int(r.KeycodesPerModifier)
+	for i, kc := range r.Keycodes {
+		if kc != 0 && per > 0 {
+			x.modOf[kc] |= 1 << (i / per)
+		}
+	}
+	if kc, ok := x11Keycode(keys.NumLock); ok {
+		x.numMask = x.modOf[kc]
+	}
+	return nil
+}
+
+// readLocks reads the local Caps Lock and Num Lock (a round trip).
+func (x *X11) readLocks() {
+	r, err := xproto.QueryPointer(x.ctrl, x.root).Reply()
+	if err != nil {
+		return
+	}
+	l := keys.LocksKnown
+	if r.Mask&xproto.ModMaskLock != 0 {
+		l |= keys.LockCaps
+	}
+	if x.numMask != 0 && r.Mask&x.numMask != 0 {
+		l |= keys.LockNum
+	}
+	x.locks.Store(uint32(l))
+}
+
+func (x *X11) status(format string, args ...any) {
+	if x.Status != nil {
+		fmt.Fprintf(x.Status, "keyrelay send: "+format+"\n", args...)
+	}
+}
