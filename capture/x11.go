@@ -39,8 +39,9 @@ var ErrNoHook = ErrNoX11
 // a client that dies: keyrelay can never leave the keyboard owned.
 //
 // Locks reports the lock state the receiver should have: the local Caps
-// Lock and Num Lock, read when relaying starts or resumes and after each
-// lock key (the X server keeps its lock state under a grab too).
+// Lock and Num Lock as relaying starts or resumes, with the epoch bit
+// flipped each time (keys.Locks). Lock keys pressed while relaying toggle
+// both sides (under a grab the X server still keeps the lock state).
 type X11 struct {
 	Label  string
 	Status io.Writer
@@ -234,9 +235,6 @@ func (x *X11) relay(ctx context.Context, events <-chan x11Event, emit func(keys.
 			}
 			x.relaying.Store(!sw.Local)
 		}
-		if code == keys.CapsLock || code == keys.NumLock {
-			x.readLocks()
-		}
 	}
 }
 
@@ -412,13 +410,14 @@ func (x *X11) readModifiers() error {
 	return nil
 }
 
-// readLocks reads the local Caps Lock and Num Lock (a round trip).
+// readLocks reads the local Caps Lock and Num Lock (a round trip) as
+// relaying (re)starts, and flips the epoch.
 func (x *X11) readLocks() {
 	r, err := xproto.QueryPointer(x.ctrl, x.root).Reply()
 	if err != nil {
 		return
 	}
-	l := keys.LocksKnown
+	l := keys.LocksKnown | (keys.Locks(x.locks.Load())^keys.LockEpoch)&keys.LockEpoch
 	if r.Mask&xproto.ModMaskLock != 0 {
 		l |= keys.LockCaps
 	}

@@ -36,6 +36,13 @@ type Injector interface {
 	Close() error
 }
 
+// LockSetter is an Injector that can set the OS's Caps Lock and Num Lock:
+// SetLocks makes them what l says (keys.Locks; called only with a known l)
+// for the given sender session.
+type LockSetter interface {
+	SetLocks(l keys.Locks, session uint64) error
+}
+
 // ErrCannotType is wrapped by Inject's error for a key or character the
 // injector cannot type (a character on uinput, which has no layout; a key
 // with no code in the backend). Nothing else is typed in its place.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/keyrelay/keyrelay/keys"
 )
 
 // Log writes one JSON object per injected key to W, one Write per line so a
@@ -14,6 +16,7 @@ import (
 //	{"key":"KeyA","action":"down","session":"0123456789abcdef"}
 //	{"key":"KeyA","action":"up","reason":"timeout","session":"0123456789abcdef"}
 //	{"char":"é","action":"down","session":"0123456789abcdef"}
+//	{"locks":"caps","action":"set","session":"0123456789abcdef"}
 //
 // reason is present only for synthetic events (see eventqueue.Cause). Log is
 // safe for concurrent use.
@@ -26,6 +29,7 @@ type Log struct {
 type LogLine struct {
 	Key     string `json:"key,omitempty"`
 	Char    string `json:"char,omitempty"`
+	Locks   string `json:"locks,omitempty"`
 	Action  string `json:"action"`
 	Reason  string `json:"reason,omitempty"`
 	Session string `json:"session"`
@@ -42,6 +46,11 @@ func (l *Log) Inject(k Event) error {
 	if k.Down {
 		line.Action = "down"
 	}
+	return l.write(line)
+}
+
+// write writes one line with one Write.
+func (l *Log) write(line LogLine) error {
 	b, err := json.Marshal(line)
 	if err != nil {
 		return err
@@ -53,6 +62,13 @@ func (l *Log) Inject(k Event) error {
 		return fmt.Errorf("unable to write key log: %w", err)
 	}
 	return nil
+}
+
+// SetLocks writes the lock state a sender asks for as one line, action
+// "set": {"locks":"caps","action":"set","session":"…"} (caps, num, caps,num
+// or none).
+func (l *Log) SetLocks(locks keys.Locks, session uint64) error {
+	return l.write(LogLine{Locks: locks.String(), Action: "set", Session: fmt.Sprintf("%016x", session)})
 }
 
 // Close does nothing: the writer belongs to the caller.

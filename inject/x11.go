@@ -103,6 +103,8 @@ type keymap struct {
 	// shiftKC and level3KC are keys that set Shift and ISO_Level3_Shift;
 	// capsKC the Caps Lock key.
 	shiftKC, level3KC, capsKC xproto.Keycode
+	// numMask is the modifier bit Num Lock sets (Mod2 on most servers).
+	numMask uint16
 }
 
 // place is a character's key and the column of the core keymap it is in.
@@ -254,10 +256,15 @@ func (x *X11) loadKeymap() error {
 		return fmt.Errorf("unable to read the modifier map of DISPLAY=%s: %w", x.display, err)
 	}
 	modifier := map[xproto.Keycode]bool{}
-	for _, kc := range mm.Keycodes {
+	var numMask uint16
+	numKC, _ := x.Keycode(keys.NumLock)
+	for i, kc := range mm.Keycodes {
 		modifier[kc] = true
+		if kc == numKC && kc != 0 && mm.KeycodesPerModifier > 0 {
+			numMask = 1 << (i / int(mm.KeycodesPerModifier))
+		}
 	}
-	k := keymap{per: int(km.KeysymsPerKeycode), syms: km.Keysyms, place: map[rune]place{}}
+	k := keymap{per: int(km.KeysymsPerKeycode), syms: km.Keysyms, place: map[rune]place{}, numMask: numMask}
 	if k.per == 0 || len(k.syms) < count*k.per {
 		return fmt.Errorf("unable to read the keymap of DISPLAY=%s: %d keysyms for %d keycodes", x.display, len(k.syms), count)
 	}
@@ -691,6 +698,39 @@ func (x *X11) unspare(kc xproto.Keycode) {
 			return
 		}
 	}
+}
+
+// SetLocks makes the server's Caps Lock and Num Lock what l says, by
+// tapping those keys (their X keycodes, evdev + 8) where they differ: one
+// round trip to read the state.
+func (x *X11) SetLocks(l keys.Locks, _ uint64) error {
+	if err := x.alive(); err != nil {
+		return err
+	}
+	x.revert()
+	p, err := xproto.QueryPointer(x.conn, x.root).Reply()
+	if err != nil {
+		return fmt.Errorf("unable to read the lock state of DISPLAY=%s: %w", x.display, err)
+	}
+	for _, lk := range []struct {
+		want bool
+		mask uint16
+		code keys.Code
+	}{
+		{l&keys.LockCaps != 0, xproto.ModMaskLock, keys.CapsLock},
+		{l&keys.LockNum != 0, x.keymap.numMask, keys.NumLock},
+	} {
+		kc, ok := x.Keycode(lk.code)
+		if !ok || lk.mask == 0 || (p.Mask&lk.mask != 0) == lk.want {
+			continue
+		}
+		if _, held := x.down[kc]; held {
+			continue // the sender holds the lock key: it decides
+		}
+		x.fake(kc, true)
+		x.fake(kc, false)
+	}
+	return nil
 }
 
 // Close releases what X11 still holds, gives the spare keycodes back their

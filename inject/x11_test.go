@@ -430,3 +430,48 @@ func TestX11TellsItsOwnMappingNotices(t *testing.T) {
 		}
 	}
 }
+
+// TestX11SetLocks: the receiver's Caps Lock and Num Lock are made what the
+// sender says, by tapping those keys only where they differ (issue 12
+// must-have 3).
+func TestX11SetLocks(t *testing.T) {
+	xvfb(t)
+	setxkbmap(t, "us")
+	c := xconn(t)
+	x := newX11(t)
+	root := xproto.Setup(c).DefaultScreen(c).Root
+	state := func() keys.Locks {
+		p, err := xproto.QueryPointer(c, root).Reply()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := keys.LocksKnown
+		if p.Mask&xproto.ModMaskLock != 0 {
+			l |= keys.LockCaps
+		}
+		if p.Mask&x.keymap.numMask != 0 {
+			l |= keys.LockNum
+		}
+		return l
+	}
+	if x.keymap.numMask == 0 {
+		t.Fatal("no modifier bit found for Num Lock")
+	}
+	for _, want := range []keys.Locks{
+		keys.LocksKnown | keys.LockCaps,
+		keys.LocksKnown | keys.LockCaps | keys.LockNum,
+		keys.LocksKnown | keys.LockCaps | keys.LockNum, // already: nothing to do
+		keys.LocksKnown,
+	} {
+		if err := x.SetLocks(want|keys.LockEpoch, 0); err != nil {
+			t.Fatal(err)
+		}
+		x.sync()
+		if got := state(); got != want {
+			t.Errorf("SetLocks(%v): the server has %v", want, got)
+		}
+		if held := pressed(t, c); len(held) != 0 {
+			t.Errorf("keycodes %v left held", held)
+		}
+	}
+}

@@ -61,25 +61,32 @@ func (k Key) String() string {
 	return Code(k).String()
 }
 
-// Locks is a keyboard's lock state as a sender reports it: whether it is
-// known at all (a terminal or a script cannot tell), and whether Caps Lock
-// and Num Lock are on. The receiver makes its own match (PROTOCOL.md §3).
+// Locks is the lock state a sender wants the receiver to have (PROTOCOL.md
+// §3.2): whether it is known at all (a terminal or a script cannot tell),
+// whether Caps Lock and Num Lock are on, and an epoch bit the sender flips
+// each time relaying starts or resumes, so that the receiver matches its
+// locks then even when the state itself did not change.
 type Locks uint8
 
 const (
 	LockCaps Locks = 1 << 0
 	LockNum  Locks = 1 << 1
+	// LockEpoch flips each time the sender (re)starts relaying.
+	LockEpoch Locks = 1 << 6
 	// LocksKnown marks a lock state the source read from the keyboard.
 	LocksKnown Locks = 1 << 7
 	// locksValid are the bits a Locks may have.
-	locksValid = LockCaps | LockNum | LocksKnown
+	locksValid = LockCaps | LockNum | LockEpoch | LocksKnown
 )
 
-// Valid reports whether l has no bits but the defined ones, and lock bits
+// Valid reports whether l has no bits but the defined ones, and the others
 // only with LocksKnown.
 func (l Locks) Valid() bool {
 	return l&^locksValid == 0 && (l&LocksKnown != 0 || l == 0)
 }
+
+// Known reports whether l says anything.
+func (l Locks) Known() bool { return l&LocksKnown != 0 }
 
 // String is "caps,num", "caps", "num", "none" or "unknown".
 func (l Locks) String() string {

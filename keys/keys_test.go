@@ -264,3 +264,26 @@ func isASCII(s string) bool {
 	}
 	return true
 }
+
+// TestLocks: the lock byte of PROTOCOL.md §3.2: lock and epoch bits only
+// with known, no other bits.
+func TestLocks(t *testing.T) {
+	for _, tc := range []struct {
+		l     Locks
+		valid bool
+		s     string
+	}{
+		{0, true, "unknown"},
+		{LocksKnown, true, "none"},
+		{LocksKnown | LockCaps, true, "caps"},
+		{LocksKnown | LockNum | LockEpoch, true, "num"},
+		{LocksKnown | LockCaps | LockNum, true, "caps,num"},
+		{LockCaps, false, "unknown"},
+		{LockEpoch, false, "unknown"},
+		{LocksKnown | 1<<2, false, "none"},
+	} {
+		if tc.l.Valid() != tc.valid || tc.l.String() != tc.s {
+			t.Errorf("Locks(%#02x): valid %v %q, want %v %q", uint8(tc.l), tc.l.Valid(), tc.l, tc.valid, tc.s)
+		}
+	}
+}

@@ -117,24 +117,26 @@ type session struct {
 	ackCounter uint64      // acks sent to this session (their nonce)
 	lastAck    time.Time
 	ackPending bool
-	newestAt   time.Time // when the newest packet arrived
-	packets    int       // packets applied
+	newestAt   time.Time  // when the newest packet arrived
+	packets    int        // packets applied
+	locks      keys.Locks // the sender's lock state last matched
 }
 
 // Receiver is the receive loop. Its methods are not safe for concurrent use:
 // Run owns it until it returns.
 type Receiver struct {
-	cfg      Config
-	sessions map[uint64]*session
-	byAddr   map[string]*session
-	osHeld   map[keys.Key]int // how many live sessions hold each key
-	stats    Stats
-	pkt      wire.Queue
-	ds       []eventqueue.Dispatch
-	rejects  rejectLog
-	scratch  []byte
-	lastAEAD cipher.AEAD
-	ackBuf   []byte
+	cfg        Config
+	locksNoted bool // the injector's lack of lock setting was logged
+	sessions   map[uint64]*session
+	byAddr     map[string]*session
+	osHeld     map[keys.Key]int // how many live sessions hold each key
+	stats      Stats
+	pkt        wire.Queue
+	ds         []eventqueue.Dispatch
+	rejects    rejectLog
+	scratch    []byte
+	lastAEAD   cipher.AEAD
+	ackBuf     []byte
 
 	mu        sync.Mutex // guards status
 	status    []SessionStatus
@@ -294,8 +296,15 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		return
 	}
 	join := s.counter == 0 && time.Duration(r.pkt.Clock)*time.Millisecond > r.cfg.JoinAfter
-	if !s.live && s.counter != 0 {
+	resumed := !s.live && s.counter != 0
+	if resumed {
 		r.logf("session %016x from %s is back", s.id, addr)
+	}
+	// Locks first, so the keys of this packet are typed with them: when a
+	// session starts or comes back, and when the sender (re)starts relaying
+	// (its lock state or epoch changes). PROTOCOL.md §3.2.
+	if l := r.pkt.Locks; l.Known() && (s.counter == 0 || resumed || l != s.locks) {
+		r.setLocks(s, l)
 	}
 	s.counter = h.Counter
 	s.lastHeard = now
@@ -500,6 +509,23 @@ func (r *Receiver) inject(s *session, code keys.Key, down bool, cause eventqueue
 	if r.osHeld[code] == 0 {
 		delete(r.osHeld, code)
 		r.send(inject.Event{Key: code, Down: false, Cause: cause, Session: s.id})
+	}
+}
+
+// setLocks makes the OS lock state l, through an injector that can.
+func (r *Receiver) setLocks(s *session, l keys.Locks) {
+	s.locks = l
+	ls, ok := r.cfg.Injector.(inject.LockSetter)
+	if !ok {
+		if !r.locksNoted {
+			r.locksNoted = true
+			r.logf("the sender tells its Caps Lock and Num Lock state, which this injector cannot set: they are left as they are")
+		}
+		return
+	}
+	if err := ls.SetLocks(l, s.id); err != nil {
+		r.stats.InjectErr++
+		r.logf("unable to set Caps Lock and Num Lock: %v", err)
 	}
 }
 

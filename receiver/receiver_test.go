@@ -250,3 +250,70 @@ func TestCharactersAnInjectorCannotType(t *testing.T) {
 		t.Errorf("held %v, want nothing", r.Held())
 	}
 }
+
+// lockRecorder records key events and the lock states it is asked to set.
+type lockRecorder struct{ recorder }
+
+func (l *lockRecorder) SetLocks(locks keys.Locks, session uint64) error {
+	l.got = append(l.got, inject.Event{Key: keys.Key(0xFF00 | uint16(locks)), Down: true, Session: session})
+	return nil
+}
+
+// TestLocksFollowTheSender: the receiver matches the sender's Caps Lock and
+// Num Lock when a session starts, when it comes back after a timeout, and
+// when the sender's lock state or epoch changes (it resumed relaying), before
+// the packet's keys; an unknown state changes nothing (PROTOCOL.md §3.2,
+// issue 12 must-have 3).
+func TestLocksFollowTheSender(t *testing.T) {
+	inj := &lockRecorder{}
+	r, err := New(Config{Conn: nopConn{}, Injector: inj, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := func() (n int, last keys.Locks, firstKey bool) {
+		for i, e := range inj.got {
+			if e.Key&0xFF00 == 0xFF00 {
+				n++
+				last = keys.Locks(e.Key & 0xFF)
+				firstKey = i == 0
+			}
+		}
+		inj.got = nil
+		return
+	}
+	pkt := func(counter, clock uint64, locks keys.Locks, events ...eventqueue.Event) []byte {
+		for len(events) < 4 {
+			events = append(events, eventqueue.Event{})
+		}
+		q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: 1, Counter: counter}, Clock: clock, Locks: locks, Events: events}
+		b, err := q.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	caps := keys.LocksKnown | keys.LockCaps
+	r.Handle(pkt(1, 10, caps, dn(kA, 5)), addr1, t0)
+	if n, last, first := sets(); n != 1 || last != caps || !first {
+		t.Errorf("session start: %d sets (last %v, before the keys %v), want one, caps, first", n, last, first)
+	}
+	r.Handle(pkt(2, 20, caps, up(kA, 6), dn(kA, 5)), addr1, t0)
+	if n, _, _ := sets(); n != 0 {
+		t.Errorf("the same state again: %d sets, want none", n)
+	}
+	r.Handle(pkt(3, 30, caps|keys.LockEpoch, up(kA, 6), dn(kA, 5)), addr1, t0)
+	if n, last, _ := sets(); n != 1 || last != caps|keys.LockEpoch {
+		t.Errorf("relaying resumed (epoch flipped): %d sets, want one", n)
+	}
+	r.Expire(t0.Add(2 * time.Second)) // the session times out
+	inj.got = nil
+	r.Handle(pkt(4, 3000, caps|keys.LockEpoch, up(kA, 6), dn(kA, 5)), addr1, t0.Add(3*time.Second))
+	if n, _, _ := sets(); n != 1 {
+		t.Errorf("session back after a timeout: %d sets, want one", n)
+	}
+	// A sender that cannot tell (a terminal, a script): nothing set.
+	r.Handle(packet(t, 2, 1, 10, dn(kB, 5)), addr2, t0.Add(3*time.Second))
+	if n, _, _ := sets(); n != 0 {
+		t.Errorf("locks unknown: %d sets, want none", n)
+	}
+}

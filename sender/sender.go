@@ -36,6 +36,21 @@ type Source interface {
 	Play(ctx context.Context, emit func(key keys.Key, down bool) error) error
 }
 
+// LockSource is a Source that knows the lock state the receiver should
+// have (keys.Locks: Caps Lock, Num Lock, and an epoch flipped each time
+// relaying starts or resumes). Every packet carries it (PROTOCOL.md §3.2).
+// Locks must be safe to call from another goroutine than Play's.
+type LockSource interface {
+	Locks() keys.Locks
+}
+
+// SwitchSource is a Source that switches between relaying and local use
+// (send --grab and its hotkey); Relaying must be safe to call from another
+// goroutine than Play's.
+type SwitchSource interface {
+	Relaying() bool
+}
+
 // Writer sends datagrams; a net.PacketConn is one.
 type Writer interface {
 	WriteTo(b []byte, addr net.Addr) (int, error)
@@ -108,6 +123,7 @@ type Sender struct {
 	acks       chan datagram
 
 	backlog     []keyEvent
+	lockSrc     LockSource   // nil: the source cannot tell (locks unknown)
 	pending     atomic.Int64 // len(backlog), for Pending
 	burst       *time.Timer
 	bursting    bool      // the burst timer is armed
@@ -230,6 +246,7 @@ func (s *Sender) applyAck(d datagram) {
 // keys are never left held at the receiver by a failing source.
 func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	s.start = time.Now()
+	s.lockSrc, _ = src.(LockSource)
 	events := make(chan keyEvent)
 	playCtx, stopPlay := context.WithCancel(ctx)
 	defer stopPlay()
@@ -389,6 +406,9 @@ func (s *Sender) send() {
 	s.pkt.Header = wire.Header{Type: wire.TypeQueue, Session: s.cfg.Session, Counter: uint64(s.stats.Packets) + 1}
 	s.pkt.Clock = s.clock()
 	s.pkt.Wall = uint64(time.Now().UnixMilli())
+	if s.lockSrc != nil {
+		s.pkt.Locks = s.lockSrc.Locks()
+	}
 	s.pkt.Events = s.queue.Events()
 	var b []byte
 	var err error

@@ -37,6 +37,9 @@ type Queue struct {
 	// packet; a receiver rejects packets too far from its own clock, which
 	// defeats the replay of a recorded old session (PROTOCOL.md §8).
 	Wall uint64
+	// Locks is the Caps Lock and Num Lock state the sender wants the
+	// receiver to have, or unknown (0): PROTOCOL.md §3.2.
+	Locks keys.Locks
 	// Events is the queue, newest first.
 	Events []eventqueue.Event
 }
@@ -44,13 +47,13 @@ type Queue struct {
 // MaxQueueLen is the largest encoding of a sealed queue packet of n entries:
 // every varint at its longest (10 bytes), every entry a character beyond
 // U+FFFF (4 bytes), plus the AEAD tag. For n = 64 it is
-// 22+10+10+1+10+64*4+63*10+16 = 955 bytes, so any 64-entry queue fits in
+// 22+10+10+1+1+10+64*4+63*10+16 = 956 bytes, so any 64-entry queue fits in
 // MaxPacketSize.
 func MaxQueueLen(n int) int {
 	if n <= 0 {
-		return HeaderLen + 10 + 10 + 1 + TagLen
+		return HeaderLen + 10 + 10 + 1 + 1 + TagLen
 	}
-	return HeaderLen + 10 + 10 + 1 + 10 + n*maxEntryLen + (n-1)*10 + TagLen
+	return HeaderLen + 10 + 10 + 1 + 1 + 10 + n*maxEntryLen + (n-1)*10 + TagLen
 }
 
 // MaxSafeEvents is the longest queue whose sealed packet fits in
@@ -60,7 +63,7 @@ const MaxSafeEvents = 81
 // Len is the encoded length of q in plaintext (add TagLen when sealed); it
 // assumes q is valid (Append checks).
 func (q *Queue) Len() int {
-	n := HeaderLen + uvarintLen(q.Clock) + uvarintLen(q.Wall) + 1
+	n := HeaderLen + uvarintLen(q.Clock) + uvarintLen(q.Wall) + 1 + 1
 	for i, e := range q.Events {
 		n += entryLen(e.Key)
 		if i == 0 {
@@ -83,6 +86,9 @@ func (q *Queue) validate() error {
 	}
 	if err := q.Header.check(); err != nil {
 		return err
+	}
+	if !q.Locks.Valid() {
+		return fmt.Errorf("%w: locks %#02x", ErrQueue, uint8(q.Locks))
 	}
 	if len(q.Events) < 1 || len(q.Events) > MaxEvents {
 		return fmt.Errorf("%w: %d entries, want 1..%d", ErrQueue, len(q.Events), MaxEvents)
@@ -174,6 +180,7 @@ func (q *Queue) Append(b []byte) ([]byte, error) {
 func (q *Queue) appendBody(b []byte) []byte {
 	b = binary.AppendUvarint(b, q.Clock)
 	b = binary.AppendUvarint(b, q.Wall)
+	b = append(b, byte(q.Locks))
 	b = append(b, byte(len(q.Events)))
 	for i, e := range q.Events {
 		if i == 0 {
@@ -265,6 +272,13 @@ func parseBody(h Header, p []byte, dst *Queue) error {
 		return fmt.Errorf("wall clock: %w", err)
 	}
 	p = p[n:]
+	if len(p) < 1 {
+		return fmt.Errorf("locks: %w", ErrTruncated)
+	}
+	if dst.Locks = keys.Locks(p[0]); !dst.Locks.Valid() {
+		return fmt.Errorf("%w: locks %#02x", ErrQueue, p[0])
+	}
+	p = p[1:]
 	if len(p) < 1 {
 		return fmt.Errorf("queue length: %w", ErrTruncated)
 	}

@@ -20,6 +20,7 @@
 //
 //	clock  uvarint   sender's session clock, ms since the session started
 //	wall   uvarint   sender's wall clock, Unix ms
+//	locks  u8        Caps/Num Lock the receiver should have: bit 7 known, bit 0 caps, bit 1 num
 //	n      u8        queue length N, 1..255
 //	top    uvarint   stamp of entry 0 (the newest)
 //	N entries, newest first:

@@ -50,6 +50,7 @@ var golden = Queue{
 	Header: Header{Type: TypeQueue, Session: 0x0123456789ABCDEF, Counter: 42},
 	Clock:  1500,
 	Wall:   1_795_000_000_000,
+	Locks:  keys.LocksKnown | keys.LockNum,
 	Events: []eventqueue.Event{
 		{Key: keys.Key(keys.KeyH), Kind: eventqueue.Up, Stamp: 1497},
 		{Key: keys.Key(keys.KeyH), Kind: eventqueue.Down, Stamp: 1495},
@@ -76,8 +77,8 @@ func TestGolden(t *testing.T) {
 	if !bytes.Equal(enc, b) {
 		t.Errorf("encoded % x\nwant    % x", enc, b)
 	}
-	if golden.Len() != len(b) || len(b) != 49 {
-		t.Errorf("Len() = %d, file %d bytes, PROTOCOL.md says 49", golden.Len(), len(b))
+	if golden.Len() != len(b) || len(b) != 50 {
+		t.Errorf("Len() = %d, file %d bytes, PROTOCOL.md says 50", golden.Len(), len(b))
 	}
 }
 
@@ -117,8 +118,8 @@ func TestGoldenChars(t *testing.T) {
 	if !bytes.Equal(enc, b) {
 		t.Errorf("encoded % x\nwant    % x", enc, b)
 	}
-	if goldenChars.Len() != len(b) || len(b) != 48 {
-		t.Errorf("Len() = %d, file %d bytes, PROTOCOL.md says 48", goldenChars.Len(), len(b))
+	if goldenChars.Len() != len(b) || len(b) != 49 {
+		t.Errorf("Len() = %d, file %d bytes, PROTOCOL.md says 49", goldenChars.Len(), len(b))
 	}
 }
 
@@ -147,41 +148,46 @@ func TestDecodeErrors(t *testing.T) {
 		hex  string
 		want error
 	}{
-		{"valid, one none entry", hdr + "00 00 01 00 000000", nil},
+		{"valid, one none entry", hdr + "00 00 00 01 00 000000", nil},
+		{"locks known, Caps Lock on", hdr + "00 00 81 01 00 000000", nil},
+		{"locks known, Num Lock on", hdr + "00 00 82 01 00 000000", nil},
+		{"Caps Lock without known", hdr + "00 00 01 01 00 000000", ErrQueue},
+		{"unknown lock bit", hdr + "00 00 84 01 00 000000", ErrQueue},
+		{"no locks byte", hdr + "00 00", ErrTruncated},
 		{"overlong wall", hdr + "00 8000 01 00 000000", ErrVarint},
-		{"bad magic", "4b53 03 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrMagic},
-		{"version 4", "4b52 04 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrVersion},
-		{"version 2 (keyrelay before characters)", "4b52 02 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrVersion},
-		{"version 1 (plaintext keyrelay before keys)", "4b52 01 01 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrVersion},
-		{"unknown type", "4b52 03 07 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrType},
-		{"ack where a queue is expected", "4b52 03 02 00 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrType},
-		{"unknown flag", "4b52 03 01 02 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrFlags},
-		{"reserved byte set", "4b52 03 01 00 01 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrFlags},
-		{"sealed", "4b52 03 01 01 00 0123456789abcdef 000000000000002a 00 00 01 00 000000", ErrSealed},
-		{"session 0", "4b52 03 01 00 00 0000000000000000 000000000000002a 00 00 01 00 000000", ErrHeader},
+		{"bad magic", "4b53 03 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrMagic},
+		{"version 4", "4b52 04 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
+		{"version 2 (keyrelay before characters)", "4b52 02 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
+		{"version 1 (plaintext keyrelay before keys)", "4b52 01 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
+		{"unknown type", "4b52 03 07 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
+		{"ack where a queue is expected", "4b52 03 02 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
+		{"unknown flag", "4b52 03 01 02 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
+		{"reserved byte set", "4b52 03 01 00 01 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
+		{"sealed", "4b52 03 01 01 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrSealed},
+		{"session 0", "4b52 03 01 00 00 0000000000000000 000000000000002a 00 00 00 01 00 000000", ErrHeader},
 		{"counter 0", "4b52 03 01 00 00 0123456789abcdef 0000000000000000 00 00 01 00 000000", ErrHeader},
 		{"overlong clock", hdr + "8000 00 01 00 000000", ErrVarint},
 		{"clock overflow", hdr + "ffffffffffffffffff02 00 01 00 000000", ErrVarint},
-		{"zero entries", hdr + "00 00 00 00", ErrQueue},
-		{"kind 5", hdr + "00 00 01 00 050004", ErrQueue},
-		{"char-down 'a'", hdr + "00 00 01 05 0361", nil},
-		{"char-up without a back is truncated", hdr + "00 00 02 05 0361 04", ErrTruncated},
-		{"char-down U+10FFFF", hdr + "00 00 01 05 03 ffff43", nil},
-		{"char beyond U+10FFFF", hdr + "00 00 01 05 03 808044", ErrQueue},
-		{"char is a surrogate", hdr + "00 00 01 05 03 80b003", ErrQueue},
-		{"char is a control character (Enter is a key)", hdr + "00 00 01 05 030d", ErrQueue},
-		{"char is DEL", hdr + "00 00 01 05 037f", ErrQueue},
-		{"char 0", hdr + "00 00 01 05 0300", ErrQueue},
-		{"overlong char", hdr + "00 00 01 05 03e100", ErrVarint},
-		{"char truncated", hdr + "00 00 01 05 03e1", ErrTruncated},
-		{"char-down after none", hdr + "00 00 02 05 000000 036101", ErrQueue},
-		{"none with a key", hdr + "00 00 01 00 000004", ErrQueue},
-		{"down of key 0", hdr + "00 00 01 05 010000", ErrQueue},
-		{"down after none", hdr + "00 00 02 05 000000 01000401", ErrQueue},
-		{"equal stamps of real events", hdr + "00 00 02 05 010004 01000500", ErrQueue},
-		{"stamp below zero", hdr + "00 00 02 05 010004 01000506", ErrQueue},
-		{"overlong back", hdr + "00 00 02 05 010004 0100058100", ErrVarint},
-		{"trailing byte", hdr + "00 00 01 00 000000 00", ErrTrailing},
+		{"zero entries", hdr + "00 00 00 00 00", ErrQueue},
+		{"kind 5", hdr + "00 00 00 01 00 050004", ErrQueue},
+		{"char-down 'a'", hdr + "00 00 00 01 05 0361", nil},
+		{"char-up without a back is truncated", hdr + "00 00 00 02 05 0361 04", ErrTruncated},
+		{"char-down U+10FFFF", hdr + "00 00 00 01 05 03 ffff43", nil},
+		{"char beyond U+10FFFF", hdr + "00 00 00 01 05 03 808044", ErrQueue},
+		{"char is a surrogate", hdr + "00 00 00 01 05 03 80b003", ErrQueue},
+		{"char is a control character (Enter is a key)", hdr + "00 00 00 01 05 030d", ErrQueue},
+		{"char is DEL", hdr + "00 00 00 01 05 037f", ErrQueue},
+		{"char 0", hdr + "00 00 00 01 05 0300", ErrQueue},
+		{"overlong char", hdr + "00 00 00 01 05 03e100", ErrVarint},
+		{"char truncated", hdr + "00 00 00 01 05 03e1", ErrTruncated},
+		{"char-down after none", hdr + "00 00 00 02 05 000000 036101", ErrQueue},
+		{"none with a key", hdr + "00 00 00 01 00 000004", ErrQueue},
+		{"down of key 0", hdr + "00 00 00 01 05 010000", ErrQueue},
+		{"down after none", hdr + "00 00 00 02 05 000000 01000401", ErrQueue},
+		{"equal stamps of real events", hdr + "00 00 00 02 05 010004 01000500", ErrQueue},
+		{"stamp below zero", hdr + "00 00 00 02 05 010004 01000506", ErrQueue},
+		{"overlong back", hdr + "00 00 00 02 05 010004 0100058100", ErrVarint},
+		{"trailing byte", hdr + "00 00 00 01 00 000000 00", ErrTrailing},
 		{"too large", hdr + strings.Repeat("00", MaxPacketSize), ErrTooLarge},
 	}
 	for _, tt := range tests {
@@ -218,6 +224,7 @@ func TestEncodeRefusesInvalid(t *testing.T) {
 		"surrogate char":   bad(func(q *Queue) { q.Events[0].Key = keys.Char(0xD800) }),
 		"char beyond max":  bad(func(q *Queue) { q.Events[0].Key = keys.Char(0x110000) }),
 		"key beyond u16":   bad(func(q *Queue) { q.Events[0].Key = 0x10004 }),
+		"locks not known":  bad(func(q *Queue) { q.Locks = keys.LockCaps }),
 	} {
 		if b, err := q.Append([]byte("x")); err == nil || string(b) != "x" {
 			t.Errorf("%s: Append = % x, %v; want an error and the buffer unchanged", name, b, err)
@@ -241,6 +248,7 @@ func genQueue(t *rapid.T) Queue {
 	return Queue{
 		Header: Header{Type: TypeQueue, Session: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "session"), Counter: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "counter")},
 		Clock:  rapid.Uint64().Draw(t, "clock"),
+		Locks:  rapid.SampledFrom([]keys.Locks{0, keys.LocksKnown, keys.LocksKnown | keys.LockCaps, keys.LocksKnown | keys.LockNum, keys.LocksKnown | keys.LockCaps | keys.LockNum}).Draw(t, "locks"),
 		Wall:   rapid.Uint64().Draw(t, "wall"),
 		Events: append([]eventqueue.Event(nil), q.Events()...),
 	}
@@ -290,8 +298,8 @@ func TestRoundTrip(t *testing.T) {
 // TestSizes backs PROTOCOL.md §5: N=64 always fits; the sizes of typical
 // typing queues.
 func TestSizes(t *testing.T) {
-	if m := MaxQueueLen(64); m != 955 || m > MaxPacketSize {
-		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 955 (< 1200)", m)
+	if m := MaxQueueLen(64); m != 956 || m > MaxPacketSize {
+		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 956 (< 1200)", m)
 	}
 	// The worst case is real: 64 characters beyond U+FFFF with stamps 2^63
 	// apart do make a 955-byte packet.
@@ -307,7 +315,7 @@ func TestSizes(t *testing.T) {
 	if MaxQueueLen(MaxSafeEvents) > MaxPacketSize || MaxQueueLen(MaxSafeEvents+1) <= MaxPacketSize {
 		t.Errorf("MaxSafeEvents %d is not the largest N that always fits", MaxSafeEvents)
 	}
-	for _, tc := range []struct{ n, want int }{{16, 115}, {64, 308}} {
+	for _, tc := range []struct{ n, want int }{{16, 116}, {64, 309}} {
 		q := typingQueue(t, tc.n)
 		if got := q.Len() + TagLen; got != tc.want {
 			t.Errorf("typical sealed N=%d queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.want)
@@ -315,7 +323,7 @@ func TestSizes(t *testing.T) {
 	}
 	// Text typed as characters (a terminal, a script's type): ASCII takes
 	// one code byte where a key takes two.
-	for _, tc := range []struct{ n, want int }{{16, 98}, {64, 242}} {
+	for _, tc := range []struct{ n, want int }{{16, 99}, {64, 243}} {
 		q := textQueue(t, tc.n)
 		if got := q.Len() + TagLen; got != tc.want {
 			t.Errorf("typical sealed N=%d text queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.want)
