@@ -62,6 +62,10 @@ type X11 struct {
 // Relaying reports whether keys go to the receiver now.
 func (x *X11) Relaying() bool { return x.relaying.Load() }
 
+// Grabbing reports whether the source owns the keyboard (--grab), so that
+// the status shows the mode.
+func (x *X11) Grabbing() bool { return x.Grab }
+
 // Locks is the lock state the receiver should have (keys.Locks).
 func (x *X11) Locks() keys.Locks { return keys.Locks(x.locks.Load()) }
 

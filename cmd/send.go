@@ -104,7 +104,8 @@ to standard error.`,
 
 // sendStatus makes the status lines of a sender: one per destination (or
 // per receiver that acked, for a broadcast).
-func sendStatus(s *sender.Sender, dests []net.Addr) func() ([]string, [][]any) {
+func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source) func() ([]string, [][]any) {
+	sw, _ := src.(sender.SwitchSource)
 	lastPackets, last := 0, time.Now()
 	return func() ([]string, [][]any) {
 		st := s.Status()
@@ -142,6 +143,14 @@ func sendStatus(s *sender.Sender, dests []net.Addr) func() ([]string, [][]any) {
 				attr = append(attr, "clock_offset_ms", p.ClockOffset.Milliseconds())
 			}
 			attrs = append(attrs, attr)
+		}
+		if g, ok := src.(interface{ Grabbing() bool }); ok && g.Grabbing() && sw != nil {
+			mode := "relaying: the keyboard is grabbed"
+			if !sw.Relaying() {
+				mode = "local use: keys act here"
+			}
+			text = append([]string{"mode: " + mode}, text...)
+			attrs = append([][]any{{"relaying", sw.Relaying()}}, attrs...)
 		}
 		return text, attrs
 	}
@@ -281,7 +290,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
 	if showStatus {
-		go func() { defer close(statusDone); board.run(statusCtx, sendStatus(s, dests)) }()
+		go func() { defer close(statusDone); board.run(statusCtx, sendStatus(s, dests, src)) }()
 	} else {
 		close(statusDone)
 	}
