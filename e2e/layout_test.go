@@ -545,7 +545,6 @@ func TestCharactersOnLayouts(t *testing.T) {
 	}
 }
 
-
 // TestHookBetweenGermanDesktops (issue 11; DESIGN.md invariant 8, keys are
 // keys): two German desktops, B the sender's (send --input hook) and A the
 // receiver's (recv --inject x11). xdotool types on B the characters of
