@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ type DoctorOptions struct {
 	Listen  string
 	KeyFile string
 	Peer    string
+	Devices []string
 
 	config *configFile // the config file the settings came from, if any
 }
@@ -58,6 +60,7 @@ injector or source needs is missing.`,
 	f := c.Flags()
 	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use (auto, x11, robotgo, uinput, log)")
 	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use (terminal, x11, evdev, script; hook is x11)")
+	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: the /dev/input/event* devices send will read (repeatable; default: every keyboard)")
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "the address recv will listen on")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
 	f.StringVar(&opts.Peer, "peer", "", "a running recv to test a round trip with (HOST[:PORT])")
@@ -121,6 +124,10 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		fix: "enable RECORD in the X server (Xorg: Load \"record\" in the Module section; Xvfb: do not pass -extension RECORD), or use send --grab (it needs no RECORD), or --input terminal"})
 	add(check{name: "/dev/uinput (--inject uinput)", needed: inj == "uinput", err: inject.CheckUinput(inject.DefaultUinputPath),
 		ok: inject.DefaultUinputPath + " is writable", fix: "sudo modprobe uinput; a udev rule KERNEL==\"uinput\", GROUP=\"input\", MODE=\"0660\" and membership of group input"})
+	kbds, evdevErr := capture.EvdevKeyboards(o.Devices)
+	add(check{name: "keyboards under /dev/input (--input evdev)", needed: o.Input == "evdev", err: evdevErr,
+		ok:  "send --input evdev reads " + strings.Join(kbds, ", "),
+		fix: "Linux only; to read /dev/input/event*: sudo usermod -aG input $USER (then log in again), or a udev rule giving your user access (TAG+=\"uaccess\"); name a keyboard with --device /dev/input/eventN (ls -l /dev/input/by-id)"})
 	add(check{name: "terminal (--input terminal)", needed: o.Input == "terminal", err: capture.CheckTerminal(),
 		ok: "/dev/tty opens", fix: "run send in a terminal, or use --script FILE or --input hook"})
 

@@ -191,6 +191,11 @@ func (o *SendOptions) validate() error {
 			return err
 		}
 	}
+	if o.Input == "evdev" {
+		if err := capture.CheckEvdev(o.Devices); err != nil {
+			return err
+		}
+	}
 	if o.Grab && o.Input != "x11" && o.Input != "hook" && o.Input != "evdev" {
 		return usagef("--grab needs --input x11 or --input evdev (a terminal or a script has no keyboard to own)")
 	}
@@ -273,6 +278,13 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 			h.Status = stdio.Err
 		}
 		src = h
+	}
+	if o.Input == "evdev" {
+		ev := &capture.Evdev{Label: joinAddrs(dests), Devices: o.Devices, Grab: o.Grab, Hotkey: o.hotkey}
+		if !o.Quiet {
+			ev.Status = stdio.Err
+		}
+		src = ev
 	}
 	if o.Input == "terminal" {
 		term := &capture.Terminal{Label: joinAddrs(dests)}
