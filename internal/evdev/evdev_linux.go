@@ -117,16 +117,14 @@ func Open(path string) (*Device, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	d, err := newDevice(os.NewFile(uintptr(fd), path))
-	if err != nil {
-		return nil, err
-	}
+	// Asked first, on the bare descriptor: a file that is not a device
+	// (nor pollable) says so here rather than as a poller error.
 	var version int32
-	if err := d.ioctl(eviocgversion(), unsafe.Pointer(&version)); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("%s is not an event device: %w", path, err)
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), eviocgversion(), uintptr(unsafe.Pointer(&version))); errno != 0 {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s is not an event device: %w", path, errno)
 	}
-	return d, nil
+	return newDevice(os.NewFile(uintptr(fd), path))
 }
 
 // newDevice wraps an open, non-blocking file.
@@ -255,8 +253,14 @@ func (d *Device) Read(evs []Event) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	// The kernel only ever returns whole events.
-	k := n / EventSize
+	return DecodeEvents(b[:n], evs), nil
+}
+
+// DecodeEvents decodes the whole struct input_event records at the start of
+// b into evs (as many as both hold) and returns how many. The kernel only
+// ever returns whole events; a short tail is ignored.
+func DecodeEvents(b []byte, evs []Event) int {
+	k := min(len(b)/EventSize, len(evs))
 	for i := range k {
 		e := b[i*EventSize+2*longSize:]
 		evs[i] = Event{
@@ -265,7 +269,16 @@ func (d *Device) Read(evs []Event) (int, error) {
 			Value: int32(binary.NativeEndian.Uint32(e[4:])),
 		}
 	}
-	return k, nil
+	return k
+}
+
+// EncodeEvent appends ev as a struct input_event with a zero timestamp (as
+// a uinput device is written, and for tests).
+func EncodeEvent(b []byte, ev Event) []byte {
+	b = append(b, make([]byte, 2*longSize)...)
+	b = binary.NativeEndian.AppendUint16(b, ev.Type)
+	b = binary.NativeEndian.AppendUint16(b, ev.Code)
+	return binary.NativeEndian.AppendUint32(b, uint32(ev.Value))
 }
 
 // SetReadDeadline makes a waiting and any later Read fail with
@@ -347,19 +360,12 @@ func (w *Watcher) Next() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		for b := w.buf[:n]; len(b) >= unix.SizeofInotifyEvent; {
-			mask := binary.NativeEndian.Uint32(b[4:])
-			nameLen := int(binary.NativeEndian.Uint32(b[12:]))
-			end := min(unix.SizeofInotifyEvent+nameLen, len(b))
-			name := string(b[unix.SizeofInotifyEvent:end])
-			if i := strings.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			b = b[end:]
-			if mask&(unix.IN_DELETE_SELF|unix.IN_IGNORED) != 0 {
-				return "", fmt.Errorf("%s: %w", w.dir, ErrDirGone)
-			}
-			if _, ok := eventNumber(name); ok && !slices.Contains(w.pending, name) {
+		names, gone := parseInotify(w.buf[:n])
+		if gone {
+			return "", fmt.Errorf("%s: %w", w.dir, ErrDirGone)
+		}
+		for _, name := range names {
+			if !slices.Contains(w.pending, name) {
 				w.pending = append(w.pending, name)
 			}
 		}
@@ -367,6 +373,31 @@ func (w *Watcher) Next() (string, error) {
 	name := w.pending[0]
 	w.pending = w.pending[1:]
 	return filepath.Join(w.dir, name), nil
+}
+
+// parseInotify reads the struct inotify_event records in b: the names of
+// event devices they report, and whether the directory itself went away.
+// A record cut short ends the reading.
+func parseInotify(b []byte) (names []string, gone bool) {
+	for len(b) >= unix.SizeofInotifyEvent {
+		mask := binary.NativeEndian.Uint32(b[4:])
+		nameLen := int(binary.NativeEndian.Uint32(b[12:]))
+		if nameLen < 0 || nameLen > len(b)-unix.SizeofInotifyEvent {
+			break
+		}
+		name := string(b[unix.SizeofInotifyEvent : unix.SizeofInotifyEvent+nameLen])
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		b = b[unix.SizeofInotifyEvent+nameLen:]
+		if mask&(unix.IN_DELETE_SELF|unix.IN_IGNORED) != 0 {
+			return names, true
+		}
+		if _, ok := eventNumber(name); ok {
+			names = append(names, name)
+		}
+	}
+	return names, false
 }
 
 // Close stops watching and ends a waiting Next.
