@@ -44,7 +44,7 @@ func decodeTrace(d *evdevDecoder, evs ...evdevEvent) string {
 		case evdevUnknown:
 			out = append(out, fmt.Sprintf("?%d", r.Key.Evdev))
 		case evdevLED:
-			out = append(out, fmt.Sprintf("led %v %v", (r.Lock | keys.LocksKnown).String(), r.On))
+			out = append(out, fmt.Sprintf("led %v %v", (r.Lock|keys.LocksKnown).String(), r.On))
 		case evdevResync:
 			out = append(out, "resync")
 		}
