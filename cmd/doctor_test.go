@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"
@@ -119,6 +120,36 @@ func TestClockOffset(t *testing.T) {
 		left := now.Add(-rtt / 2).Add(shift) // by the receiver's clock
 		if got := sender.ClockOffset(uint64(left.UnixMilli()), now, rtt); got != shift {
 			t.Errorf("shift %v: ClockOffset = %v", shift, got)
+		}
+	}
+}
+
+// TestUinputNameAgrees: send --input evdev skips recv's own virtual
+// keyboard by name; the two packages must agree on it, or a send and a recv
+// on one machine would relay recv's keys back for ever.
+func TestUinputNameAgrees(t *testing.T) {
+	if capture.UinputName != inject.UinputName {
+		t.Errorf("capture.UinputName %q != inject.UinputName %q", capture.UinputName, inject.UinputName)
+	}
+}
+
+// TestDoctorEvdev (issue 12 must-have 4: "doctor checks it"): with
+// --input evdev, a keyboard that cannot be read fails the check and names
+// the fix; for another input it is shown but not counted.
+func TestDoctorEvdev(t *testing.T) {
+	isolate(t)
+	missing := filepath.Join(t.TempDir(), "event5")
+	for _, input := range []string{"evdev", "script"} {
+		var out bytes.Buffer
+		err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, &DoctorOptions{
+			Inject: "log", Input: input, Listen: "127.0.0.1:0", KeyFile: "none", Devices: []string{missing}})
+		text := out.String()
+		line := "keyboards under /dev/input (--input evdev): evdev keyboard input unavailable: " + missing + " does not exist"
+		switch {
+		case input == "evdev" && (err == nil || !strings.Contains(text, "FAIL  "+line) || !strings.Contains(text, "usermod -aG input")):
+			t.Errorf("--input evdev: err %v, want the evdev check failed with its fix\n%s", err, text)
+		case input != "evdev" && !strings.Contains(text, "--    "+line):
+			t.Errorf("--input %s: want the evdev check shown as not needed\n%s", input, text)
 		}
 	}
 }

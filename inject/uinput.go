@@ -12,6 +12,11 @@ import (
 // DefaultUinputPath is the Linux uinput device.
 const DefaultUinputPath = "/dev/uinput"
 
+// UinputName is the name of recv's virtual keyboard. send --input evdev
+// never reads a device of this name (capture.UinputName): with send and
+// recv on one machine, it would send again what recv types.
+const UinputName = "keyrelay"
+
 // ErrNoUinput is wrapped by NewUinput's error when the device cannot be used.
 var ErrNoUinput = errors.New("uinput unavailable")
 

@@ -28,7 +28,7 @@ func NewUinput(path string, logf func(format string, args ...any)) (*Uinput, err
 		return nil, uinputError(path, err)
 	}
 	f.Close()
-	kb, err := uinput.CreateKeyboard(path, []byte("keyrelay"))
+	kb, err := uinput.CreateKeyboard(path, []byte(UinputName))
 	if err != nil {
 		return nil, fmt.Errorf("%w: unable to create a virtual keyboard on %s: %v", ErrNoUinput, path, err)
 	}
