@@ -62,14 +62,31 @@ Key sources (--input):
                   Sequences that are not keys are dropped and counted, never
                   sent. Ctrl+] ends the session; every other key, Ctrl+C
                   included, goes to the receiver.
-  hook            true key-down and key-up from the X session of $DISPLAY
-                  (an X RECORD hook, github.com/robotn/gohook): keys still
-                  reach the local desktop too; auto-repeat is dropped;
-                  modifiers are relayed as keys. Needs DISPLAY and the RECORD
-                  extension. Ends on SIGINT/SIGTERM.
+  x11             true key-down and key-up from the X session of $DISPLAY
+                  (X RECORD, pure Go; "hook" is the same): auto-repeat is
+                  dropped; modifiers are relayed as keys. Without --grab the
+                  keys reach the local desktop too. Needs DISPLAY (and
+                  RECORD without --grab). Ends on SIGINT/SIGTERM, or with an
+                  error when the X server goes away.
+  evdev           (Linux) true key-down and key-up from the keyboards under
+                  /dev/input, below X or Wayland: any desktop, the console,
+                  headless. Default: every keyboard (not recv's own virtual
+                  one), and those plugged in later; --device PATH reads
+                  only those. Needs read access to /dev/input/event* (the
+                  input group, or a udev uaccess rule; doctor --input evdev
+                  checks it).
   script          --script FILE: a key script (see README: down, up, tap,
                   hold, sleep, type, pace); "-" reads it from standard input.
                   The whole script is checked before anything is sent.
+
+Owning the keyboard (--input x11 or evdev): with --grab, keys reach the
+receiver only while relaying (an X keyboard grab, or EVIOCGRAB); --hotkey
+(default ControlLeft+ControlRight: both Ctrl keys) switches to local use and
+back. Switching away releases at the receiver every key held there; the
+hotkey itself reaches neither side. When relaying starts or resumes, the
+receiver's Caps Lock and Num Lock are set to this machine's. The grab ends
+with the process (X and the kernel drop it), so a crashed send cannot leave
+the keyboard unusable.
 
 When the source ends, or on SIGINT/SIGTERM, send releases every key it holds,
 resends the final queue for a short linger and exits 0, printing a summary
@@ -84,7 +101,7 @@ to standard error.`,
 	}
 	f := c.Flags()
 	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
-	f.StringVar(&opts.Input, "input", "", "key source: terminal, hook or script (default: script with --script, else terminal)")
+	f.StringVar(&opts.Input, "input", "", "key source: terminal, x11, evdev or script (hook is x11; default: script with --script, else terminal)")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
