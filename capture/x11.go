@@ -146,7 +146,7 @@ func (x *X11) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 			return fmt.Errorf("%w: %v", ErrNoX11, err)
 		}
 		defer stream.Close()
-		go recordEvents(stream, events)
+		go recordEvents(stream, x.display, events)
 		x.relaying.Store(true)
 		x.status("capturing keys of DISPLAY=%s → %s (keys act here too; Ctrl+C or SIGTERM ends)", x.display, x.Label)
 		return x.relay(ctx, events, emit, nil)
@@ -175,7 +175,7 @@ func (x *X11) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 		}
 		return nil
 	}
-	go grabEvents(c, events)
+	go grabEvents(c, x.display, events)
 	if err := x.own(true, grabs); err != nil {
 		return err
 	}
@@ -242,13 +242,19 @@ func (x *X11) relay(ctx context.Context, events <-chan x11Event, emit func(keys.
 	}
 }
 
+// xGone is the error that ends the source when its X server goes away:
+// send must stop (non-zero) so that a service manager restarts it.
+func xGone(display string) error {
+	return fmt.Errorf("%w: the X server of DISPLAY=%s went away (it stopped, or the session ended); no keys can be captured from it", ErrNoX11, display)
+}
+
 // recordEvents forwards a RECORD stream's key events.
-func recordEvents(s *xrecord.Stream, events chan<- x11Event) {
+func recordEvents(s *xrecord.Stream, display string, events chan<- x11Event) {
 	for {
 		k, err := s.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				err = fmt.Errorf("%w: the recording of the X server ended", ErrNoX11)
+				err = xGone(display)
 			}
 			events <- x11Event{err: err}
 			return
@@ -260,7 +266,7 @@ func recordEvents(s *xrecord.Stream, events chan<- x11Event) {
 // grabEvents forwards the key events a grab delivers. Under a grab X's
 // auto-repeat comes as a release and a press of the same key at the same
 // time: both are dropped.
-func grabEvents(c *xgb.Conn, events chan<- x11Event) {
+func grabEvents(c *xgb.Conn, display string, events chan<- x11Event) {
 	var next xgb.Event
 	for {
 		ev := next
@@ -268,7 +274,7 @@ func grabEvents(c *xgb.Conn, events chan<- x11Event) {
 		if ev == nil {
 			e, err := c.WaitForEvent()
 			if e == nil && err == nil {
-				events <- x11Event{err: fmt.Errorf("%w: the X server closed the connection", ErrNoX11)}
+				events <- x11Event{err: xGone(display)}
 				return
 			}
 			if err != nil {

@@ -517,3 +517,19 @@ func TestTwoDestinationsIPv4AndIPv6(t *testing.T) {
 		t.Errorf("IPv4 receiver:\n%s\nIPv6 receiver:\n%s", a, b)
 	}
 }
+
+// waitStderr waits until the process has written want to standard error,
+// and reports whether it did within timeout (false also when it exited).
+func (p *proc) waitStderr(want string, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for !strings.Contains(p.stderr.String(), want) {
+		select {
+		case <-p.stderr.notify:
+		case <-p.done:
+			return strings.Contains(p.stderr.String(), want)
+		case <-deadline:
+			return false
+		}
+	}
+	return true
+}

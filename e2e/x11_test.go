@@ -402,3 +402,31 @@ func holdAcross(t *testing.T, displayB, displayA string, d time.Duration) {
 	}
 	xdotool(t, displayB, "keyup", "a")
 }
+
+// TestXServerGoneStopsBoth (issue 13 must-have 2: lost backends are fatal
+// and named): when the X server goes away, recv --inject x11 and send
+// --input x11 (observing, and with --grab) exit non-zero within two
+// seconds, naming the display, so that Restart=on-failure brings them
+// back; recv does not go on acking keys it cannot type.
+func TestXServerGoneStopsBoth(t *testing.T) {
+	needX(t)
+	display, stopX := xvfbtest.StartStoppable(t)
+	env := []string{"DISPLAY=" + display}
+	recv := startWithEnv(t, env, "recv", "--inject", "x11", "--listen", "127.0.0.1:0")
+	send := startWithEnv(t, env, "send", "--to", recv.addr, "--input", "x11")
+	grab := startWithEnv(t, env, "send", "--to", recv.addr, "--input", "x11", "--grab", "--hotkey", "ScrollLock")
+	for p, want := range map[*proc]string{send: "capturing keys of DISPLAY=" + display, grab: "the keyboard is grabbed"} {
+		if !p.waitStderr(want, 10*time.Second) {
+			t.Fatalf("%v did not start capturing:\n%s", p.cmd.Args, p.stderr)
+		}
+	}
+	stopX()
+	for _, p := range []*proc{recv, send, grab} {
+		if code := p.wait(2 * time.Second); code == 0 {
+			t.Errorf("%v exited 0 after its X server went away\n%s", p.cmd.Args, p.stderr)
+		}
+		if want := "X server of DISPLAY=" + display + " went away"; !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("%v did not say %q:\n%s", p.cmd.Args, want, p.stderr)
+		}
+	}
+}

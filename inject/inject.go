@@ -24,8 +24,9 @@ type Event struct {
 }
 
 // Injector delivers key events. Inject is called from one goroutine at a
-// time; an error is reported and counted by the receiver, never fatal, so
-// one key a backend cannot press does not stop the relay. A key or
+// time; an error is reported and counted by the receiver, not fatal, so
+// one key a backend cannot press does not stop the relay; but an error
+// wrapping ErrGone (the backend itself went away) stops recv. A key or
 // character the backend cannot type at all gives an error wrapping
 // ErrCannotType: the injector has said so once, and the receiver counts it
 // apart from failures.
@@ -41,6 +42,20 @@ type Injector interface {
 // for the given sender session.
 type LockSetter interface {
 	SetLocks(l keys.Locks, session uint64) error
+}
+
+// ErrGone is wrapped by an injector's error when what it types into went
+// away for good (the X server stopped, the session ended): recv stops with
+// it, non-zero, rather than ack keys it can no longer type, so that a
+// service manager notices and restarts it.
+var ErrGone = errors.New("recv stops")
+
+// Watched is an Injector that notices its backend going away on its own,
+// between keys: Gone is closed then, and GoneErr (wrapping ErrGone) says
+// what went away.
+type Watched interface {
+	Gone() <-chan struct{}
+	GoneErr() error
 }
 
 // ErrCannotType is wrapped by Inject's error for a key or character the

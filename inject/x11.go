@@ -431,10 +431,18 @@ func (x *X11) noteMapping(m xproto.MappingNotifyEvent) {
 func (x *X11) alive() error {
 	select {
 	case <-x.closed:
-		return fmt.Errorf("the X server of DISPLAY=%s closed the connection", x.display)
+		return x.GoneErr()
 	default:
 		return nil
 	}
+}
+
+// Gone is closed when the X connection ends (inject.Watched).
+func (x *X11) Gone() <-chan struct{} { return x.closed }
+
+// GoneErr says that the X server went away.
+func (x *X11) GoneErr() error {
+	return fmt.Errorf("the X server of DISPLAY=%s went away (it stopped, or the session ended): keys can no longer be typed there; %w", x.display, ErrGone)
 }
 
 // Keycode returns the X keycode that presses code under the evdev rules:

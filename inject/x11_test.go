@@ -313,11 +313,14 @@ func TestX11ServerGone(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	select {
-	case <-x.closed:
+	case <-x.Gone():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the end of the connection went unnoticed")
 	}
-	if err := x.Inject(Event{Key: keys.Key(keys.KeyA), Down: true}); err == nil || !strings.Contains(err.Error(), "closed the connection") {
+	if err := x.GoneErr(); !errors.Is(err, ErrGone) || !strings.Contains(err.Error(), "DISPLAY="+os.Getenv("DISPLAY")+" went away") {
+		t.Errorf("GoneErr = %v", err)
+	}
+	if err := x.Inject(Event{Key: keys.Key(keys.KeyA), Down: true}); !errors.Is(err, ErrGone) {
 		t.Errorf("Inject after the server went: %v", err)
 	}
 	if err := x.Close(); err != nil {

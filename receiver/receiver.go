@@ -6,6 +6,7 @@
 package receiver
 
 import (
+	"cmp"
 	"context"
 	"crypto/cipher"
 	"errors"
@@ -126,7 +127,8 @@ type session struct {
 // Run owns it until it returns.
 type Receiver struct {
 	cfg        Config
-	locksNoted bool // the injector's lack of lock setting was logged
+	locksNoted bool  // the injector's lack of lock setting was logged
+	gone       error // the injector's backend went away (inject.ErrGone): Run stops
 	sessions   map[uint64]*session
 	byAddr     map[string]*session
 	osHeld     map[keys.Key]int // how many live sessions hold each key
@@ -207,12 +209,27 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 	period := min(r.cfg.Timeout/4, MaxCheckPeriod)
 	check := time.NewTicker(period)
 	defer check.Stop()
+	// An injector that notices its backend going away between keys (an X
+	// server stopping) ends Run at once, not at the next key.
+	var gone <-chan struct{}
+	w, watched := r.cfg.Injector.(inject.Watched)
+	if watched {
+		gone = w.Gone()
+	}
 	var err error
 loop:
 	for {
 		select {
 		case d := <-in:
 			r.Handle(d.b, d.from, d.at)
+			if r.gone != nil {
+				break loop
+			}
+		case <-gone:
+			if r.gone == nil {
+				r.gone = w.GoneErr()
+			}
+			break loop
 		case now := <-check.C:
 			r.Expire(now)
 		case err = <-readErr:
@@ -225,11 +242,18 @@ loop:
 		}
 	}
 	r.ReleaseAll(eventqueue.Shutdown)
+	if r.gone != nil {
+		return r.stats, r.gone
+	}
 	if err != nil {
 		return r.stats, fmt.Errorf("unable to receive: %w", err)
 	}
 	return r.stats, nil
 }
+
+// Gone is the injector's error if its backend went away for good
+// (inject.ErrGone; Run returns it): nothing more can be typed.
+func (r *Receiver) Gone() error { return r.gone }
 
 // Handle applies one datagram received at now from from. Checks run
 // cheapest first, and nothing about sessions changes before a packet has
@@ -393,7 +417,9 @@ func (r *Receiver) forgetOldest() {
 // ack sends the session an ack now, or marks one pending if the last was
 // sent less than MinAckInterval ago (Expire flushes pending acks).
 func (r *Receiver) ack(s *session, now time.Time) {
-	if r.cfg.NoAcks || s.from == nil {
+	// An ack says "typed"; with the injector gone nothing is, and the
+	// sender must see the receiver fall silent.
+	if r.cfg.NoAcks || s.from == nil || r.gone != nil {
 		return
 	}
 	if !s.lastAck.IsZero() && now.Sub(s.lastAck) < MinAckInterval {
@@ -524,6 +550,10 @@ func (r *Receiver) setLocks(s *session, l keys.Locks) {
 		return
 	}
 	if err := ls.SetLocks(l, s.id); err != nil {
+		if errors.Is(err, inject.ErrGone) {
+			r.gone = cmp.Or(r.gone, err)
+			return
+		}
 		r.stats.InjectErr++
 		r.logf("unable to set Caps Lock and Num Lock: %v", err)
 	}
@@ -534,6 +564,10 @@ func (r *Receiver) send(k inject.Event) {
 	err := r.cfg.Injector.Inject(k)
 	switch {
 	case err == nil:
+	case errors.Is(err, inject.ErrGone):
+		// Counted as a failure, said once: Run stops with it.
+		r.stats.InjectErr++
+		r.gone = cmp.Or(r.gone, err)
 	case errors.Is(err, inject.ErrCannotType):
 		// The injector said so, once per key; the key-up of a key it could
 		// not press is no news.

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -315,5 +316,72 @@ func TestLocksFollowTheSender(t *testing.T) {
 	r.Handle(packet(t, 2, 1, 10, dn(kB, 5)), addr2, t0.Add(3*time.Second))
 	if n, _, _ := sets(); n != 0 {
 		t.Errorf("locks unknown: %d sets, want none", n)
+	}
+}
+
+// goneInjector is an injector whose backend goes away: after closing gone
+// every Inject fails with ErrGone, as the X injector does once its server
+// stopped.
+type goneInjector struct {
+	recorder
+	gone   chan struct{}
+	closed bool
+}
+
+func (g *goneInjector) Inject(k inject.Event) error {
+	select {
+	case <-g.gone:
+		return g.GoneErr()
+	default:
+		return g.recorder.Inject(k)
+	}
+}
+func (g *goneInjector) Gone() <-chan struct{} { return g.gone }
+func (g *goneInjector) GoneErr() error {
+	return fmt.Errorf("the X server of DISPLAY=:99 went away; %w", inject.ErrGone)
+}
+
+// TestInjectorGoneStopsRecv (issue 13 must-have 2: lost backends are
+// fatal and named): once the injector's backend is gone, the receiver
+// acks nothing more (an ack would say "typed") and Gone reports why.
+func TestInjectorGoneStopsRecv(t *testing.T) {
+	inj := &goneInjector{gone: make(chan struct{})}
+	conn := &ackConn{}
+	r, err := New(Config{Conn: conn, Injector: inj, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Handle(packet(t, 1, 1, 10, dn(kA, 1)), addr1, t0)
+	if len(conn.sent) != 1 || r.Gone() != nil {
+		t.Fatalf("before: %d acks, Gone %v", len(conn.sent), r.Gone())
+	}
+	close(inj.gone)
+	r.Handle(packet(t, 1, 2, 20, dn(kB, 2), dn(kA, 1)), addr1, t0.Add(time.Second))
+	if err := r.Gone(); !errors.Is(err, inject.ErrGone) || !strings.Contains(err.Error(), "DISPLAY=:99") {
+		t.Errorf("Gone = %v, want the injector's ErrGone", err)
+	}
+	if len(conn.sent) != 1 {
+		t.Errorf("%d acks after the injector went, want none", len(conn.sent)-1)
+	}
+}
+
+// TestRunStopsWhenInjectorGone: Run notices a backend that goes away
+// between keys (inject.Watched) and returns its error, which makes recv
+// exit non-zero for a service manager to restart it.
+func TestRunStopsWhenInjectorGone(t *testing.T) {
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inj := &goneInjector{gone: make(chan struct{})}
+	r, err := New(Config{Conn: conn, Injector: inj, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { _, err := r.Run(t.Context()); done <- err }()
+	close(inj.gone)
+	if err := <-done; !errors.Is(err, inject.ErrGone) {
+		t.Errorf("Run = %v, want ErrGone", err)
 	}
 }

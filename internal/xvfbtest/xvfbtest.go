@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -19,6 +20,14 @@ import (
 // raced with. Without Xvfb the test is skipped, except in CI, where .ci/run
 // installs it and a skip would hide a broken install.
 func Start(tb testing.TB, extra ...string) string {
+	tb.Helper()
+	display, _ := StartStoppable(tb, extra...)
+	return display
+}
+
+// StartStoppable is Start, and also returns a function that kills the
+// server then (for tests of what happens when the X server goes away).
+func StartStoppable(tb testing.TB, extra ...string) (string, func()) {
 	tb.Helper()
 	if _, err := exec.LookPath("Xvfb"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -36,7 +45,9 @@ func Start(tb testing.TB, extra ...string) string {
 		tb.Fatal(err)
 	}
 	w.Close()
-	tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var once sync.Once
+	stop := func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) }
+	tb.Cleanup(stop)
 	num := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(r).ReadString('\n')
@@ -47,9 +58,9 @@ func Start(tb testing.TB, extra ...string) string {
 		if _, err := strconv.Atoi(n); err != nil {
 			tb.Fatalf("Xvfb gave display %q", n)
 		}
-		return ":" + n
+		return ":" + n, stop
 	case <-time.After(15 * time.Second):
 		tb.Fatal("Xvfb did not start")
 	}
-	return ""
+	return "", stop
 }
