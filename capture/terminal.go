@@ -62,6 +62,10 @@ type Terminal struct {
 	Label string
 	// Status receives the status line (standard error); nil: none.
 	Status io.Writer
+	// Liveness, if set, says how the receivers answer ("live rtt 1.2ms",
+	// "no answer yet"): the status line shows it and is redrawn every
+	// second, so a receiver that never answers is seen while typing.
+	Liveness func() string
 	// TTY is the terminal to read; nil opens /dev/tty. Play puts it in raw
 	// mode and restores it, but does not close it.
 	TTY *os.File
@@ -178,6 +182,13 @@ func (t *Terminal) Play(ctx context.Context, emit func(keys.Key, bool) error) er
 
 	timer := time.NewTimer(queryTimeout)
 	defer timer.Stop()
+	// Liveness changes without a key: redraw for it.
+	var redraw <-chan time.Time
+	if t.Liveness != nil && t.Status != nil {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		redraw = tick.C
+	}
 	phase, sawFlags := probing, false
 	// push asks for the kitty protocol. Keys the terminal sent before it
 	// took the flags are still legacy: taps until it confirms.
@@ -195,6 +206,8 @@ func (t *Terminal) Play(ctx context.Context, emit func(keys.Key, bool) error) er
 			// emit fails once ctx is done; the sender releases what it holds.
 			r.releaseAll()
 			return ctx.Err()
+		case <-redraw:
+			t.status(r, mode)
 		case <-timer.C:
 			switch phase {
 			case probing:
@@ -353,7 +366,11 @@ func (t *Terminal) status(r *relayer, mode string) {
 	if t.Status == nil {
 		return
 	}
-	line := fmt.Sprintf("keyrelay → %s | %d keys sent | %s | Ctrl+] ends", t.Label, r.sent, mode)
+	line := fmt.Sprintf("keyrelay → %s | %d keys sent", t.Label, r.sent)
+	if t.Liveness != nil {
+		line += " | " + t.Liveness()
+	}
+	line += fmt.Sprintf(" | %s | Ctrl+] ends", mode)
 	if r.dropped > 0 {
 		line += fmt.Sprintf(" | %d not relayed", r.dropped)
 	}

@@ -21,6 +21,10 @@ const (
 	ExitOK    = 0
 	ExitError = 1 // the command could not do its job (bad script, port in use...)
 	ExitUsage = 2 // bad flags or arguments
+	// ExitUndelivered: send ran, but a receiver did not acknowledge the
+	// final state (no receiver answered, or one fell silent): the keys may
+	// not have been typed there.
+	ExitUndelivered = 3
 )
 
 // DefaultPort is the UDP port recv listens on and send sends to when an
@@ -92,6 +96,10 @@ func Run(args []string, stdio IO) int {
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return ExitUsage
+	}
+	var de undeliveredError
+	if errors.As(err, &de) {
+		return ExitUndelivered
 	}
 	return ExitError
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,8 +91,20 @@ with the process (X and the kernel drop it), so a crashed send cannot leave
 the keyboard unusable.
 
 When the source ends, or on SIGINT/SIGTERM, send releases every key it holds,
-resends the final queue for a short linger and exits 0, printing a summary
-to standard error.`,
+resends the final queue for a short linger and prints a summary to standard
+error.
+
+Delivery: with feedback (the default) each receiver acknowledges what it got.
+A receiver that has not answered within --timeout is named at once, with
+the likely causes (nothing listening, another key, --insecure on one end
+only, a firewall). At the end send says "delivered: every receiver
+acknowledged the final state" and exits 0, or exits 3 when one never
+answered or did not acknowledge the final state (all keys released): the
+keys may not have been typed there. One-way use (--feedback=false, or a
+broadcast or multicast --to) exits 0 and says delivery was not confirmed.
+
+Exit status: 0 delivered (or one-way), 1 the command failed (an error
+names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -146,16 +160,31 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source) func() ([
 		}
 		for _, a := range addrs {
 			p, ok := byAddr[a]
-			state := "no ack yet"
+			state := "no answer yet"
 			if ok && p.Live {
 				state = "live"
 			} else if ok {
 				state = fmt.Sprintf("silent %v", now.Sub(p.LastHeard).Round(100*time.Millisecond))
 			}
-			text = append(text, fmt.Sprintf("→ %-22s %-12s rtt %-9v loss %5.1f%%  %5.1f pkt/s  held %s  waiting %d%s",
-				a, state, p.SRTT.Round(10*time.Microsecond), 100*p.Loss, pps, heldString(st.Held), st.Pending, clockNote(p)))
-			attr := []any{"receiver", a, "live", ok && p.Live, "rtt_ms", float64(p.SRTT) / float64(time.Millisecond),
-				"loss", p.Loss, "packets_per_s", pps, "held", heldString(st.Held), "waiting", st.Pending}
+			// Only measured figures: no RTT before a sample, no loss
+			// before the acks settled a packet's fate.
+			rtt, loss := "-", "-"
+			if p.SRTT > 0 {
+				rtt = p.SRTT.Round(10 * time.Microsecond).String()
+			}
+			if p.Settled > 0 {
+				loss = fmt.Sprintf("%.1f%%", 100*p.Loss)
+			}
+			text = append(text, fmt.Sprintf("→ %-22s %-13s rtt %-9s loss %6s  %5.1f pkt/s  held %s  waiting %d%s",
+				a, state, rtt, loss, pps, heldString(st.Held), st.Pending, clockNote(p)))
+			attr := []any{"receiver", a, "live", ok && p.Live}
+			if p.SRTT > 0 {
+				attr = append(attr, "rtt_ms", float64(p.SRTT.Round(time.Microsecond))/float64(time.Millisecond))
+			}
+			if p.Settled > 0 {
+				attr = append(attr, "loss", math.Round(p.Loss*1000)/1000)
+			}
+			attr = append(attr, "packets_per_s", math.Round(pps*10)/10, "held", heldString(st.Held), "waiting", st.Pending)
 			if p.ClockKnown {
 				attr = append(attr, "clock_offset_ms", p.ClockOffset.Milliseconds())
 			}
@@ -307,6 +336,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		term := &capture.Terminal{Label: joinAddrs(dests)}
 		if !o.Quiet {
 			term.Status = stdio.Err
+			term.Liveness = liveness(s, dests, o.Feedback, o.Timeout)
 		}
 		src = term
 	}
@@ -323,9 +353,21 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	} else {
 		close(statusDone)
 	}
+	// Say it while it matters: a receiver that has not answered within
+	// --timeout will likely never answer (issue 13 must-have 1).
+	var silent *time.Timer
+	if o.Feedback && o.Input != "terminal" {
+		silent = time.AfterFunc(o.Timeout, func() { warnSilent(dests, s, o.Timeout, errf) })
+	}
 	stats, err := s.Run(ctx, src)
+	if silent != nil {
+		silent.Stop()
+	}
 	stopStatus()
 	<-statusDone
+	if err == nil {
+		err = checkDelivery(o, dests, s, logf)
+	}
 	if !o.Quiet || err != nil {
 		errf("%v", stats)
 		for _, p := range s.Peers() {
@@ -338,6 +380,167 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		}
 	}
 	return err
+}
+
+// undeliveredError is send's error when a receiver did not acknowledge the
+// final state: exit status ExitUndelivered, which scripts test.
+type undeliveredError struct{ err error }
+
+func (e undeliveredError) Error() string { return e.err.Error() }
+func (e undeliveredError) Unwrap() error { return e.err }
+
+// whyNoAnswer lists what makes a receiver stay silent, for port.
+func whyNoAnswer(port string) string {
+	return "nothing listening there (is keyrelay recv running, on port " + port + "?), a receiver with another key (compare the fingerprints both ends print), --insecure on one end only, or a firewall dropping UDP " + port
+}
+
+// checkDelivery says whether every receiver acknowledged the final state
+// (every key released, after all the others): with feedback, send exits
+// 0 only then (issue 13: a scripted send reports delivery). Broadcast
+// and multicast destinations are not waited for (any receiver may answer,
+// or none), nor is anything with --feedback=false: both are one-way, and
+// send says delivery was not confirmed.
+func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, logf func(string, ...any)) error {
+	if !o.Feedback {
+		logf("delivery not confirmed: one-way (--feedback=false), no receiver acknowledges")
+		return nil
+	}
+	final := s.Final()
+	byAddr := map[string]sender.PeerStatus{}
+	for _, p := range s.Peers() {
+		byAddr[p.Addr] = p
+	}
+	var missing []string
+	oneWay := 0
+	for _, d := range dests {
+		ua := d.(*net.UDPAddr)
+		if isBroadcast(ua.IP) {
+			oneWay++
+			continue
+		}
+		p, heard := byAddr[ua.String()]
+		port := strconv.Itoa(ua.Port)
+		switch {
+		case !heard:
+			missing = append(missing, fmt.Sprintf("%s never answered: %s", ua, whyNoAnswer(port)))
+		case p.Newest < final:
+			missing = append(missing, fmt.Sprintf("%s did not acknowledge the final state (last heard %v ago): it stopped, or the link dropped", ua, time.Since(p.LastHeard).Round(time.Millisecond)))
+		}
+	}
+	if oneWay > 0 {
+		logf("delivery to broadcast/multicast destinations is not confirmed (%d receivers answered)", len(byAddr))
+	}
+	if len(missing) > 0 {
+		return undeliveredError{fmt.Errorf("delivery not confirmed (exit status %d): %s", ExitUndelivered, strings.Join(missing, "; "))}
+	}
+	if oneWay < len(dests) {
+		logf("delivered: every receiver acknowledged the final state")
+	}
+	return nil
+}
+
+// warnSilent says which unicast destinations have not answered after
+// timeout, and the likely causes.
+func warnSilent(dests []net.Addr, s *sender.Sender, timeout time.Duration, logf func(string, ...any)) {
+	heard := map[string]bool{}
+	for _, p := range s.Peers() {
+		heard[p.Addr] = true
+	}
+	for _, d := range dests {
+		ua := d.(*net.UDPAddr)
+		if !isBroadcast(ua.IP) && !heard[ua.String()] {
+			logf("no answer from %s after %v: %s", ua, timeout, whyNoAnswer(strconv.Itoa(ua.Port)))
+		}
+	}
+}
+
+// isBroadcast reports whether ip reaches many receivers: the limited
+// broadcast, a multicast group, or the directed broadcast of one of this
+// machine's IPv4 networks.
+func isBroadcast(ip net.IP) bool {
+	if ip.Equal(net.IPv4bcast) || ip.IsMulticast() {
+		return true
+	}
+	ip4 := ip.To4()
+	if ip4 == nil {
+		return false
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok || n.IP.To4() == nil || len(n.Mask) != net.IPv4len {
+			continue
+		}
+		bc := make(net.IP, net.IPv4len)
+		for i := range bc {
+			bc[i] = n.IP.To4()[i] | ^n.Mask[i]
+		}
+		if ones, _ := n.Mask.Size(); ones < 31 && bc.Equal(ip4) {
+			return true
+		}
+	}
+	return false
+}
+
+// liveness sums up, for the terminal source's one status line, how the
+// receivers answer: only what was measured (no RTT before a sample), and
+// after timeout with no answer the likely causes.
+func liveness(s *sender.Sender, dests []net.Addr, feedback bool, timeout time.Duration) func() string {
+	start := time.Now()
+	return func() string {
+		if !feedback {
+			return "one-way: delivery not confirmed"
+		}
+		byAddr := map[string]sender.PeerStatus{}
+		for _, p := range s.Peers() {
+			byAddr[p.Addr] = p
+		}
+		var live, silent, unheard int
+		var rtt time.Duration
+		for _, d := range dests {
+			if isBroadcast(d.(*net.UDPAddr).IP) {
+				continue
+			}
+			p, ok := byAddr[d.String()]
+			switch {
+			case !ok:
+				unheard++
+			case p.Live:
+				live++
+				rtt = max(rtt, p.SRTT)
+			default:
+				silent++
+			}
+		}
+		var parts []string
+		if live > 0 {
+			l := "live"
+			if live+silent+unheard > 1 {
+				l = fmt.Sprintf("%d live", live)
+			}
+			if rtt > 0 {
+				l += " rtt " + rtt.Round(10*time.Microsecond).String()
+			}
+			parts = append(parts, l)
+		}
+		if silent > 0 {
+			parts = append(parts, fmt.Sprintf("%d silent", silent))
+		}
+		if unheard > 0 {
+			l := "no answer yet"
+			if time.Since(start) >= timeout {
+				l = fmt.Sprintf("no answer after %v: recv not running, another key, --insecure on one end only, or a firewall?", timeout)
+			}
+			if live+silent > 0 {
+				l = fmt.Sprintf("%d %s", unheard, l)
+			}
+			parts = append(parts, l)
+		}
+		if len(parts) == 0 {
+			return fmt.Sprintf("%d receivers answered (broadcast)", len(byAddr))
+		}
+		return strings.Join(parts, ", ")
+	}
 }
 
 // clockNote flags, on the live line, a receiver clock a second or more

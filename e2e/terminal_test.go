@@ -122,8 +122,8 @@ func TestTerminalUnderTmux(t *testing.T) {
 	all = append(all, got...)
 	checkBalanced(t, all)
 	pane, _ := tmux("capture-pane", "-p")
-	if !strings.Contains(pane, "| taps |") || !strings.Contains(pane, fmt.Sprintf("%d keys sent", len(chars)+13)) {
-		t.Errorf("status line lacks the mode (taps: tmux does not speak the kitty protocol) or the count; pane:\n%s", pane)
+	if !strings.Contains(pane, "| taps |") || !strings.Contains(pane, fmt.Sprintf("%d keys sent | live rtt ", len(chars)+13)) {
+		t.Errorf("status line lacks the mode (taps: tmux does not speak the kitty protocol), the count or the receiver's liveness (issue 13 must-have 1); pane:\n%s", pane)
 	}
 
 	tmux("send-keys", "C-]")
@@ -136,6 +136,55 @@ func TestTerminalUnderTmux(t *testing.T) {
 	}
 	if rest := recv.stop(); len(rest) > 0 {
 		t.Errorf("keys logged after Ctrl+]:\n%s", render(rest))
+	}
+}
+
+// TestTerminalNoAnswer (issue 13 must-have 1): the terminal source's status
+// line says when no receiver answers, first "no answer yet", after
+// --timeout the likely causes; send then exits 3 (delivery not confirmed),
+// not 0.
+func TestTerminalNoAnswer(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux missing in CI: .ci/run must install it")
+		}
+		t.Skip("needs tmux")
+	}
+	nothing := deadAddr(t)
+	sock := fmt.Sprintf("keyrelay-noanswer-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		out, _ := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		return string(out)
+	}
+	t.Cleanup(func() { tmux("kill-server") })
+	status := filepath.Join(t.TempDir(), "status")
+	tmux("new-session", "-d", "-x", "250", "-y", "10",
+		fmt.Sprintf("%s send --to %s --timeout 500ms --linger 100ms; echo $? > %s", bin, nothing, status))
+	poll := func(what string, check func() bool) {
+		t.Helper()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(10 * time.Second)
+		for !check() {
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("timed out waiting for %s; pane:\n%s", what, tmux("capture-pane", "-p"))
+			}
+		}
+	}
+	poll("no answer yet", func() bool { return strings.Contains(tmux("capture-pane", "-p"), "| no answer yet |") })
+	poll("the causes after --timeout", func() bool {
+		return strings.Contains(tmux("capture-pane", "-p"), "| no answer after 500ms: recv not running, another key, --insecure on one end only, or a firewall? |")
+	})
+	tmux("send-keys", "-l", "a")
+	tmux("send-keys", "C-]")
+	poll("send to exit", func() bool {
+		b, err := os.ReadFile(status)
+		return err == nil && len(b) > 0
+	})
+	if b, _ := os.ReadFile(status); strings.TrimSpace(string(b)) != "3" {
+		t.Errorf("send to a port where nothing listens exited %s, want 3; pane:\n%s", b, tmux("capture-pane", "-p"))
 	}
 }
 

@@ -123,8 +123,9 @@ type Sender struct {
 	acks       chan datagram
 
 	backlog     []keyEvent
-	lockSrc     LockSource   // nil: the source cannot tell (locks unknown)
-	pending     atomic.Int64 // len(backlog), for Pending
+	lockSrc     LockSource    // nil: the source cannot tell (locks unknown)
+	final       atomic.Uint64 // the counter of the final packet (all keys up), once sent
+	pending     atomic.Int64  // len(backlog), for Pending
 	burst       *time.Timer
 	bursting    bool      // the burst timer is armed
 	burstTarget uint64    // the first packet carrying the newest event
@@ -359,6 +360,7 @@ func (s *Sender) releaseAll() {
 // still gets the all-released state. It gives up PeerTimeout after Linger.
 func (s *Sender) linger(tick *time.Ticker) {
 	if s.cfg.Linger < 0 {
+		s.final.Store(uint64(s.stats.Packets)) // releaseAll sent it
 		return
 	}
 	period := min(s.cfg.Interval, 50*time.Millisecond)
@@ -369,6 +371,7 @@ func (s *Sender) linger(tick *time.Ticker) {
 	defer maxEnd.Stop()
 	s.send()
 	final := uint64(s.stats.Packets)
+	s.final.Store(final)
 	lingered := false
 	for {
 		select {
@@ -386,6 +389,12 @@ func (s *Sender) linger(tick *time.Ticker) {
 		}
 	}
 }
+
+// Final is the counter of the packet that carried the final state (every
+// key released) once Run has sent it, 0 before. A receiver whose Newest
+// (PeerStatus) reached it acknowledged that state: for a script, that
+// everything was delivered.
+func (s *Sender) Final() uint64 { return s.final.Load() }
 
 // awaitingAck reports whether a live receiver (or, with feedback, one
 // assumed during the first PeerTimeout) has not acked counter yet.

@@ -1,0 +1,62 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSendReportsDelivery (issue 13 must-have 1: a scripted send reports
+// delivery): send exits 0 only when every receiver acknowledged the final
+// state, and 3 (documented in send --help and the README) when one did
+// not, naming the likely causes; one-way use exits 0 and says delivery was
+// not confirmed.
+func TestSendReportsDelivery(t *testing.T) {
+	otherKey := filepath.Join(t.TempDir(), "other.key")
+	if code, _, stderr := run(t, "", "keygen", "--out", otherKey); code != 0 {
+		t.Fatal(stderr)
+	}
+	nothing := deadAddr(t)
+
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	plain := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--insecure")
+	keys := "tap KeyA\ntap KeyB\n"
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		say  string
+	}{
+		{"a working receiver", []string{"--to", recv.addr}, 0, "delivered: every receiver acknowledged the final state"},
+		{"nothing listening", []string{"--to", nothing}, 3, "never answered: nothing listening there"},
+		{"another key", []string{"--to", recv.addr, "--key-file", otherKey}, 3, "a receiver with another key"},
+		{"sealed to a plaintext receiver", []string{"--to", plain.addr}, 3, "--insecure on one end only"},
+		{"plaintext to a sealed receiver", []string{"--to", recv.addr, "--insecure"}, 3, "--insecure on one end only"},
+		{"one working, one silent", []string{"--to", recv.addr, "--to", nothing}, 3, nothing + " never answered"},
+		{"one-way", []string{"--to", nothing, "--feedback=false"}, 0, "delivery not confirmed: one-way"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := run(t, keys, append([]string{"send", "--script", "-"}, tc.args...)...)
+			if code != tc.code || !strings.Contains(stderr, tc.say) {
+				t.Errorf("exit %d, want %d saying %q:\n%s", code, tc.code, tc.say, stderr)
+			}
+		})
+	}
+	recv.stop()
+	plain.stop()
+}
+
+// deadAddr is a loopback UDP address where nothing listens: bound, then
+// closed.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	return pc.LocalAddr().String()
+}
