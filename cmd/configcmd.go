@@ -14,8 +14,9 @@ import (
 // recv and doctor and where each came from, printed as a config file.
 func NewCmdConfig(stdio IO) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "config [send|recv|doctor]",
-		Short: "Print the effective settings and where each came from",
+		Use:     "config [send|recv|doctor]",
+		Example: configExample,
+		Short:   "Print the effective settings and where each came from",
 		Long: `Print the settings send, recv and doctor would run with and, for each, where
 it came from. The first of these wins:
 

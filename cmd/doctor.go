@@ -46,8 +46,9 @@ type check struct {
 func NewCmdDoctor(stdio IO) *cobra.Command {
 	opts := &DoctorOptions{}
 	c := &cobra.Command{
-		Use:   "doctor [--inject I] [--input S] [--peer HOST:PORT]",
-		Short: "Check what send and recv need on this machine, and say how to fix what is missing",
+		Use:     "doctor [--inject I] [--input S] [--peer HOST:PORT]",
+		Example: doctorExample,
+		Short:   "Check what send and recv need on this machine, and say how to fix what is missing",
 		Long: `Check, one line each, what the chosen injector and key source need: an X
 display with XTEST and evdev keycodes (x11), XTEST (robotgo), RECORD (hook),
 /dev/uinput (uinput), a terminal (terminal input), the key file (present, mode 0600, fingerprint) and

@@ -22,14 +22,12 @@ type ImpairOptions struct {
 func NewCmdImpair(stdio IO, runF func(context.Context, *ImpairOptions) error) *cobra.Command {
 	opts := &ImpairOptions{}
 	c := &cobra.Command{
-		Use:   "impair --listen ADDR --to HOST:PORT [--loss P] [--delay D] ...",
-		Short: "Run a UDP proxy that drops, delays, duplicates and reorders datagrams",
+		Use:     "impair --listen ADDR --to HOST:PORT [--loss P] [--delay D] ...",
+		Example: impairExample,
+		Short:   "Run a UDP proxy that drops, delays, duplicates and reorders datagrams",
 		Long: `Run a UDP proxy between a sender and a receiver that impairs the link on
-purpose, to see (and test) the relay on a bad network:
-
-  keyrelay recv --listen 127.0.0.1:7575
-  keyrelay impair --listen 127.0.0.1:7576 --to 127.0.0.1:7575 --loss 0.3 --delay 20ms --jitter 5ms
-  keyrelay send --to 127.0.0.1:7576 --script keys.txt
+purpose, to see (and test) the relay on a bad network: point send --to at
+its --listen address, and its --to at the receiver (see the example).
 
 Replies from the target (acks) go back to each client through the same
 impairment unless --symmetric=false. On SIGINT/SIGTERM it prints what it did.`,

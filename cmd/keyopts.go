@@ -52,8 +52,9 @@ func NewCmdKeygen(stdio IO) *cobra.Command {
 	var out string
 	var force bool
 	c := &cobra.Command{
-		Use:   "keygen [--out FILE] [--force]",
-		Short: "Make a pre-shared key for send and recv",
+		Use:     "keygen [--out FILE] [--force]",
+		Example: keygenExample,
+		Short:   "Make a pre-shared key for send and recv",
 		Long: `Make a random 256-bit pre-shared key. With --out it is written to FILE with
 mode 0600 (an existing file is kept unless --force); without, it is printed.
 Copy the file to both machines over a channel you trust (scp, a USB stick)

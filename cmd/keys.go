@@ -13,8 +13,9 @@ import (
 // NewCmdKeys builds `keyrelay keys`: the key names scripts and logs use.
 func NewCmdKeys(stdio IO) *cobra.Command {
 	return &cobra.Command{
-		Use:   "keys",
-		Short: "List key names (W3C KeyboardEvent.code) and their codes",
+		Use:     "keys",
+		Example: keysExample,
+		Short:   "List key names (W3C KeyboardEvent.code) and their codes",
 		Long: `List every physical key keyrelay knows: its W3C KeyboardEvent.code name
 (used in scripts and logs, case-insensitive), its USB HID usage (what travels
 on the wire; also accepted in scripts as 0xNN), its Linux evdev name (what

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -49,8 +50,9 @@ func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra
 		list = append(list, hangingIndent(fmt.Sprintf("  %-8s ", i.name), i.help, 78))
 	}
 	c := &cobra.Command{
-		Use:   "recv [--listen ADDR] [--inject auto|x11|robotgo|uinput|log]",
-		Short: "Receive key events and inject them",
+		Use:     "recv [--listen ADDR] [--inject auto|x11|robotgo|uinput|log]",
+		Example: recvExample,
+		Short:   "Receive key events and inject them",
 		Long: `Receive key events from senders and inject them. Each sender session is
 tracked on its own: stale and duplicate packets change nothing, a session
 silent for --timeout has its keys released, and a key stays down while any
@@ -76,7 +78,7 @@ On SIGINT/SIGTERM recv releases every key it holds and exits 0.`,
 	f := c.Flags()
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "UDP address to listen on")
 	f.StringVar(&opts.Inject, "inject", "auto", "where keys go (see above)")
-	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release a silent session's keys after this long")
+	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release the keys of a sender silent this long (the stuck-key guard; send's --timeout is only about liveness)")
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
 	opts.Key.register(f)
 	f.StringArrayVar(&opts.Allow, "allow", nil, "accept packets only from this network or address (repeatable; e.g. 192.168.1.0/24, 10.0.0.7, fd00::/8)")
@@ -132,7 +134,7 @@ func recvStatus(r *receiver.Receiver) func() ([]string, [][]any) {
 				state = fmt.Sprintf("ended %v ago", now.Sub(s.LastHeard).Round(time.Second))
 			}
 			text = append(text, fmt.Sprintf("← %016x %-22s %-14s %5.1f pkt/s  held %s", s.ID, s.Addr, state, pps, heldString(s.Held)))
-			attrs = append(attrs, []any{"session", fmt.Sprintf("%016x", s.ID), "from", s.Addr, "live", s.Live, "packets_per_s", pps, "held", heldString(s.Held)})
+			attrs = append(attrs, []any{"session", fmt.Sprintf("%016x", s.ID), "from", s.Addr, "live", s.Live, "packets_per_s", math.Round(pps*10) / 10, "held", heldString(s.Held)})
 		}
 		if len(text) == 0 {
 			text = []string{"← no sender yet"}
@@ -278,14 +280,20 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	logf("listening on %v (inject: %s, timeout %v)", conn.LocalAddr(), name, o.Timeout)
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
-	if showStatus && name != "log" || showStatus && !isTerminal(stdio.Out) {
-		go func() { defer close(statusDone); board.run(statusCtx, recvStatus(r)) }()
+	status := recvStatus(r)
+	shown := showStatus && name != "log" || showStatus && !isTerminal(stdio.Out)
+	if shown {
+		go func() { defer close(statusDone); board.run(statusCtx, status) }()
 	} else {
 		close(statusDone)
 	}
 	stats, err := r.Run(ctx)
 	stopStatus()
 	<-statusDone
+	if shown {
+		text, _ := status()
+		board.finish(text)
+	}
 	logf("%v", stats)
 	return err
 }

@@ -11,9 +11,12 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/keyrelay/keyrelay/capture"
 )
 
 // Exit codes.
@@ -50,8 +53,9 @@ type IO struct {
 // NewRootCmd builds the keyrelay command tree.
 func NewRootCmd(stdio IO) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "keyrelay",
-		Short: "Relay a keyboard over UDP without stuck or lost keys",
+		Use:     "keyrelay",
+		Example: rootExample,
+		Short:   "Relay a keyboard over UDP without stuck or lost keys",
 		Long: `keyrelay relays key presses from one machine to others over UDP.
 
 Every packet carries the sender's whole queue of recent key events, and a
@@ -73,6 +77,12 @@ The default UDP port is ` + DefaultPort + `.`,
 		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
 	})
 	root.AddCommand(NewCmdSend(stdio, nil), NewCmdRecv(stdio, nil), NewCmdVersion(stdio), NewCmdImpair(stdio, nil), NewCmdKeys(stdio), NewCmdKeygen(stdio), NewCmdDoctor(stdio), NewCmdConfig(stdio))
+	// A help topic (no Run): `keyrelay help script` prints it.
+	root.AddCommand(&cobra.Command{
+		Use:   "script",
+		Short: "The key script format of send --script",
+		Long:  strings.TrimSpace(capture.ScriptFormat),
+	})
 	return root
 }
 

@@ -44,8 +44,9 @@ type SendOptions struct {
 func NewCmdSend(stdio IO, runF func(context.Context, *SendOptions) error) *cobra.Command {
 	opts := &SendOptions{}
 	c := &cobra.Command{
-		Use:   "send --to HOST[:PORT] [--to ...] [--script FILE | --input terminal]",
-		Short: "Send key events to one or more receivers",
+		Use:     "send --to HOST[:PORT] [--to ...] [--script FILE | --input terminal]",
+		Example: sendExample,
+		Short:   "Send key events to one or more receivers",
 		Long: `Send key events to every --to address: the whole balanced queue goes out in
 one UDP packet on every key event and every --interval.
 
@@ -77,7 +78,7 @@ Key sources (--input):
                   only those. Needs read access to /dev/input/event* (the
                   input group, or a udev uaccess rule; doctor --input evdev
                   checks it).
-  script          --script FILE: a key script (see README: down, up, tap,
+  script          --script FILE: a key script (keyrelay help script: down, up, tap,
                   hold, sleep, type, pace); "-" reads it from standard input.
                   The whole script is checked before anything is sent.
 
@@ -120,7 +121,7 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
 	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue at least this long before exiting (longer until live receivers ack it)")
-	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "a receiver whose acks stop for this long is not live")
+	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "liveness: a receiver that has not acked for this long is named as silent (no answer: exit status 3); it releases nothing (recv's --timeout does)")
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11 or evdev): keys reach the receiver only; --hotkey switches to local use and back")
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab: the keys (W3C names joined by +) that switch between relaying and local use")
@@ -348,8 +349,9 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	}
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
+	status := sendStatus(s, dests, src)
 	if showStatus {
-		go func() { defer close(statusDone); board.run(statusCtx, sendStatus(s, dests, src)) }()
+		go func() { defer close(statusDone); board.run(statusCtx, status) }()
 	} else {
 		close(statusDone)
 	}
@@ -365,6 +367,10 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	}
 	stopStatus()
 	<-statusDone
+	if showStatus {
+		text, _ := status()
+		board.finish(text)
+	}
 	if err == nil {
 		err = checkDelivery(o, dests, s, logf)
 	}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,8 +32,67 @@ func newLogf(w io.Writer, cmd, format string) (func(string, ...any), *slog.Logge
 		l := slog.New(slog.NewJSONHandler(w, nil)).With("cmd", cmd)
 		return func(f string, args ...any) { l.Info(fmt.Sprintf(f, args...)) }, l
 	}
-	l := slog.New(slog.NewTextHandler(w, nil)).With("cmd", cmd)
+	// Structured lines (status) in the same style as the others: one
+	// style per run (issue 13 must-have 6).
+	l := slog.New(&lineHandler{w: w, prefix: "keyrelay " + cmd + ": "})
 	return func(f string, args ...any) { fmt.Fprintf(w, "keyrelay "+cmd+": "+f+"\n", args...) }, l
+}
+
+// lineHandler writes slog records as "keyrelay CMD: MSG key=value ...",
+// the text log's own style: no time or level (the other lines have none;
+// journald and terminals add their own), floats rounded for people.
+type lineHandler struct {
+	w      io.Writer
+	prefix string
+	attrs  []slog.Attr
+	mu     sync.Mutex
+}
+
+func (h *lineHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(h.prefix)
+	b.WriteString(r.Message)
+	write := func(a slog.Attr) bool {
+		b.WriteByte(' ')
+		b.WriteString(a.Key)
+		b.WriteByte('=')
+		b.WriteString(formatValue(a.Value.Resolve()))
+		return true
+	}
+	for _, a := range h.attrs {
+		write(a)
+	}
+	r.Attrs(write)
+	b.WriteByte('\n')
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &lineHandler{w: h.w, prefix: h.prefix, attrs: append(slices.Clip(h.attrs), as...)}
+}
+
+// WithGroup is not used by keyrelay; groups are flattened.
+func (h *lineHandler) WithGroup(string) slog.Handler { return h }
+
+// formatValue renders a value for a line: floats to three decimals at
+// most, strings quoted only when they hold a space, a quote or nothing.
+func formatValue(v slog.Value) string {
+	switch v.Kind() {
+	case slog.KindFloat64:
+		return strconv.FormatFloat(math.Round(v.Float64()*1000)/1000, 'f', -1, 64)
+	case slog.KindString:
+		s := v.String()
+		if s == "" || strings.ContainsAny(s, " \"=") {
+			return strconv.Quote(s)
+		}
+		return s
+	}
+	return v.String()
 }
 
 // statusBoard redraws a block of lines in place on a terminal, or logs
@@ -84,6 +146,22 @@ func (b *statusBoard) run(ctx context.Context, lines func() ([]string, [][]any))
 			}
 		}
 	}
+}
+
+// finish draws the block a last time, from the state at the end (keys
+// released by then show as released), and leaves it on screen: later
+// lines (the exit summary) go below it and nothing redraws it after
+// them (issue 13 must-have 6).
+func (b *statusBoard) finish(text []string) {
+	if !b.term {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clear()
+	b.text = text
+	b.paint()
+	b.text, b.drawn = nil, 0
 }
 
 func (b *statusBoard) draw(text []string) {

@@ -25,6 +25,37 @@ func TestStatusBoardRedraw(t *testing.T) {
 	}
 }
 
+// TestStatusBoardFinish (issue 13 must-have 6: no status redraw after the
+// exit summary): the last block is drawn from the state at the end, and a
+// line logged after it (the summary) goes below it with no block again.
+func TestStatusBoardFinish(t *testing.T) {
+	var out bytes.Buffer
+	b := &statusBoard{w: &out, term: true}
+	logf := b.wrap(func(f string, a ...any) { out.WriteString("SUMMARY\n") })
+	b.draw([]string{"held KeyA"})
+	b.finish([]string{"held -"})
+	logf("x")
+	want := "held KeyA\n" + "\x1b[1A\r\x1b[J" + "held -\n" + "SUMMARY\n"
+	if got := out.String(); got != want {
+		t.Errorf("wrote %q\nwant  %q", got, want)
+	}
+}
+
+// TestTextStatusLines (issue 13 must-have 6: one log style per run, figures
+// rounded for people): without a terminal, text status lines look like the
+// other log lines, with no time, level or long floats.
+func TestTextStatusLines(t *testing.T) {
+	var out bytes.Buffer
+	logf, logger := newLogf(&out, "recv", "text")
+	logf("listening on %s", "127.0.0.1:7575")
+	logger.Info("status", "session", "00ab", "live", true, "packets_per_s", 6.698467457630368, "held", "-", "from", "a b")
+	want := "keyrelay recv: listening on 127.0.0.1:7575\n" +
+		"keyrelay recv: status session=00ab live=true packets_per_s=6.698 held=- from=\"a b\"\n"
+	if got := out.String(); got != want {
+		t.Errorf("wrote %q\nwant  %q", got, want)
+	}
+}
+
 func TestJSONLogLines(t *testing.T) {
 	var out bytes.Buffer
 	logf, _ := newLogf(&out, "recv", "json")

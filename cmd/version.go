@@ -10,9 +10,10 @@ import (
 // NewCmdVersion builds `keyrelay version`.
 func NewCmdVersion(stdio IO) *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Example: versionExample,
+		Short:   "Print the version",
+		Args:    cobra.NoArgs,
 		Run: func(c *cobra.Command, _ []string) {
 			fmt.Fprintln(stdio.Out, versionString())
 		},

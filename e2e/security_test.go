@@ -85,11 +85,14 @@ func TestWrongKeyInjectsNothing(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	if code, _, stderr := run(t, "", "send", "--key-file", other, "--to", recv.addr, "--script", "../testdata/scripts/hello.keys"); code != 0 {
-		t.Fatal(stderr)
+	// send says it was not delivered (issue 13 must-have 1: exit 3).
+	if code, _, stderr := run(t, "", "send", "--key-file", other, "--to", recv.addr, "--script", "../testdata/scripts/hello.keys"); code != 3 {
+		t.Fatalf("send with another key: exit %d, want 3\n%s", code, stderr)
 	}
 	// A plaintext sender too.
-	run(t, "", "send", "--insecure", "--to", recv.addr, "--script", "../testdata/scripts/hello.keys")
+	if code, _, stderr := run(t, "", "send", "--insecure", "--to", recv.addr, "--script", "../testdata/scripts/hello.keys"); code != 3 {
+		t.Fatalf("plaintext send to a sealed receiver: exit %d, want 3\n%s", code, stderr)
+	}
 	if l, ok := recv.next(300 * time.Millisecond); ok {
 		t.Errorf("a wrong key typed %v", l)
 	}

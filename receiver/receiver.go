@@ -92,13 +92,14 @@ type Stats struct {
 	InjectErr  int // key events the injector failed
 	NotTyped   int // key-downs the injector cannot type (inject.ErrCannotType): a character on uinput
 	Sessions   int // sessions seen
-	Timeouts   int // sessions ended by silence
+	Ended      int // sessions that went silent holding no key (a sender's clean end)
+	Timeouts   int // sessions that went silent holding keys: released here
 	Acks       int // ack packets sent
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d forged, %d replayed, %d clock-skewed, %d not allowed), %d sessions (%d timed out), %d keys injected (%d failed, %d not typable here), %d acks sent",
-		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.NotAllowed, s.Sessions, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks)
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d forged, %d replayed, %d clock-skewed, %d not allowed), %d sessions (%d ended, %d timed out holding keys), %d keys injected (%d failed, %d not typable here), %d acks sent",
+		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.NotAllowed, s.Sessions, s.Ended, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks)
 }
 
 type session struct {
@@ -467,9 +468,17 @@ func (r *Receiver) Expire(now time.Time) {
 			r.ack(s, now)
 		}
 		if s.live && now.Sub(s.lastHeard) >= r.cfg.Timeout {
-			r.stats.Timeouts++
-			r.logf("session %016x from %s timed out after %v of silence", s.id, s.addr, now.Sub(s.lastHeard).Round(time.Millisecond))
-			r.end(s, eventqueue.Timeout)
+			// A sender that ends cleanly leaves every key released, then
+			// falls silent: that is an end, not a loss. Only silence with
+			// keys held is a timeout, and says what it released.
+			silence := now.Sub(s.lastHeard).Round(time.Millisecond)
+			if n := r.end(s, eventqueue.Timeout); n == 0 {
+				r.stats.Ended++
+				r.logf("session %016x from %s ended (no key held, silent for %v)", s.id, s.addr, silence)
+			} else {
+				r.stats.Timeouts++
+				r.logf("session %016x from %s timed out after %v of silence: %d held keys released", s.id, s.addr, silence, n)
+			}
 		}
 	}
 	r.publish(now, false)
@@ -482,12 +491,14 @@ func (r *Receiver) ReleaseAll(cause eventqueue.Cause) {
 	}
 }
 
-// end releases the keys a session holds and marks it not live.
-func (r *Receiver) end(s *session, cause eventqueue.Cause) {
+// end releases the keys a session holds and marks it not live. It returns
+// how many keys it released.
+func (r *Receiver) end(s *session, cause eventqueue.Cause) int {
 	if !s.live {
-		return
+		return 0
 	}
 	r.ds = s.tracker.Release(r.ds[:0], cause)
+	n := len(r.ds)
 	for _, d := range r.ds {
 		r.inject(s, d.Key, false, cause)
 	}
@@ -495,8 +506,10 @@ func (r *Receiver) end(s *session, cause eventqueue.Cause) {
 	// when the tracker and the session agree) are released too.
 	for c := range s.held {
 		r.inject(s, c, false, cause)
+		n++
 	}
 	s.live = false
+	return n
 }
 
 // sortedSessions lists sessions in a stable order so that releases are

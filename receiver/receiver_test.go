@@ -172,8 +172,42 @@ func TestSilenceReleases(t *testing.T) {
 	expect(t, rec, "")
 	r.Handle(packet(t, 1, 9, 3000, dn(kB, 5), up(kB, 3), dn(kB, 2), dn(kA, 1)), addr1, t0.Add(3*time.Second))
 	expect(t, rec, "KeyA down(resync), KeyB down")
-	if st := r.Stats(); st.Timeouts != 1 {
-		t.Errorf("timeouts = %d, want 1", st.Timeouts)
+	if st := r.Stats(); st.Timeouts != 1 || st.Ended != 0 {
+		t.Errorf("timeouts = %d, ended = %d, want 1 and 0", st.Timeouts, st.Ended)
+	}
+}
+
+// TestSilenceAfterReleaseIsAnEnd (issue 13 must-have 6: a clean end is
+// logged as ended, not timed out): a session whose keys are all up when it
+// falls silent ended as a sender that exits does; one holding keys timed
+// out, and the log says how many keys it released.
+func TestSilenceAfterReleaseIsAnEnd(t *testing.T) {
+	var log []string
+	rec := &recorder{}
+	r, err := New(Config{Conn: nopConn{}, Injector: rec, Timeout: time.Second,
+		Logf: func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Handle(packet(t, 1, 1, 10, up(kA, 2), dn(kA, 1)), addr1, t0)
+	r.Handle(packet(t, 2, 1, 10, dn(kB, 1)), addr2, t0)
+	expect(t, rec, "KeyA down, KeyA up, KeyB down")
+	r.Expire(t0.Add(time.Second))
+	expect(t, rec, "KeyB up(timeout)")
+	if st := r.Stats(); st.Ended != 1 || st.Timeouts != 1 {
+		t.Errorf("ended = %d, timeouts = %d, want 1 and 1", st.Ended, st.Timeouts)
+	}
+	got := strings.Join(log, "\n")
+	for _, want := range []string{
+		"session 0000000000000001 from " + addr1.String() + " ended (no key held, silent for 1s)",
+		"session 0000000000000002 from " + addr2.String() + " timed out after 1s of silence: 1 held keys released",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "0000000000000001 from "+addr1.String()+" timed out") {
+		t.Errorf("a clean end logged as a timeout:\n%s", got)
 	}
 }
 

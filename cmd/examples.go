@@ -1,0 +1,64 @@
+package cmd
+
+// Examples of each command's --help. Each block runs as written, in bash,
+// on one machine (127.0.0.1 stands for the receiver's address): the e2e
+// test TestHelpExamples runs every block in an empty directory and wants
+// exit status 0 (issue 13 must-have 5: help that teaches).
+const (
+	rootExample = `  # Try it on one machine: a receiver that prints the keys it would type,
+  # and a sender playing a line of text to it
+  keyrelay keygen --out demo.key
+  keyrelay recv --key-file demo.key --inject log &
+  echo 'type "hello"' | keyrelay send --key-file demo.key --to 127.0.0.1 --script -
+  kill %1
+  # Between two machines: copy demo.key to both; on the one that types,
+  # keyrelay recv --key-file demo.key; on the other, keyrelay send --to THAT-HOST`
+
+	sendExample = `  # A receiver to send to (on one machine, to try these)
+  keyrelay keygen --out demo.key
+  export KEYRELAY_KEY_FILE=demo.key
+  keyrelay recv --inject log &
+  # Type text: it arrives as the same text whatever the receiver's layout
+  echo 'type "Grüße"' | keyrelay send --to 127.0.0.1 --script -
+  # Play a key script (the format: keyrelay help script)
+  printf 'tap KeyA\nhold ShiftLeft 200ms\n' > keys.txt
+  keyrelay send --to 127.0.0.1 --script keys.txt
+  # In a CI script: exit status 3 means not delivered
+  keyrelay send --to 127.0.0.1 --script keys.txt || echo "keys not delivered ($?)"
+  kill %1`
+
+	recvExample = `  # Print the keys as JSON lines instead of typing them (no display needed)
+  keyrelay keygen --out demo.key
+  keyrelay recv --key-file demo.key --inject log --listen 127.0.0.1:7575 &
+  echo 'tap KeyA' | keyrelay send --key-file demo.key --to 127.0.0.1 --script -
+  kill %1
+  # Type into this X session, from one network only:
+  #   keyrelay recv --key-file demo.key --inject x11 --allow 192.168.1.0/24`
+
+	keygenExample = `  keyrelay keygen --out keyrelay.key            # then copy it to the other machine
+  keyrelay keygen --out keyrelay.key --force    # a new key: both ends need it again
+  keyrelay keygen                               # print it instead`
+
+	impairExample = `  keyrelay keygen --out demo.key
+  export KEYRELAY_KEY_FILE=demo.key
+  keyrelay recv --listen 127.0.0.1:7575 --inject log &
+  keyrelay impair --listen 127.0.0.1:7576 --to 127.0.0.1:7575 --loss 0.3 --delay 20ms --jitter 5ms &
+  echo 'type "through a bad link"' | keyrelay send --to 127.0.0.1:7576 --script -
+  kill %1 %2`
+
+	keysExample = `  keyrelay keys
+  keyrelay keys | grep -i shift`
+
+	configExample = `  keyrelay config                               # every command's settings
+  KEYRELAY_SEND_TO=127.0.0.1 keyrelay config send`
+
+	doctorExample = `  keyrelay keygen --out demo.key
+  # Can this machine receive keys as JSON lines, and send a script?
+  keyrelay doctor --key-file demo.key --inject log --input script
+  # A round trip to a running receiver (here, on this machine)
+  keyrelay recv --key-file demo.key --inject log &
+  keyrelay doctor --key-file demo.key --inject log --input script --peer 127.0.0.1
+  kill %1`
+
+	versionExample = `  keyrelay version`
+)
