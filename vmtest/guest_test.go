@@ -1,0 +1,413 @@
+//go:build vmtest && linux
+
+package vmtest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bendahl/uinput"
+	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/evdev"
+)
+
+// The guest's timings. Waits are on events, with these as upper bounds;
+// software emulation is slow, so they are generous.
+const (
+	// recvTimeout is recv's --timeout: a silent session's keys are
+	// released after it (DESIGN.md invariant 5).
+	recvTimeout = 500 * time.Millisecond
+	// arrive bounds how long relayed events may take to reach recv's
+	// device, and a process to say something.
+	arrive = 10 * time.Second
+	// quiet is how long a read waits to see that nothing came. It only
+	// makes the read non-blocking in effect: the kernel hands an input
+	// event to every reader's buffer inside the write that makes it (the
+	// uinput write), so once the source's writes have returned, whatever
+	// another reader would ever get of them is already queued.
+	quiet = 200 * time.Millisecond
+)
+
+// sourceName is the virtual keyboard the guest types on; not
+// inject.UinputName, which send --input evdev never reads.
+const sourceName = "vmtest source keyboard"
+
+// key is one key event as a device reports it: an evdev code, down or up.
+type key struct {
+	code uint16
+	down bool
+}
+
+// keyNames are the keys the checks type, for readable failures.
+var keyNames = map[uint16]string{
+	uinput.KeyA: "A", uinput.KeyB: "B", uinput.KeyC: "C", uinput.KeyG: "G", uinput.KeyH: "H",
+	uinput.KeyK: "K", uinput.KeyX: "X", uinput.KeyY: "Y", uinput.KeyZ: "Z", uinput.Key1: "1",
+	uinput.KeyLeftshift: "ShiftLeft", uinput.KeyLeftctrl: "ControlLeft", uinput.KeyRightalt: "AltRight",
+	uinput.KeyEnter: "Enter", uinput.KeyUp: "ArrowUp", uinput.KeyF5: "F5", uinput.KeySpace: "Space",
+	uinput.KeyBackspace: "Backspace", uinput.KeyScrolllock: "ScrollLock",
+}
+
+func (k key) String() string {
+	name, ok := keyNames[k.code]
+	if !ok {
+		name = fmt.Sprintf("evdev %d", k.code)
+	}
+	if k.down {
+		return name + "↓"
+	}
+	return name + "↑"
+}
+
+func down(c int) key { return key{uint16(c), true} }
+func up(c int) key   { return key{uint16(c), false} }
+
+// tap is a press and release of each key in turn.
+func tap(cs ...int) []key {
+	var out []key
+	for _, c := range cs {
+		out = append(out, down(c), up(c))
+	}
+	return out
+}
+
+// source is the keyboard the guest types on: a uinput device, made as
+// recv's is (github.com/bendahl/uinput), read by send like any keyboard.
+type source struct {
+	kb   uinput.Keyboard
+	path string
+}
+
+func newSource(t *testing.T) *source {
+	t.Helper()
+	kb, err := uinput.CreateKeyboard("/dev/uinput", []byte(sourceName))
+	if err != nil {
+		t.Fatalf("creating the source keyboard: %v", err)
+	}
+	t.Cleanup(func() { kb.Close() })
+	// devtmpfs has made the node by the time UI_DEV_CREATE returns.
+	return &source{kb: kb, path: findDevice(t, sourceName)}
+}
+
+// play types evs, one event and one SYN_REPORT at a time.
+func (s *source) play(t *testing.T, evs ...key) {
+	t.Helper()
+	for _, e := range evs {
+		var err error
+		if e.down {
+			err = s.kb.KeyDown(int(e.code))
+		} else {
+			err = s.kb.KeyUp(int(e.code))
+		}
+		if err != nil {
+			t.Fatalf("typing %v on the source: %v", e, err)
+		}
+	}
+}
+
+// findDevice opens each event device to find the one named name.
+func findDevice(t *testing.T, name string) string {
+	t.Helper()
+	paths, err := evdev.List(evdev.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, p := range paths {
+		d, err := evdev.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := d.Name()
+		d.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == name {
+			return p
+		}
+		seen = append(seen, fmt.Sprintf("%s (%s)", p, n))
+	}
+	t.Fatalf("no input device named %q among %v", name, seen)
+	return ""
+}
+
+// reader reads one event device, as any program may, beside send.
+type reader struct {
+	what string
+	d    *evdev.Device
+	buf  []evdev.Event
+}
+
+func newReader(t *testing.T, what, path string) *reader {
+	t.Helper()
+	d, err := evdev.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return &reader{what: what, d: d, buf: make([]evdev.Event, 64)}
+}
+
+// read returns the key events that come within d, stopping early once it
+// has n (and whatever else came with them). Autorepeat (value 2) is not
+// an event that was typed or relayed; neither device has it on anyway.
+func (r *reader) read(t *testing.T, n int, d time.Duration) []key {
+	t.Helper()
+	var got []key
+	r.d.SetReadDeadline(time.Now().Add(d))
+	for len(got) < n {
+		m, err := r.d.Read(r.buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading %s: %v", r.what, err)
+		}
+		for _, e := range r.buf[:m] {
+			if e.Type == evdev.EvKey && (e.Value == 0 || e.Value == 1) {
+				got = append(got, key{e.Code, e.Value == 1})
+			}
+		}
+	}
+	return got
+}
+
+// expect checks that exactly want comes next, within arrive.
+func (r *reader) expect(t *testing.T, why string, want ...key) {
+	t.Helper()
+	r.expectWithin(t, arrive, why, want...)
+}
+
+// expectWithin checks that exactly want comes next, within d.
+func (r *reader) expectWithin(t *testing.T, d time.Duration, why string, want ...key) {
+	t.Helper()
+	if got := r.read(t, len(want), d); !slices.Equal(got, want) {
+		t.Errorf("%s: %s reported %v within %v, want exactly %v", why, r.what, got, d, want)
+	}
+}
+
+// none checks that nothing is queued (see quiet).
+func (r *reader) none(t *testing.T, why string) {
+	t.Helper()
+	if got := r.read(t, 1, quiet); len(got) > 0 {
+		t.Errorf("%s: %s reported %v, want nothing", why, r.what, got)
+	}
+}
+
+// drain discards what is queued.
+func (r *reader) drain(t *testing.T) { r.read(t, 1<<30, quiet) }
+
+// proc is a keyrelay process the guest started.
+type proc struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	notify chan struct{} // a value after each write: waiters need no polling
+	done   chan struct{}
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+	return p.stderr.Write(b)
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+func start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command("/bin/keyrelay", args...), notify: make(chan struct{}, 1), done: make(chan struct{})}
+	p.cmd.Stderr = p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// waitFor waits until the process has said text n times.
+func (p *proc) waitFor(t *testing.T, text string, n int) {
+	t.Helper()
+	deadline := time.After(arrive)
+	for strings.Count(p.output(), text) < n {
+		select {
+		case <-p.notify:
+		case <-p.done:
+			if strings.Count(p.output(), text) >= n {
+				return
+			}
+			t.Fatalf("%v exited (%v) before saying %q (%d times):\n%s", p.cmd.Args, p.cmd.ProcessState, text, n, p.output())
+		case <-deadline:
+			t.Fatalf("%v did not say %q (%d times) within %v:\n%s", p.cmd.Args, text, n, arrive, p.output())
+		}
+	}
+}
+
+// stop sends sig and waits for the process to exit.
+func (p *proc) stop(t *testing.T, sig syscall.Signal) *os.ProcessState {
+	t.Helper()
+	p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(arrive):
+		t.Fatalf("%v did not exit within %v of %v:\n%s", p.cmd.Args, arrive, sig, p.output())
+	}
+	return p.cmd.ProcessState
+}
+
+var listenRE = regexp.MustCompile(`listening on ([^\s,]+)`)
+
+// grabbed is send's status line once it owns the source keyboard.
+const grabbed = "relaying (grabbed"
+
+// TestGuest runs in the VM TestVM boots: the built keyrelay on a real
+// kernel (issue 12 must-have 5). A virtual source keyboard feeds
+// send --input evdev --grab --hotkey ScrollLock, which relays over loopback
+// UDP to recv --inject uinput; the checks read recv's uinput keyboard and,
+// beside send, the source keyboard itself. They run in order, on one recv
+// and its keyboard, each starting with no key down anywhere.
+func TestGuest(t *testing.T) {
+	if os.Getenv(guestEnv) == "" {
+		t.Skip("runs in the VM that TestVM boots")
+	}
+	src := newSource(t)
+	// Opened before send grabs the source: a grab takes the events from
+	// every other reader, this one included (EVIOCGRAB).
+	local := newReader(t, "the source keyboard's other reader", src.path)
+
+	recv := start(t, "recv", "--insecure", "--listen", "127.0.0.1:0", "--inject", "uinput", "--timeout", recvTimeout.String())
+	recv.waitFor(t, "listening on", 1)
+	addr := listenRE.FindStringSubmatch(recv.output())[1]
+	// recv makes its keyboard before it listens.
+	relayed := newReader(t, "recv's uinput keyboard", findDevice(t, inject.UinputName))
+
+	startSend := func(t *testing.T) *proc {
+		t.Helper()
+		send := start(t, "send", "--insecure", "--to", addr, "--input", "evdev", "--device", src.path, "--grab", "--hotkey", "ScrollLock")
+		send.waitFor(t, grabbed, 1)
+		return send
+	}
+	send := startSend(t)
+	local.drain(t)
+
+	t.Run("events", func(t *testing.T) {
+		// A sequence typed on the source arrives at recv's keyboard
+		// exactly: the same keys, downs and ups, in the same order
+		// (DESIGN.md invariants 3 and 8), modifiers and overlapping
+		// presses included.
+		seq := slices.Concat(
+			tap(uinput.KeyA),
+			[]key{down(uinput.KeyLeftshift)}, tap(uinput.KeyB), []key{up(uinput.KeyLeftshift)},
+			[]key{down(uinput.KeyA), down(uinput.KeyC), up(uinput.KeyA), up(uinput.KeyC)},
+			tap(uinput.Key1, uinput.KeyEnter, uinput.KeyUp, uinput.KeySpace, uinput.KeyBackspace),
+			[]key{down(uinput.KeyLeftctrl)}, tap(uinput.KeyF5), []key{up(uinput.KeyLeftctrl)},
+			tap(uinput.KeyRightalt),
+		)
+		src.play(t, seq...)
+		relayed.expect(t, "typed while relaying", seq...)
+	})
+
+	t.Run("grab", func(t *testing.T) {
+		// While send relays with --grab the keys reach the receiver only:
+		// another reader of the source saw nothing of the events check's
+		// keys, nor of these.
+		src.play(t, tap(uinput.KeyG)...)
+		relayed.expect(t, "typed while relaying", tap(uinput.KeyG)...)
+		local.none(t, "everything typed while grabbed")
+	})
+
+	t.Run("hotkey", func(t *testing.T) {
+		// ScrollLock switches to local use: send drops its grab at the
+		// press, so the release is the first thing the source's other
+		// reader sees; the keys typed then act locally and are not
+		// relayed. ScrollLock again relays again; the hotkey reaches
+		// neither side.
+		src.play(t, down(uinput.KeyScrolllock))
+		send.waitFor(t, "local use (ScrollLock to relay)", 1)
+		local.none(t, "the hotkey's press, still grabbed")
+		src.play(t, up(uinput.KeyScrolllock))
+		typed := tap(uinput.KeyX, uinput.KeyY)
+		src.play(t, typed...)
+		local.expect(t, "local use", slices.Concat([]key{up(uinput.KeyScrolllock)}, typed)...)
+
+		// The grab is taken again once no key is down: after the
+		// hotkey's release, which the local reader sees too.
+		src.play(t, tap(uinput.KeyScrolllock)...)
+		send.waitFor(t, grabbed, 2)
+		local.expect(t, "the hotkey in local use", tap(uinput.KeyScrolllock)...)
+		src.play(t, tap(uinput.KeyZ)...)
+		// Z is the next thing recv's keyboard reports: nothing of the
+		// local keys, nor the hotkey, came before it.
+		relayed.expect(t, "relaying again", tap(uinput.KeyZ)...)
+		local.none(t, "typed after relaying resumed")
+	})
+
+	t.Run("sigterm", func(t *testing.T) {
+		// DESIGN.md invariant 6: send ending on SIGTERM with a key held
+		// sends the all-up state first; recv's keyboard reports the
+		// release (no key stuck at the receiver).
+		src.play(t, down(uinput.KeyH))
+		relayed.expect(t, "held", down(uinput.KeyH))
+		if st := send.stop(t, syscall.SIGTERM); st.ExitCode() != 0 {
+			t.Errorf("send exited %v on SIGTERM, want 0:\n%s", st, send.output())
+		}
+		relayed.expect(t, "send stopped by SIGTERM", up(uinput.KeyH))
+		src.play(t, up(uinput.KeyH))
+		local.drain(t) // H's release: send no longer grabs the source
+	})
+
+	t.Run("sigkill", func(t *testing.T) {
+		// DESIGN.md invariant 5: a send killed with a key held says
+		// nothing more; recv releases the key once the session has been
+		// silent for its --timeout.
+		send := startSend(t)
+		src.play(t, down(uinput.KeyK))
+		relayed.expect(t, "held", down(uinput.KeyK))
+		send.stop(t, syscall.SIGKILL)
+		killed := time.Now()
+		// The session's last packet came at most send's resend interval
+		// (100ms) before the kill: a release much sooner than recv's
+		// --timeout would not be the timeout's; one much later (the
+		// bound leaves room for software emulation) would not be either.
+		relayed.expectWithin(t, recvTimeout+2*time.Second, "send killed by SIGKILL", up(uinput.KeyK))
+		elapsed := time.Since(killed)
+		if elapsed < recvTimeout/2 {
+			t.Errorf("released %v after the kill, before recv's --timeout %v", elapsed, recvTimeout)
+		}
+		t.Logf("released %v after the kill (recv --timeout %v)", elapsed.Round(time.Millisecond), recvTimeout)
+		src.play(t, up(uinput.KeyK))
+	})
+
+	if err := recv.stop(t, syscall.SIGTERM); err.ExitCode() != 0 {
+		t.Errorf("recv exited %v on SIGTERM, want 0:\n%s", err, recv.output())
+	}
+}
