@@ -234,9 +234,10 @@ func boot(t *testing.T, v vm, initrd string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), vmTimeout)
 	defer cancel()
 	// Software emulation (tcg): KVM is often missing or, nested in a CI
-	// VM, broken. The guest gets two CPUs, for keyrelay's goroutines.
+	// VM, broken. The guest gets two CPUs, for keyrelay's goroutines, and
+	// no network card: its loopback is all the test uses.
 	cmd := exec.CommandContext(ctx, v.qemu, "-accel", "tcg", "-smp", "2", "-m", "512",
-		"-nographic", "-no-reboot", "-kernel", v.kernel, "-initrd", initrd,
+		"-nographic", "-nic", "none", "-no-reboot", "-kernel", v.kernel, "-initrd", initrd,
 		"-append", "console=ttyS0 panic=-1 quiet")
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.StdoutPipe()
