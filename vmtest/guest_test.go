@@ -410,7 +410,7 @@ func TestGuest(t *testing.T) {
 		src.play(t, up(uinput.KeyK))
 	})
 
-	if err := recv.stop(t, syscall.SIGTERM); err.ExitCode() != 0 {
-		t.Errorf("recv exited %v on SIGTERM, want 0:\n%s", err, recv.output())
+	if st := recv.stop(t, syscall.SIGTERM); st.ExitCode() != 0 {
+		t.Errorf("recv exited %v on SIGTERM, want 0:\n%s", st, recv.output())
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -210,24 +209,6 @@ func buildInitramfs(t *testing.T, v vm) string {
 	return initrd
 }
 
-// console is the guest's serial output, line by line.
-type console struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (c *console) add(l string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lines = append(c.lines, l)
-}
-
-func (c *console) all() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.lines)
-}
-
 // boot runs the guest to the end and returns its console output.
 func boot(t *testing.T, v vm, initrd string) []string {
 	t.Helper()
@@ -250,13 +231,12 @@ func boot(t *testing.T, v vm, initrd string) []string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var con console
+	var lines []string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		con.add(strings.TrimRight(sc.Text(), "\r"))
+		lines = append(lines, strings.TrimRight(sc.Text(), "\r"))
 	}
 	err = cmd.Wait()
-	lines := con.all()
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		t.Errorf("the VM did not finish within %v: killed\n%s", vmTimeout, strings.Join(lines, "\n"))
@@ -300,9 +280,25 @@ func TestVM(t *testing.T) {
 			results[m[2]] = m[1]
 		}
 	}
-	finished := slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, doneMarker) })
-	if !finished || len(results) < len(checks) {
-		t.Errorf("the guest did not run every check (finished: %v); its console:\n%s", finished, strings.Join(lines, "\n"))
+	status := "none"
+	for _, l := range lines {
+		if st, ok := strings.CutPrefix(l, doneMarker); ok {
+			status = st
+		}
+	}
+	passed := 0
+	for _, name := range checks {
+		if results[name] == "PASS" {
+			passed++
+		}
+	}
+	switch {
+	case len(results) < len(checks):
+		t.Errorf("the guest did not run every check (exit status %s); its console:\n%s", status, strings.Join(lines, "\n"))
+	case passed == len(checks) && status != "0":
+		// Every check passed but something around them failed (recv's
+		// exit, say), or the guest never said how it ended.
+		t.Errorf("the guest's checks passed but it ended with status %s; its console:\n%s", status, strings.Join(lines, "\n"))
 	}
 	for _, name := range checks {
 		t.Run(name, func(t *testing.T) {
