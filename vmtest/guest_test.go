@@ -25,8 +25,9 @@ import (
 // software emulation is slow, so they are generous.
 const (
 	// recvTimeout is recv's --timeout: a silent session's keys are
-	// released after it (DESIGN.md invariant 5).
-	recvTimeout = 500 * time.Millisecond
+	// released after it (DESIGN.md invariant 5). recv's default: a
+	// shorter one could fire while software emulation stalls send.
+	recvTimeout = time.Second
 	// arrive bounds how long relayed events may take to reach recv's
 	// device, and a process to say something.
 	arrive = 10 * time.Second
