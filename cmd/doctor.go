@@ -2,10 +2,12 @@ package cmd
 
 import (
 	"context"
+	"crypto/cipher"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,63 +25,191 @@ import (
 
 // DoctorOptions are the flags of `keyrelay doctor`.
 type DoctorOptions struct {
-	Inject  string
-	Input   string
-	Listen  string
-	KeyFile string
-	Peer    string
-	Devices []string
+	Role     string // auto, send, recv or both
+	Inject   string
+	Input    string
+	Listen   string
+	KeyFile  string
+	Insecure bool
+	Peer     string
+	Devices  []string
 
 	config *configFile // the config file the settings came from, if any
+	// sendBy and recvBy say what points at each role (a table of the config
+	// file, a flag, a variable), for --role auto.
+	sendBy, recvBy []string
+	probeTimeout   time.Duration // of one probe; 0: doctorProbeTimeout
 }
+
+// Doctor's roles (--role).
+const (
+	roleAuto = "auto"
+	roleSend = "send"
+	roleRecv = "recv"
+	roleBoth = "both"
+)
+
+// doctorProbeTimeout bounds the wait for a probe's ack.
+const doctorProbeTimeout = 2 * time.Second
 
 // check is one line of the doctor's report.
 type check struct {
-	name   string
-	needed bool  // a failure makes doctor exit non-zero
-	err    error // nil: fine
-	ok     string
-	fix    string
+	name    string
+	needed  bool  // a failure makes doctor exit non-zero
+	err     error // nil: fine
+	ok      string
+	fix     string
+	skipped string // not run: why (another role's check)
 }
 
 // NewCmdDoctor builds `keyrelay doctor`.
 func NewCmdDoctor(stdio IO) *cobra.Command {
 	opts := &DoctorOptions{}
 	c := &cobra.Command{
-		Use:     "doctor [--inject I] [--input S] [--peer HOST:PORT]",
+		Use:     "doctor [--role auto|send|recv|both] [--inject I] [--input S] [--peer HOST:PORT]",
 		Example: doctorExample,
 		Short:   "Check what send and recv need on this machine, and say how to fix what is missing",
-		Long: `Check, one line each, what the chosen injector and key source need: an X
-display with XTEST and evdev keycodes (x11), XTEST (robotgo), RECORD (hook),
-/dev/uinput (uinput), a terminal (terminal input), the key file (present, mode 0600, fingerprint) and
-the UDP port recv listens on. With --peer, a round trip to a running recv
-(it must share the key): RTT. Exit status 1 if something the chosen
-injector or source needs is missing.`,
+		Long: `Check, one line each, what this machine's role needs, and say how to fix
+what is missing. Exit status 1 if something needed is missing.
+
+The role (--role) says which checks apply. auto, the default, takes it from
+the config file and the settings given: a config file with a [recv] table and
+no [send] is a receiver, one with [send] and no [recv] a sender; --inject or
+--listen point at recv, --input or --device at send; with nothing to go by,
+or both, doctor checks both. The checks of the other role are listed as "not
+checked".
+
+  both roles  the key file (present, mode 0600, fingerprint; none with
+              --insecure)
+  recv        an X display with XTEST and evdev keycodes (--inject x11),
+              XTEST (robotgo), /dev/uinput (uinput), and the UDP port recv
+              listens on (--listen): free, or held by a keyrelay recv that
+              answers a probe under this key (it is already running: fine)
+  send        a terminal (--input terminal), the X RECORD extension (x11),
+              readable keyboards under /dev/input (evdev)
+
+With --peer HOST[:PORT], a round trip to a running recv (it must share the
+key): RTT and clock offset. A probe is one short session holding no key,
+which the receiver logs as a new session that ended, not as a lost one.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runDoctor(c.Context(), stdio, opts) },
 	}
 	f := c.Flags()
+	f.StringVar(&opts.Role, "role", roleAuto, "what this machine does: send, recv, both, or auto (from the config file's tables and the settings given)")
 	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use (auto, x11, robotgo, uinput, log)")
 	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use (terminal, x11, evdev, script; hook is x11)")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: the /dev/input/event* devices send will read (repeatable; default: every keyboard)")
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "the address recv will listen on")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
+	f.BoolVar(&opts.Insecure, "insecure", false, "send and recv run with --insecure: no key file needed, probes in plaintext")
 	f.StringVar(&opts.Peer, "peer", "", "a running recv to test a round trip with (HOST[:PORT])")
 	registerConfigFlag(f)
-	c.PreRunE = func(c *cobra.Command, _ []string) (err error) {
-		_, opts.config, err = configure(c)
-		return err
+	c.PreRunE = func(c *cobra.Command, _ []string) error {
+		settings, cf, err := configure(c)
+		if err != nil {
+			return err
+		}
+		opts.config = cf
+		opts.noteRoles(settings)
+		return nil
 	}
 	return c
 }
 
+// noteRoles records what points at each role, for --role auto: the config
+// file's [send] and [recv] tables, and send's or recv's settings given on
+// the command line, in the environment or in [doctor]. A [send] script
+// makes the input a script, as it does for send.
+func (o *DoctorOptions) noteRoles(settings []Setting) {
+	if cf := o.config; cf != nil && cf.Found {
+		if _, ok := cf.sections["send"]; ok {
+			o.sendBy = append(o.sendBy, "[send] in "+cf.Path)
+		}
+		if _, ok := cf.sections["recv"]; ok {
+			o.recvBy = append(o.recvBy, "[recv] in "+cf.Path)
+		}
+	}
+	for _, s := range settings {
+		given := s.rank == rankFlag || s.rank == rankEnv || s.rank == rankFile && strings.HasSuffix(s.Source, "[doctor]")
+		if !given {
+			continue
+		}
+		switch s.Name {
+		case "input", "device":
+			o.sendBy = append(o.sendBy, s.Source)
+		case "inject", "listen":
+			o.recvBy = append(o.recvBy, s.Source)
+		}
+	}
+	i := slices.IndexFunc(settings, func(s Setting) bool { return s.Name == "input" })
+	if i >= 0 && settings[i].rank == rankDefault {
+		script := os.Getenv(envName("send", "script")) != ""
+		if cf := o.config; cf != nil && cf.Found {
+			_, inFile := cf.sections["send"]["script"]
+			script = script || inFile
+		}
+		if script {
+			o.Input = "script"
+		}
+	}
+}
+
+// roles resolves --role: which of send's and recv's checks run, and why.
+func (o *DoctorOptions) roles() (send, recv bool, why string, err error) {
+	switch o.Role {
+	case roleSend:
+		return true, false, "--role send", nil
+	case roleRecv:
+		return false, true, "--role recv", nil
+	case roleBoth:
+		return true, true, "--role both", nil
+	case roleAuto, "":
+	default:
+		return false, false, "", usagef("unknown --role %q (choose auto, send, recv or both)", o.Role)
+	}
+	switch {
+	case len(o.recvBy) > 0 && len(o.sendBy) == 0:
+		return false, true, "from " + strings.Join(o.recvBy, ", ") + ", and nothing of send's", nil
+	case len(o.sendBy) > 0 && len(o.recvBy) == 0:
+		return true, false, "from " + strings.Join(o.sendBy, ", ") + ", and nothing of recv's", nil
+	case len(o.sendBy) > 0:
+		return true, true, "from " + strings.Join(append(o.sendBy, o.recvBy...), ", "), nil
+	}
+	return true, true, "no config table or setting says which", nil
+}
+
 func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
+	doSend, doRecv, why, err := o.roles()
+	if err != nil {
+		return err
+	}
 	inj := o.Inject
 	if inj == "auto" {
 		inj = autoInjector()
 	}
 	var checks []check
 	add := func(c check) { checks = append(checks, c) }
+	// forRole adds a check of send's (roleSend) or recv's (roleRecv): run
+	// when this machine has the role, listed as not checked otherwise.
+	forRole := func(role, name string, run func() check) {
+		if role == roleSend && !doSend || role == roleRecv && !doRecv {
+			other := map[string]string{roleSend: "receives only", roleRecv: "sends only"}[role]
+			add(check{name: name, skipped: "not checked: this machine " + other + " (--role " + role + " or both checks it)"})
+			return
+		}
+		c := run()
+		c.name = name
+		add(c)
+	}
+
+	switch {
+	case doSend && doRecv:
+		add(check{name: "role", ok: "send and recv (" + why + "); --role send or recv checks one"})
+	case doSend:
+		add(check{name: "role", ok: "send only (" + why + "); recv's checks are skipped (--role both runs them)"})
+	default:
+		add(check{name: "role", ok: "recv only (" + why + "); send's checks are skipped (--role both runs them)"})
+	}
 
 	// The config file (a broken one stopped doctor before this, with the
 	// place of the mistake).
@@ -93,10 +223,16 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	// The key.
 	path := o.KeyFile // $KEYRELAY_KEY_FILE and the config file applied (configure)
 	var key []byte
-	if path == "" {
+	switch {
+	case o.Insecure && path != "":
+		add(check{name: "key file", needed: true, err: errors.New("--insecure and a key file exclude each other"),
+			fix: "give one: the key file (and no insecure setting), or --insecure on both ends"})
+	case o.Insecure:
+		add(check{name: "key file", ok: "none needed: --insecure (keys travel in plaintext; both ends must run --insecure)"})
+	case path == "":
 		add(check{name: "key file", needed: true, err: errors.New("none given"),
 			fix: "make one with 'keyrelay keygen --out ~/.config/keyrelay/key', copy it to the other machine, and put key-file = \"key\" in " + displayDefaultConfigPath() + " (or pass --key-file, or set " + secret.Env + ")"})
-	} else {
+	default:
 		k, warning, err := secret.Load(path)
 		key = k
 		switch {
@@ -109,46 +245,50 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		}
 	}
 
-	// X display, XTEST and evdev keycodes (x11), XTEST (robotgo) and RECORD
-	// (hook).
-	layout, x11Err := inject.CheckX11()
-	add(check{name: "X display, XTEST and evdev keycodes (--inject x11)", needed: inj == "x11", err: x11Err,
-		ok:  fmt.Sprintf("DISPLAY=%s answers, has XTEST and evdev keycodes; its layout is %q (physical keys type what this layout puts on them)", os.Getenv("DISPLAY"), layout),
-		fix: "run inside the graphical session or set DISPLAY (e.g. DISPLAY=:0), allow this user (xhost/XAUTHORITY); without X use --inject uinput"})
-	displayErr := inject.CheckDisplay()
-	add(check{name: "X display and XTEST (--inject robotgo)", needed: inj == "robotgo", err: displayErr,
-		ok:  "DISPLAY=" + os.Getenv("DISPLAY") + " answers and has XTEST",
-		fix: "run inside the graphical session or set DISPLAY (e.g. DISPLAY=:0), allow this user (xhost/XAUTHORITY); without X use --inject uinput"})
-	hookErr := capture.CheckHook()
-	add(check{name: "X RECORD extension (--input x11 without --grab)", needed: o.Input == "hook" || o.Input == "x11", err: hookErr,
-		ok:  "DISPLAY=" + os.Getenv("DISPLAY") + " has RECORD",
-		fix: "enable RECORD in the X server (Xorg: Load \"record\" in the Module section; Xvfb: do not pass -extension RECORD), or use send --grab (it needs no RECORD), or --input terminal"})
-	add(check{name: "/dev/uinput (--inject uinput)", needed: inj == "uinput", err: inject.CheckUinput(inject.DefaultUinputPath),
-		ok: inject.DefaultUinputPath + " is writable", fix: "sudo modprobe uinput; a udev rule KERNEL==\"uinput\", GROUP=\"input\", MODE=\"0660\" and membership of group input"})
-	kbds, evdevErr := capture.EvdevKeyboards(o.Devices)
-	add(check{name: "keyboards under /dev/input (--input evdev)", needed: o.Input == "evdev", err: evdevErr,
-		ok:  "send --input evdev reads " + strings.Join(kbds, ", "),
-		fix: "Linux only; to read /dev/input/event*: sudo usermod -aG input $USER (then log in again), or a udev rule giving your user access (TAG+=\"uaccess\"); name a keyboard with --device /dev/input/eventN (ls -l /dev/input/by-id)"})
-	add(check{name: "terminal (--input terminal)", needed: o.Input == "terminal", err: capture.CheckTerminal(),
-		ok: "/dev/tty opens", fix: "run send in a terminal, or use --script FILE or --input hook"})
+	// recv: X display, XTEST and evdev keycodes (x11), XTEST (robotgo),
+	// /dev/uinput.
+	forRole(roleRecv, "X display, XTEST and evdev keycodes (--inject x11)", func() check {
+		layout, err := inject.CheckX11()
+		return check{needed: inj == "x11", err: err,
+			ok:  fmt.Sprintf("DISPLAY=%s answers, has XTEST and evdev keycodes; its layout is %q (physical keys type what this layout puts on them)", os.Getenv("DISPLAY"), layout),
+			fix: "run inside the graphical session or set DISPLAY (e.g. DISPLAY=:0), allow this user (xhost/XAUTHORITY); without X use --inject uinput"}
+	})
+	forRole(roleRecv, "X display and XTEST (--inject robotgo)", func() check {
+		return check{needed: inj == "robotgo", err: inject.CheckDisplay(),
+			ok:  "DISPLAY=" + os.Getenv("DISPLAY") + " answers and has XTEST",
+			fix: "run inside the graphical session or set DISPLAY (e.g. DISPLAY=:0), allow this user (xhost/XAUTHORITY); without X use --inject uinput"}
+	})
+	forRole(roleRecv, "/dev/uinput (--inject uinput)", func() check {
+		return check{needed: inj == "uinput", err: inject.CheckUinput(inject.DefaultUinputPath),
+			ok: inject.DefaultUinputPath + " is writable", fix: "sudo modprobe uinput; a udev rule KERNEL==\"uinput\", GROUP=\"input\", MODE=\"0660\" and membership of group input"}
+	})
 
-	// The UDP port.
-	if pc, err := net.ListenPacket("udp", o.Listen); err != nil {
-		msg := err
-		if errors.Is(err, syscall.EADDRINUSE) {
-			msg = fmt.Errorf("%s is in use (a keyrelay recv already running?)", o.Listen)
-		}
-		add(check{name: "UDP port for recv", needed: true, err: msg, fix: "stop the other program, or choose another port with recv --listen (and send --to HOST:PORT)"})
-	} else {
-		pc.Close()
-		add(check{name: "UDP port for recv", ok: o.Listen + " is free"})
-	}
+	// send: X RECORD (x11 without --grab), evdev keyboards, a terminal.
+	forRole(roleSend, "X RECORD extension (--input x11 without --grab)", func() check {
+		return check{needed: o.Input == "hook" || o.Input == "x11", err: capture.CheckHook(),
+			ok:  "DISPLAY=" + os.Getenv("DISPLAY") + " has RECORD",
+			fix: "enable RECORD in the X server (Xorg: Load \"record\" in the Module section; Xvfb: do not pass -extension RECORD), or use send --grab (it needs no RECORD), or --input terminal"}
+	})
+	forRole(roleSend, "keyboards under /dev/input (--input evdev)", func() check {
+		kbds, err := capture.EvdevKeyboards(o.Devices)
+		return check{needed: o.Input == "evdev", err: err,
+			ok:  "send --input evdev reads " + strings.Join(kbds, ", "),
+			fix: "Linux only; to read /dev/input/event*: sudo usermod -aG input $USER (then log in again), or a udev rule giving your user access (TAG+=\"uaccess\"); name a keyboard with --device /dev/input/eventN (ls -l /dev/input/by-id)"}
+	})
+	forRole(roleSend, "terminal (--input terminal)", func() check {
+		return check{needed: o.Input == "terminal", err: capture.CheckTerminal(),
+			ok: "/dev/tty opens", fix: "run send in a terminal, or use --script FILE or --input hook"}
+	})
+
+	// recv: the UDP port.
+	forRole(roleRecv, "UDP port for recv", func() check { return o.checkListen(ctx, key) })
 
 	if o.Peer != "" {
-		rtt, offset, err := probePeer(ctx, o.Peer, key)
+		port := portOf(withDefaultPort(o.Peer))
+		rtt, offset, err := o.probe(ctx, o.Peer, key)
 		add(check{name: "round trip to " + o.Peer, needed: true, err: err,
-			ok:  fmt.Sprintf("a recv answered in %v (same key; clocks within its --max-skew)", rtt.Round(time.Microsecond)),
-			fix: "start 'keyrelay recv' there with the same key (compare fingerprints), open UDP " + DefaultPort + " in its firewall, keep both clocks in sync (NTP)"})
+			ok:  fmt.Sprintf("a recv answered in %v (%s)", rtt.Round(time.Microsecond), o.keyWords("same key; clocks within its --max-skew")),
+			fix: "start 'keyrelay recv' there, listening on port " + port + ", with the same key (compare fingerprints) or both --insecure; open UDP " + port + " in its firewall; keep both clocks in sync (NTP)"})
 		if err == nil {
 			// The replay defence (recv --max-skew, default 30s) rejects
 			// packets from a clock too far off; warn at half of it, while
@@ -157,7 +297,7 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 			if offset > receiver.DefaultMaxSkew/2 || offset < -receiver.DefaultMaxSkew/2 {
 				clockErr = fmt.Errorf("its clock is %s: past recv's --max-skew (default %v) it rejects every packet", describeOffset(offset), receiver.DefaultMaxSkew)
 			}
-			add(check{name: "clock offset to " + o.Peer, needed: true, err: clockErr,
+			add(check{name: "clock offset to " + o.Peer, needed: !o.Insecure, err: clockErr,
 				ok:  fmt.Sprintf("its clock is %s (±%v; recv rejects packets past its --max-skew, default %v)", describeOffset(offset), (rtt/2 + time.Millisecond).Round(time.Millisecond), receiver.DefaultMaxSkew),
 				fix: "keep both clocks in sync with NTP (timedatectl set-ntp true; chrony or systemd-timesyncd)"})
 		}
@@ -166,13 +306,15 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	failed := 0
 	for _, c := range checks {
 		switch {
+		case c.skipped != "":
+			fmt.Fprintf(stdio.Out, "--    %s: %s\n", c.name, c.skipped)
 		case c.err == nil:
 			fmt.Fprintf(stdio.Out, "ok    %s: %s\n", c.name, c.ok)
 		case c.needed:
 			failed++
 			fmt.Fprintf(stdio.Out, "FAIL  %s: %v\n      fix: %s\n", c.name, c.err, c.fix)
 		default:
-			fmt.Fprintf(stdio.Out, "--    %s: %v (not needed for --inject %s --input %s)\n", c.name, c.err, inj, o.Input)
+			fmt.Fprintf(stdio.Out, "--    %s: %v (not needed for %s)\n", c.name, c.err, notNeededFor(doSend, doRecv, inj, o.Input))
 		}
 	}
 	if failed > 0 {
@@ -181,14 +323,105 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	return nil
 }
 
-// probePeer sends one sealed queue packet (nothing pressed) to a running
-// recv and waits for its ack: a round trip through the network, the key and
-// the receiver's clock check. It returns the RTT (the receiver's hold time
-// taken out) and the receiver's clock minus ours, from the ack's wall clock.
-func probePeer(ctx context.Context, peer string, key []byte) (rtt, offset time.Duration, err error) {
-	if key == nil {
+// notNeededFor names the choices a check that failed but is not needed was
+// measured against.
+func notNeededFor(doSend, doRecv bool, inj, input string) string {
+	switch {
+	case doSend && doRecv:
+		return "--inject " + inj + " --input " + input
+	case doSend:
+		return "--input " + input
+	}
+	return "--inject " + inj
+}
+
+// keyWords describes how a probe was sealed: under the key, or in
+// plaintext with --insecure.
+func (o *DoctorOptions) keyWords(withKey string) string {
+	if o.Insecure {
+		return "in plaintext: --insecure"
+	}
+	return withKey
+}
+
+// checkListen checks the UDP port recv listens on: free, or held by a
+// keyrelay recv that answers a probe (already running: fine), or held by
+// something else (named, with how to find it).
+func (o *DoctorOptions) checkListen(ctx context.Context, key []byte) check {
+	pc, err := net.ListenPacket("udp", o.Listen)
+	if err == nil {
+		pc.Close()
+		return check{ok: o.Listen + " is free"}
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return check{needed: true, err: err, fix: "give recv --listen an address of this machine and a port, like :" + DefaultPort}
+	}
+	port := portOf(o.Listen)
+	holder := "ss -ulpn 'sport = :" + port + "' shows the program holding it (run it with sudo to see other users' programs)"
+	if key == nil && !o.Insecure {
+		return check{needed: true, err: fmt.Errorf("%s is in use, and without a key doctor cannot ask whether a keyrelay recv holds it", o.Listen),
+			fix: "give the key file (see above); " + holder}
+	}
+	target := localAddr(o.Listen)
+	rtt, _, perr := o.probe(ctx, target, key)
+	if perr == nil {
+		return check{ok: fmt.Sprintf("keyrelay recv already running on %s (it answered a probe to %s in %v, %s)", o.Listen, target, rtt.Round(time.Microsecond), o.keyWords("under this key"))}
+	}
+	return check{needed: true,
+		err: fmt.Errorf("%s is in use by a program that does not answer a keyrelay probe %s: another program, or a keyrelay recv with another key or another --insecure setting", o.Listen, o.keyWords("under this key")),
+		fix: holder + "; stop it, or give recv --listen another port (and send --to HOST:PORT)"}
+}
+
+// portOf is the port of HOST:PORT (the whole string if it has none).
+func portOf(hostport string) string {
+	if _, port, err := net.SplitHostPort(hostport); err == nil {
+		return port
+	}
+	return hostport
+}
+
+// localAddr is where a recv listening on listen answers on this machine:
+// a wildcard host is reached on loopback.
+func localAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::", "[::]":
+		host = "::1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func (o *DoctorOptions) probe(ctx context.Context, peer string, key []byte) (rtt, offset time.Duration, err error) {
+	timeout := o.probeTimeout
+	if timeout == 0 {
+		timeout = doctorProbeTimeout
+	}
+	if o.Insecure {
+		key = nil
+	} else if key == nil {
 		return 0, 0, errors.New("no key to probe with")
 	}
+	return probePeer(ctx, peer, key, timeout)
+}
+
+// probeResend is how often a probe is sent again while no ack came: the
+// network may lose one.
+const probeResend = 250 * time.Millisecond
+
+// probePeer runs one short sender session with a running recv: the same
+// queue of nothing pressed (none entries), sealed with key (plaintext when
+// key is nil), sent at once and again every probeResend until an ack comes
+// or timeout passes: a round trip through the network, the key and the
+// receiver's clock check. The session never holds a key, so when it falls
+// silent the receiver has nothing to release: it ended, it was not lost.
+// It returns the RTT (the receiver's hold time taken out) and the
+// receiver's clock minus ours, from the ack's wall clock.
+func probePeer(ctx context.Context, peer string, key []byte, timeout time.Duration) (rtt, offset time.Duration, err error) {
 	addrs, err := resolveAll([]string{peer})
 	if err != nil {
 		return 0, 0, err
@@ -202,30 +435,79 @@ func probePeer(ctx context.Context, peer string, key []byte) (rtt, offset time.D
 	if err != nil {
 		return 0, 0, err
 	}
-	out, _ := wire.SessionAEAD(key, session, wire.SenderToReceiver)
-	back, _ := wire.SessionAEAD(key, session, wire.ReceiverToSender)
-	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: session, Counter: 1},
-		Wall: uint64(time.Now().UnixMilli()), Events: make([]eventqueue.Event, 4)}
-	b, err := q.AppendSealed(nil, out)
-	if err != nil {
+	out, back := wireAEADs(key, session)
+	begun := time.Now()
+	var sent []time.Time // sent[i]: when packet i+1 left
+	send := func() error {
+		now := time.Now()
+		q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: session, Counter: uint64(len(sent) + 1)},
+			Clock: uint64(now.Sub(begun).Milliseconds()), Wall: uint64(now.UnixMilli()),
+			Events: make([]eventqueue.Event, 4)} // a fresh queue: none entries
+		var b []byte
+		var err error
+		if out != nil {
+			b, err = q.AppendSealed(nil, out)
+		} else {
+			b, err = q.Append(nil)
+		}
+		if err != nil {
+			return err
+		}
+		sent = append(sent, now)
+		_, err = conn.WriteTo(b, addrs[0])
+		return err
+	}
+	if err := send(); err != nil {
 		return 0, 0, err
 	}
-	start := time.Now()
-	if _, err := conn.WriteTo(b, addrs[0]); err != nil {
-		return 0, 0, err
+	deadline := begun.Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
 	}
-	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	port := portOf(addrs[0].String())
 	buf := make([]byte, wire.MaxPacketSize)
 	for {
+		next := sent[len(sent)-1].Add(probeResend)
+		if deadline.Before(next) {
+			next = deadline
+		}
+		conn.SetReadDeadline(next)
 		n, _, err := conn.ReadFrom(buf)
 		if err != nil {
-			return 0, 0, fmt.Errorf("no answer within 2s (no recv there, another key, clocks more than its --max-skew apart, or a firewall; recv's log names a wrong key or clock): %w", err)
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				return 0, 0, err
+			}
+			if !time.Now().Before(deadline) {
+				return 0, 0, fmt.Errorf("no answer within %v (no recv on port %s there, another key, --insecure on one end only, clocks more than its --max-skew apart, or a firewall dropping UDP %s; recv's log names a wrong key or clock)", timeout, port, port)
+			}
+			if err := send(); err != nil {
+				return 0, 0, err
+			}
+			continue
 		}
 		var a wire.Ack
-		if _, err := wire.OpenAck(buf[:n], back, nil, &a); err == nil && a.Header.Session == session {
-			now := time.Now()
-			rtt := now.Sub(start) - time.Duration(a.Delay)*time.Microsecond
-			return rtt, sender.ClockOffset(a.Wall, now, rtt), nil
+		if back != nil {
+			_, err = wire.OpenAck(buf[:n], back, nil, &a)
+		} else {
+			err = wire.ParseAck(buf[:n], &a)
 		}
+		if err != nil || a.Header.Session != session || a.Newest == 0 || a.Newest > uint64(len(sent)) {
+			continue
+		}
+		now := time.Now()
+		rtt := now.Sub(sent[a.Newest-1]) - time.Duration(a.Delay)*time.Microsecond
+		return rtt, sender.ClockOffset(a.Wall, now, rtt), nil
 	}
+}
+
+// wireAEADs are a session's two AEADs, sender to receiver and back (nil,
+// nil in plaintext).
+func wireAEADs(key []byte, session uint64) (out, back cipher.AEAD) {
+	if key == nil {
+		return nil, nil
+	}
+	out, _ = wire.SessionAEAD(key, session, wire.SenderToReceiver)
+	back, _ = wire.SessionAEAD(key, session, wire.ReceiverToSender)
+	return out, back
 }
