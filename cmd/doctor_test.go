@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"regexp"
@@ -151,5 +152,314 @@ func TestDoctorEvdev(t *testing.T) {
 		case input != "evdev" && !strings.Contains(text, "--    "+line):
 			t.Errorf("--input %s: want the evdev check shown as not needed\n%s", input, text)
 		}
+	}
+}
+
+// doctorCmd runs `keyrelay doctor args...` (flags, configure and the
+// checks) and returns what it printed.
+func doctorCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	c := NewCmdDoctor(IO{Out: &out, Err: &out})
+	c.SilenceErrors, c.SilenceUsage = true, true
+	c.SetOut(&out)
+	c.SetErr(&out)
+	c.SetArgs(args)
+	err := c.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+// doctorLine is the line of a check in doctor's report ("" if none).
+func doctorLine(text, name string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if len(l) > 6 && strings.HasPrefix(l[6:], name+":") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestDoctorRoles (issue 13 must-have 3, "doctor checks what the
+// configured role needs"): the role comes from --role, else from the
+// config file's [send] and [recv] tables and the settings given; the
+// other role's checks are listed as not checked and never fail. A
+// recv-only config has no terminal check, a send-only one no check of the
+// listen port.
+func TestDoctorRoles(t *testing.T) {
+	const (
+		recvOnly = "[recv]\ninject = \"log\"\nlisten = \"127.0.0.1:0\"\n"
+		sendOnly = "[send]\nto = \"127.0.0.1:9\"\nscript = \"keys.txt\"\n"
+		sendTerm = "[send]\nto = \"127.0.0.1:9\"\n"
+		both     = recvOnly + sendOnly
+	)
+	const (
+		skipped = "skipped"
+		checked = "checked" // run, whatever the outcome
+		ok      = "ok"
+	)
+	for _, tc := range []struct {
+		name     string
+		config   string // "" for no file
+		args     []string
+		env      []string // KEY=VALUE
+		role     string   // in the role line
+		why      string   // in the role line
+		terminal string   // the terminal check
+		port     string   // the UDP port check
+		x11      string   // the x11 injector's check
+		noErr    bool     // doctor must pass
+	}{
+		{name: "recv-only config", config: recvOnly, role: "recv only", why: "[recv] in ",
+			terminal: skipped, port: ok, x11: checked, noErr: true},
+		{name: "send-only config with a script", config: sendOnly, role: "send only", why: "[send] in ",
+			terminal: checked, port: skipped, x11: skipped, noErr: true},
+		{name: "send-only config, terminal input", config: sendTerm, role: "send only",
+			terminal: checked, port: skipped, x11: skipped},
+		{name: "both tables", config: both, role: "send and recv", why: "[send] in ",
+			terminal: checked, port: ok, x11: checked, noErr: true},
+		{name: "no config", role: "send and recv", why: "no config table or setting says which",
+			terminal: checked, port: checked, x11: checked},
+		{name: "recv-only config, --role send", config: recvOnly, args: []string{"--role", "send"}, role: "send only", why: "--role send",
+			terminal: checked, port: skipped, x11: skipped},
+		{name: "recv-only config, --input given", config: recvOnly, args: []string{"--input", "script"}, role: "send and recv", why: "flag --input",
+			terminal: checked, port: ok, x11: checked, noErr: true},
+		{name: "send-only config, recv's variable", config: sendOnly, env: []string{"KEYRELAY_DOCTOR_INJECT=log"}, role: "send and recv", why: "env KEYRELAY_DOCTOR_INJECT",
+			terminal: checked, port: checked, x11: checked},
+		{name: "role in [doctor]", config: both + "[doctor]\nrole = \"recv\"\n", role: "recv only", why: "--role recv",
+			terminal: skipped, port: ok, x11: checked, noErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := isolate(t)
+			key, err := secret.Generate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := secret.Write(filepath.Join(dir, "k"), key, false); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(secret.Env, filepath.Join(dir, "k"))
+			if tc.config != "" {
+				writeFile(t, filepath.Join(dir, "config.toml"), tc.config)
+			}
+			for _, kv := range tc.env {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			text, err := doctorCmd(t, tc.args...)
+			if tc.noErr && err != nil {
+				t.Errorf("err %v, want none\n%s", err, text)
+			}
+			if role := doctorLine(text, "role"); !strings.HasPrefix(role, "ok    role: "+tc.role+" (") || !strings.Contains(role, tc.why) {
+				t.Errorf("role line %q, want %q (%s)\n%s", role, tc.role, tc.why, text)
+			}
+			for _, c := range []struct{ name, want string }{
+				{"terminal (--input terminal)", tc.terminal},
+				{"UDP port for recv", tc.port},
+				{"X display, XTEST and evdev keycodes (--inject x11)", tc.x11},
+			} {
+				l := doctorLine(text, c.name)
+				isSkipped := strings.Contains(l, ": not checked: this machine")
+				switch {
+				case l == "":
+					t.Errorf("no %s line\n%s", c.name, text)
+				case c.want == skipped && (!isSkipped || !strings.HasPrefix(l, "--    ")):
+					t.Errorf("%s: %q, want not checked\n%s", c.name, l, text)
+				case c.want != skipped && isSkipped:
+					t.Errorf("%s: %q, want it checked\n%s", c.name, l, text)
+				case c.want == ok && !strings.HasPrefix(l, "ok    "):
+					t.Errorf("%s: %q, want ok\n%s", c.name, l, text)
+				}
+			}
+			if tc.name == "send-only config with a script" && !strings.Contains(doctorLine(text, "terminal (--input terminal)"), "not needed for --input script") &&
+				!strings.HasPrefix(doctorLine(text, "terminal (--input terminal)"), "ok    ") {
+				t.Errorf("[send] script: the terminal should not be needed\n%s", text)
+			}
+			if tc.name == "send-only config, terminal input" {
+				l := doctorLine(text, "terminal (--input terminal)")
+				if strings.HasPrefix(l, "FAIL") != (err != nil) || strings.Contains(l, "not needed") {
+					t.Errorf("--input terminal: the terminal is needed: err %v, line %q\n%s", err, l, text)
+				}
+			}
+		})
+	}
+	isolate(t)
+	if _, err := doctorCmd(t, "--role", "sideways"); err == nil || !strings.Contains(err.Error(), `unknown --role "sideways"`) {
+		t.Errorf("--role sideways: err %v", err)
+	}
+}
+
+// countInjector counts the key events a receiver injects.
+type countInjector struct{ n int }
+
+func (c *countInjector) Inject(inject.Event) error { c.n++; return nil }
+func (c *countInjector) Close() error              { return nil }
+
+// recvOn runs a real receiver on listen (PSK key, plaintext if nil) until
+// the returned stop; after stop the test owns the receiver.
+func recvOn(t *testing.T, listen string, key []byte, inj inject.Injector) (addr string, r *receiver.Receiver, stop func()) {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = receiver.New(receiver.Config{Conn: conn, Injector: inj, PSK: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			r.Handle(buf[:n], from, time.Now())
+		}
+	}()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			conn.Close()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return conn.LocalAddr().String(), r, stop
+}
+
+// TestDoctorPortInUse (issue 13 must-have 3: doctor "recognises its own
+// running recv on the port instead of failing"): a taken listen port
+// answered by a keyrelay recv under the same key (or in plaintext with
+// --insecure on both) is fine; taken by anything else, the check fails
+// naming the port and how to find its holder.
+func TestDoctorPortInUse(t *testing.T) {
+	isolate(t)
+	key, err := secret.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := secret.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "k")
+	if err := secret.Write(keyFile, key, false); err != nil {
+		t.Fatal(err)
+	}
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	ours, _, _ := recvOn(t, "127.0.0.1:0", key, nopInjector{})
+	plain, _, _ := recvOn(t, "127.0.0.1:0", nil, nopInjector{})
+	theirs, _, _ := recvOn(t, "127.0.0.1:0", other, nopInjector{})
+	// recv's default: every address (doctor probes it on loopback).
+	wild, _, _ := recvOn(t, ":0", key, nopInjector{})
+	wild = ":" + portOf(wild)
+
+	for _, tc := range []struct {
+		name, listen string
+		insecure     bool
+		want         string // in the port line
+		fail         bool
+	}{
+		{"our recv", ours, false, "ok    UDP port for recv: keyrelay recv already running on " + ours + " (it answered a probe", false},
+		{"our recv on every address", wild, false, "ok    UDP port for recv: keyrelay recv already running on " + wild + " (it answered a probe to 127.0.0.1:", false},
+		{"a plaintext recv, --insecure", plain, true, "ok    UDP port for recv: keyrelay recv already running on " + plain, false},
+		{"a recv with another key", theirs, false, "FAIL  UDP port for recv: " + theirs + " is in use by a program that does not answer a keyrelay probe under this key", true},
+		{"another program", silent.LocalAddr().String(), false, "FAIL  UDP port for recv: " + silent.LocalAddr().String() + " is in use", true},
+	} {
+		o := &DoctorOptions{Role: roleRecv, Inject: "log", Input: "terminal", Listen: tc.listen, KeyFile: keyFile, probeTimeout: 300 * time.Millisecond}
+		if tc.insecure {
+			o.KeyFile, o.Insecure = "", true
+		}
+		var out bytes.Buffer
+		err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, o)
+		text := out.String()
+		if (err != nil) != tc.fail || !strings.Contains(text, tc.want) {
+			t.Errorf("%s: err %v, want failure %v and %q\n%s", tc.name, err, tc.fail, tc.want, text)
+		}
+		if port := portOf(tc.listen); tc.fail && !strings.Contains(text, "fix: ss -ulpn 'sport = :"+port+"'") {
+			t.Errorf("%s: the fix does not say how to find what holds port %s\n%s", tc.name, port, text)
+		}
+	}
+}
+
+// TestDoctorPeerFixNamesPort (issue 13 must-have 3: doctor "names the port
+// it was given in fixes"): with no recv at --peer HOST:PORT, the failure
+// and its fix name PORT, not the default port.
+func TestDoctorPeerFixNamesPort(t *testing.T) {
+	isolate(t)
+	key, _ := secret.Generate()
+	keyFile := filepath.Join(t.TempDir(), "k")
+	if err := secret.Write(keyFile, key, false); err != nil {
+		t.Fatal(err)
+	}
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	peer := silent.LocalAddr().String()
+	port := portOf(peer)
+	var out bytes.Buffer
+	err = runDoctor(context.Background(), IO{Out: &out, Err: &out}, &DoctorOptions{
+		Role: roleSend, Inject: "log", Input: "script", Listen: "127.0.0.1:0", KeyFile: keyFile, Peer: peer, probeTimeout: 300 * time.Millisecond})
+	text := out.String()
+	if err == nil || !strings.Contains(text, "FAIL  round trip to "+peer+": no answer within 300ms (no recv on port "+port+" there") ||
+		!strings.Contains(text, "open UDP "+port+" in its firewall") || strings.Contains(text, DefaultPort) {
+		t.Errorf("err %v; want the failure and its fix naming port %s, never %s\n%s", err, port, DefaultPort, text)
+	}
+}
+
+// TestDoctorProbeHoldsNoKey (issue 13 must-have 3: doctor's "probe does
+// not look like a lost session on the receiver"): the probe is a session
+// of none entries, so when it falls silent the receiver releases nothing:
+// it ended, nothing was lost (recv logs such a session as ended, not timed
+// out).
+func TestDoctorProbeHoldsNoKey(t *testing.T) {
+	key, _ := secret.Generate()
+	var inj countInjector
+	var logs []string
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := receiver.New(receiver.Config{Conn: conn, Injector: &inj, PSK: key,
+		Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			r.Handle(buf[:n], from, time.Now())
+		}
+	}()
+	if _, _, err := probePeer(context.Background(), conn.LocalAddr().String(), key, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	<-done // the receiver is ours now
+	if s := r.Stats(); s.Accepted < 1 || s.Sessions != 1 {
+		t.Fatalf("the probe did not reach the receiver as one session: %v", s)
+	}
+	pressed, held := inj.n, r.Held()
+	r.Expire(time.Now().Add(time.Minute))
+	if pressed != 0 || len(held) != 0 || inj.n != pressed {
+		t.Errorf("the probe typed %d key events and held %v; its silence released %d more; want none", pressed, held, inj.n-pressed)
+	}
+	if l := strings.Join(logs, "\n"); !strings.Contains(l, "new session") {
+		t.Errorf("receiver log:\n%s", l)
 	}
 }
