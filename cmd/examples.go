@@ -55,9 +55,11 @@ const (
 	doctorExample = `  keyrelay keygen --out demo.key
   # Can this machine receive keys as JSON lines, and send a script?
   keyrelay doctor --key-file demo.key --inject log --input script
-  # A round trip to a running receiver (here, on this machine)
+  # With a receiver running here: the receiving role finds it on its port;
+  # the sending role makes a round trip to it
   keyrelay recv --key-file demo.key --inject log &
-  keyrelay doctor --key-file demo.key --inject log --input script --peer 127.0.0.1
+  keyrelay doctor --key-file demo.key --role recv --inject log
+  keyrelay doctor --key-file demo.key --role send --input script --peer 127.0.0.1
   kill %1`
 
 	versionExample = `  keyrelay version`
