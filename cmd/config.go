@@ -82,6 +82,7 @@ type configFile struct {
 	Found    bool
 	top      map[string]any
 	sections map[string]map[string]any
+	lines    []string // the file's text, to name the line of a mistake
 }
 
 // dir is the absolute directory of the file, which relative paths in it
@@ -126,7 +127,11 @@ func loadConfig(c *cobra.Command) (*configFile, error) {
 		cf.Path = p
 	}
 	var data map[string]any
-	_, err := toml.DecodeFile(cf.Path, &data)
+	text, err := os.ReadFile(cf.Path)
+	if err == nil {
+		cf.lines = strings.Split(string(text), "\n")
+		_, err = toml.Decode(string(text), &data)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !cf.Explicit:
 		return cf, nil
@@ -135,7 +140,7 @@ func loadConfig(c *cobra.Command) (*configFile, error) {
 	case err != nil:
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, usagef("config file %s: line %d, column %d: %s", cf.Path, pe.Position.Line, pe.Position.Col, pe.Message)
+			return nil, cf.parseError(pe)
 		}
 		return nil, usagef("config file %s: %v", cf.Path, err)
 	}
@@ -146,14 +151,25 @@ func loadConfig(c *cobra.Command) (*configFile, error) {
 		if _, ok := configSections[k]; ok {
 			m, ok := v.(map[string]any)
 			if !ok {
-				return nil, usagef("config file %s: %s must be a table ([%s])", cf.Path, k, k)
+				return nil, usagef("%s%s must be a table ([%s])", cf.where("", k), k, k)
 			}
 			cf.sections[k] = m
 			continue
 		}
+		if _, ok := v.(map[string]any); ok && !slices.Contains(sharedSettings, k) {
+			hint := ""
+			if s := closest(k, sortedKeys(configSections)); s != "" {
+				hint = "; did you mean [" + s + "]?"
+			}
+			at := cf.where(k, "")
+			if cf.lineOf(k, "") == 0 {
+				at = cf.where("", k) // k = {...}
+			}
+			return nil, usagef("%sunknown table [%s]%s (the tables are [doctor], [recv] and [send])", at, k, hint)
+		}
 		if !slices.Contains(sharedSettings, k) {
-			return nil, usagef("config file %s: unknown top-level setting %q: the top level holds %s and the tables [send], [recv], [doctor]%s",
-				cf.Path, k, strings.Join(sharedSettings, ", "), whereElse(k))
+			return nil, usagef("%sunknown top-level setting %q: the top level holds %s and the tables [send], [recv], [doctor]%s",
+				cf.where("", k), k, strings.Join(sharedSettings, ", "), whereElse(k))
 		}
 		cf.top[k] = v
 	}
@@ -185,6 +201,14 @@ func whereElse(key string) string {
 	return "; " + key + " belongs in " + strings.Join(in, " or ")
 }
 
+// tableOf is the table applyAll's where names: "" for the top level.
+func tableOf(where, section string) string {
+	if where == "the top level" {
+		return ""
+	}
+	return section
+}
+
 func (cf *configFile) applyAll(fs *pflag.FlagSet, section string, values map[string]any, where string) error {
 	for _, k := range sortedKeys(values) {
 		f := fs.Lookup(k)
@@ -198,10 +222,10 @@ func (cf *configFile) applyAll(fs *pflag.FlagSet, section string, values map[str
 					known = append(known, f.Name)
 				}
 			})
-			return usagef("config file %s: unknown setting %q in %s%s; %s has: %s", cf.Path, k, where, suggest(k, known), section, strings.Join(known, ", "))
+			return usagef("%sunknown setting %q in %s%s; %s has: %s", cf.where(tableOf(where, section), k), k, where, suggest(k, known), section, strings.Join(known, ", "))
 		}
 		if err := cf.set(f, values[k]); err != nil {
-			return usagef("config file %s: %s in %s: %v", cf.Path, k, where, err)
+			return usagef("%s%s in %s: %v", cf.where(tableOf(where, section), k), k, where, err)
 		}
 	}
 	return nil
@@ -302,12 +326,7 @@ func expandPath(p, base string) string {
 
 // suggest names the known setting closest to a misspelt one.
 func suggest(k string, known []string) string {
-	best, bestD := "", 3 // more than two edits away is not a typo
-	for _, c := range known {
-		if d := editDistance(k, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
+	best := closest(k, known)
 	if best == "" {
 		return ""
 	}
@@ -367,6 +386,11 @@ type Setting struct {
 	Flag   *pflag.Flag
 	Source string // "flag --to", "env KEYRELAY_SEND_TO", "file PATH [send]", "default"
 	rank   int
+
+	// Where exactly, to name it in an error about the value (attribute).
+	env, envValue string // from the environment: the variable and its value
+	section       string // from the file: the table ("" for the top level)
+	raw           any    // from the file: the value as read
 }
 
 // configure fills every flag of c the command line left unset from the
@@ -376,6 +400,7 @@ func configure(c *cobra.Command) ([]Setting, *configFile, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	warnUnknownEnv(c)
 	settings, err := configureFrom(c, cf)
 	return settings, cf, err
 }
@@ -418,6 +443,7 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 					return
 				}
 				s.Source, s.rank = "env "+env, rankEnv
+				s.env, s.envValue = env, v
 				settings = append(settings, s)
 				return
 			}
@@ -426,20 +452,22 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 			for _, sec := range sections {
 				if v, ok := cf.sections[sec][f.Name]; ok {
 					if err := cf.set(f, v); err != nil {
-						firstErr = usagef("config file %s: %s in [%s]: %v", cf.Path, f.Name, sec, err)
+						firstErr = usagef("%s%s in [%s]: %v", cf.where(sec, f.Name), f.Name, sec, err)
 						return
 					}
 					s.Source, s.rank = "file "+cf.Path+" ["+sec+"]", rankFile
+					s.section, s.raw = sec, v
 					settings = append(settings, s)
 					return
 				}
 			}
 			if v, ok := cf.top[f.Name]; ok && slices.Contains(sharedSettings, f.Name) {
 				if err := cf.set(f, v); err != nil {
-					firstErr = usagef("config file %s: %s: %v", cf.Path, f.Name, err)
+					firstErr = usagef("%s%s: %v", cf.where("", f.Name), f.Name, err)
 					return
 				}
 				s.Source, s.rank = "file "+cf.Path, rankFile
+				s.raw = v
 			}
 		}
 		settings = append(settings, s)
@@ -509,10 +537,4 @@ func setFromEnv(f *pflag.Flag, v string) error {
 		return err
 	}
 	return nil
-}
-
-// configPreRun is the PreRunE of send, recv and doctor.
-func configPreRun(c *cobra.Command, _ []string) error {
-	_, _, err := configure(c)
-	return err
 }

@@ -255,7 +255,7 @@ func TestConfigErrors(t *testing.T) {
 		{"[recv]\nbalanced = \"yes\"", `balanced in [recv]: want true or false`},
 		{"[recv]\nallow = []", `allow in [recv]: empty list`},
 		{"[recv]\nlisten = 5", `listen in [recv]: want a string, got the number 5`},
-		{"[send\nto = 1", "line "},
+		{"[send\nto = 1", ":2:6: expected '.' or ']' to end table name"},
 		{"send = 3", "send must be a table"},
 		{"[send]\nconfig = \"x\"", `unknown setting "config" in [send]`},
 		// A mistake in [recv] stops send too: the file is checked whole.

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -25,7 +26,7 @@ func (k *KeyOptions) register(f *pflag.FlagSet) {
 func (k *KeyOptions) load(logf func(string, ...any)) ([]byte, error) {
 	if k.Insecure {
 		if k.KeyFile != "" {
-			return nil, usagef("--insecure and --key-file exclude each other")
+			return nil, involving(errors.New("--insecure and --key-file exclude each other"), "insecure", "key-file")
 		}
 		logf("WARNING: --insecure: keystrokes travel in plaintext and anyone who can reach this port can type into the receiver")
 		return nil, nil
@@ -34,11 +35,11 @@ func (k *KeyOptions) load(logf func(string, ...any)) ([]byte, error) {
 	// k.KeyFile already (configure).
 	path := k.KeyFile
 	if path == "" {
-		return nil, usageError{fmt.Errorf("%w: make one with 'keyrelay keygen --out keyrelay.key', copy it to both machines, then pass --key-file keyrelay.key (or set %s, or key-file in %s); --insecure relays in plaintext", secret.ErrNoKey, secret.Env, displayDefaultConfigPath())}
+		return nil, noKeyError(displayDefaultConfigPath())
 	}
 	key, warning, err := secret.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, settingErr{err, "key-file"}
 	}
 	if warning != "" {
 		logf("WARNING: %s", warning)

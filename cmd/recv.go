@@ -87,30 +87,37 @@ On SIGINT/SIGTERM recv releases every key it holds and exits 0.`,
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
 	registerConfigFlag(f)
-	c.PreRunE = configPreRun
+	configurable(c)
 	return c
 }
 
 func (o *RecvOptions) validate() error {
 	if o.LogFormat != "text" && o.LogFormat != "json" {
-		return usagef("unknown --log-format %q (choose text or json)", o.LogFormat)
+		return badValue("log-format", "unknown format (choose text or json)", fmt.Sprintf("unknown --log-format %q (choose text or json)", o.LogFormat))
 	}
 	if o.MaxSkew <= 0 {
-		return usagef("--max-skew must be positive")
+		return badValue("max-skew", "must be positive", "--max-skew must be positive")
 	}
 	if o.Timeout < 10*time.Millisecond {
-		return usagef("--timeout %v is too short (minimum 10ms)", o.Timeout)
+		return badValue("timeout", "too short (minimum 10ms)", fmt.Sprintf("--timeout %v is too short (minimum 10ms)", o.Timeout))
 	}
+	listen, err := listenAddr(o.Listen)
+	if err != nil {
+		return err
+	}
+	o.Listen = listen
+	if _, err := parseAllow(o.Allow); err != nil {
+		return err
+	}
+	var names []string
 	for _, i := range injectors {
 		if i.name == o.Inject {
 			return nil
 		}
-	}
-	var names []string
-	for _, i := range injectors {
 		names = append(names, i.name)
 	}
-	return usagef("unknown --inject %q (choose one of: %s)", o.Inject, strings.Join(names, ", "))
+	want := fmt.Sprintf("unknown injector (choose one of: %s)%s", strings.Join(names, ", "), suggest(o.Inject, names))
+	return badValue("inject", want, fmt.Sprintf("unknown --inject %q (choose one of: %s)%s", o.Inject, strings.Join(names, ", "), suggest(o.Inject, names)))
 }
 
 // recvStatus makes the status lines of a receiver: one per session heard
@@ -153,7 +160,8 @@ func parseAllow(vals []string) ([]netip.Prefix, error) {
 		}
 		a, err := netip.ParseAddr(v)
 		if err != nil {
-			return nil, usagef("--allow %q is not a network (192.168.1.0/24) or an address", v)
+			want := fmt.Sprintf("%q is not a network (192.168.1.0/24) or an address", v)
+			return nil, badValue("allow", want, "--allow "+want)
 		}
 		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 	}

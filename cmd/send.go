@@ -115,7 +115,7 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
+	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
 	f.StringVar(&opts.Input, "input", "", "key source: terminal, x11, evdev or script (hook is x11; default: script with --script, else terminal)")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
@@ -130,7 +130,7 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
 	registerConfigFlag(f)
-	c.PreRunE = configPreRun
+	configurable(c)
 	return c
 }
 
@@ -205,8 +205,34 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source) func() ([
 
 // validate checks the options that flags alone cannot.
 func (o *SendOptions) validate() error {
+	o.To = splitList(o.To) // --to a:1,b:2, like KEYRELAY_SEND_TO
 	if len(o.To) == 0 {
 		return usagef("no destination: give --to HOST[:PORT] (the receiver runs 'keyrelay recv', default port %s)", DefaultPort)
+	}
+	for _, a := range o.To {
+		if err := checkTo(a); err != nil {
+			return err
+		}
+	}
+	// The values first, then what they need of this machine (a terminal,
+	// an X display): a mistake in the settings is reported as such.
+	hk, err := capture.ParseHotkey(o.Hotkey)
+	if err != nil {
+		return badValue("hotkey", err.Error(), "--hotkey: "+err.Error())
+	}
+	o.hotkey = hk
+	if o.LogFormat != "text" && o.LogFormat != "json" {
+		return badValue("log-format", "unknown format (choose text or json)", fmt.Sprintf("unknown --log-format %q (choose text or json)", o.LogFormat))
+	}
+	if o.Queue < 1 || o.Queue > wire.MaxSafeEvents {
+		want := fmt.Sprintf("out of range 1..%d (a longer queue might not fit in one packet)", wire.MaxSafeEvents)
+		return badValue("queue", want, fmt.Sprintf("--queue %d %s", o.Queue, want))
+	}
+	if o.Interval < time.Millisecond {
+		return badValue("interval", "too short (minimum 1ms)", fmt.Sprintf("--interval %v is too short (minimum 1ms)", o.Interval))
+	}
+	if o.Timeout < 10*time.Millisecond {
+		return badValue("timeout", "too short (minimum 10ms)", fmt.Sprintf("--timeout %v is too short (minimum 10ms)", o.Timeout))
 	}
 	switch {
 	case o.Input == "" && o.Script != "":
@@ -217,54 +243,40 @@ func (o *SendOptions) validate() error {
 	switch o.Input {
 	case "script":
 		if o.Script == "" {
-			return usagef("--input script needs --script FILE (or --script - for standard input)")
+			return involving(errors.New("--input script needs --script FILE (or --script - for standard input)"), "input")
 		}
 	case "terminal":
 		if o.Script != "" {
-			return usagef("--script and --input terminal exclude each other")
-		}
-		if err := capture.CheckTerminal(); err != nil {
-			return usageError{err}
+			return involving(errors.New("--script and --input terminal exclude each other"), "script", "input")
 		}
 	case "hook", "x11", "evdev":
 		if o.Script != "" {
-			return usagef("--script and --input %s exclude each other", o.Input)
+			return involving(fmt.Errorf("--script and --input %s exclude each other", o.Input), "script", "input")
 		}
 	default:
-		return usagef("unknown --input %q (choose terminal, x11, evdev or script)", o.Input)
+		choices := []string{"terminal", "x11", "evdev", "script", "hook"}
+		return badValue("input", "unknown key source (choose terminal, x11, evdev or script)"+suggest(o.Input, choices),
+			fmt.Sprintf("unknown --input %q (choose terminal, x11, evdev or script)%s", o.Input, suggest(o.Input, choices)))
 	}
-	if o.Input == "hook" || o.Input == "x11" {
+	if o.Grab && o.Input != "x11" && o.Input != "hook" && o.Input != "evdev" {
+		return involving(errors.New("--grab needs --input x11 or --input evdev (a terminal or a script has no keyboard to own)"), "grab", "input")
+	}
+	if len(o.Devices) > 0 && o.Input != "evdev" {
+		return involving(errors.New("--device needs --input evdev"), "device", "input")
+	}
+	switch o.Input {
+	case "terminal":
+		if err := capture.CheckTerminal(); err != nil {
+			return usageError{err: err}
+		}
+	case "hook", "x11":
 		if err := capture.CheckX11(o.Grab); err != nil {
 			return err
 		}
-	}
-	if o.Input == "evdev" {
+	case "evdev":
 		if err := capture.CheckEvdev(o.Devices); err != nil {
 			return err
 		}
-	}
-	if o.Grab && o.Input != "x11" && o.Input != "hook" && o.Input != "evdev" {
-		return usagef("--grab needs --input x11 or --input evdev (a terminal or a script has no keyboard to own)")
-	}
-	if len(o.Devices) > 0 && o.Input != "evdev" {
-		return usagef("--device needs --input evdev")
-	}
-	hk, err := capture.ParseHotkey(o.Hotkey)
-	if err != nil {
-		return usageError{err}
-	}
-	o.hotkey = hk
-	if o.LogFormat != "text" && o.LogFormat != "json" {
-		return usagef("unknown --log-format %q (choose text or json)", o.LogFormat)
-	}
-	if o.Queue < 1 || o.Queue > wire.MaxSafeEvents {
-		return usagef("--queue %d out of range 1..%d (a longer queue might not fit in one packet)", o.Queue, wire.MaxSafeEvents)
-	}
-	if o.Interval < time.Millisecond {
-		return usagef("--interval %v is too short (minimum 1ms)", o.Interval)
-	}
-	if o.Timeout < 10*time.Millisecond {
-		return usagef("--timeout %v is too short (minimum 10ms)", o.Timeout)
 	}
 	return nil
 }
