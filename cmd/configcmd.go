@@ -64,7 +64,6 @@ to start from (unset settings are commented out).`,
 			default:
 				fmt.Fprintln(out, "# config file: none (no home directory)")
 			}
-			known := map[string]bool{ConfigEnv: true, "KEYRELAY_REPORT": true}
 			for _, name := range names {
 				settings, err := configureFrom(newConfigurable(name, stdio), cf)
 				if err != nil {
@@ -83,14 +82,7 @@ to start from (unset settings are commented out).`,
 					fmt.Fprintf(out, "%-*s  # %s\n", width+2, line, s.Source)
 				}
 			}
-			for _, name := range []string{"send", "recv", "doctor"} {
-				newConfigurable(name, IO{}).Flags().VisitAll(func(f *pflag.Flag) {
-					known[envName(name, f.Name)] = true
-				})
-			}
-			for _, s := range sharedSettings {
-				known[envName("", s)] = true
-			}
+			known := knownEnv()
 			var unknown []string
 			for _, kv := range os.Environ() {
 				k, _, _ := strings.Cut(kv, "=")
@@ -100,7 +92,11 @@ to start from (unset settings are commented out).`,
 			}
 			slices.Sort(unknown)
 			for _, k := range unknown {
-				fmt.Fprintf(out, "\n# ignored: $%s is no setting of keyrelay (a typo? 'keyrelay config --help' explains the names)", k)
+				hint := "a typo? 'keyrelay config --help' explains the names"
+				if s := closest(k, sortedKeys(known)); s != "" {
+					hint = "did you mean $" + s + "?"
+				}
+				fmt.Fprintf(out, "\n# ignored: $%s is no setting of keyrelay (%s)", k, hint)
 			}
 			if len(unknown) > 0 {
 				fmt.Fprintln(out)

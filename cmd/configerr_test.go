@@ -123,6 +123,10 @@ func TestEveryMistakeNamesItsSource(t *testing.T) {
 			want: []string{`--listen ":99999": port 99999 out of range 0..65535`}},
 		{name: "recv no port", args: []string{"recv", "--listen", "localhost"}, code: ExitUsage,
 			want: []string{`--listen "localhost": want [HOST]:PORT, like :7575`, "or a bare port"}},
+		{name: "impair port 99999", args: []string{"impair", "--to", "127.0.0.1:99999"}, code: ExitUsage,
+			want: []string{`--to "127.0.0.1:99999": port 99999 out of range 1..65535`}},
+		{name: "impair listen port 70000", args: []string{"impair", "--listen", "70000", "--to", "127.0.0.1:1"}, code: ExitUsage,
+			want: []string{`--listen "70000": port 70000 out of range 0..65535`}},
 		{name: "recv unknown injector", args: []string{"recv", "--inject", "lgo"}, code: ExitUsage,
 			want: []string{`unknown --inject "lgo"`, `did you mean "log"?`}},
 	}

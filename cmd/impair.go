@@ -64,6 +64,14 @@ func runImpair(ctx context.Context, stdio IO, o *ImpairOptions) error {
 	if err := o.Link.Validate(); err != nil {
 		return usagef("%v", err)
 	}
+	listen, err := listenAddr(o.Listen)
+	if err != nil {
+		return err
+	}
+	o.Listen = listen
+	if err := checkTo(o.To); err != nil {
+		return err
+	}
 	p := &netsim.Proxy{Listen: o.Listen, Target: withDefaultPort(o.To), Forward: o.Link,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stdio.Err, "keyrelay impair: "+format+"\n", args...) }}
 	if o.Symmetric {
