@@ -216,7 +216,11 @@ func (cf *configFile) parseError(pe toml.ParseError) error {
 			}
 		}
 	}
-	return usagef("%s:%d:%d: %s (TOML syntax; 'keyrelay config' prints a valid file)", cf.Path, n, pe.Position.Col, pe.Message)
+	hint := "TOML syntax; 'keyrelay config' prints a valid file"
+	if strings.HasPrefix(pe.Message, "expected value but found") {
+		hint = "text, addresses and durations must be in quotes; " + hint
+	}
+	return usagef("%s:%d:%d: %s (%s)", cf.Path, n, pe.Position.Col, pe.Message, hint)
 }
 
 // valueHint says what setting key of a table wants, for a raw value TOML
@@ -269,6 +273,8 @@ func what(key string) string {
 		return "an address"
 	case "key-file", "script", "device":
 		return "a path"
+	case "allow":
+		return "a network"
 	}
 	return "text"
 }
