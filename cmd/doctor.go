@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -183,6 +184,10 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	if err != nil {
 		return err
 	}
+	// --listen as recv reads it: a bare port is every address.
+	if o.Listen, err = listenAddr(o.Listen); err != nil {
+		return err
+	}
 	inj := o.Inject
 	if inj == "auto" {
 		inj = autoInjector()
@@ -231,7 +236,7 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		add(check{name: "key file", ok: "none needed: --insecure (keys travel in plaintext; both ends must run --insecure)"})
 	case path == "":
 		add(check{name: "key file", needed: true, err: errors.New("none given"),
-			fix: "make one with 'keyrelay keygen --out ~/.config/keyrelay/key', copy it to the other machine, and put key-file = \"key\" in " + displayDefaultConfigPath() + " (or pass --key-file, or set " + secret.Env + ")"})
+			fix: "make one with 'keyrelay keygen --out " + filepath.Join(filepath.Dir(o.configPath()), "key") + "' (a relative key-file is read beside the config file), copy it to the other machine, and put key-file = \"key\" in " + o.configPath() + " (or pass --key-file, or set " + secret.Env + ")"})
 	default:
 		k, warning, err := secret.Load(path)
 		key = k
@@ -510,4 +515,13 @@ func wireAEADs(key []byte, session uint64) (out, back cipher.AEAD) {
 	out, _ = wire.SessionAEAD(key, session, wire.SenderToReceiver)
 	back, _ = wire.SessionAEAD(key, session, wire.ReceiverToSender)
 	return out, back
+}
+
+// configPath is the config file a key-file setting would go in: the one
+// named by --config or $KEYRELAY_CONFIG, else the default.
+func (o *DoctorOptions) configPath() string {
+	if o.config != nil && o.config.Explicit {
+		return o.config.Path
+	}
+	return displayDefaultConfigPath()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -461,5 +462,30 @@ func TestDoctorProbeHoldsNoKey(t *testing.T) {
 	}
 	if l := strings.Join(logs, "\n"); !strings.Contains(l, "new session") {
 		t.Errorf("receiver log:\n%s", l)
+	}
+}
+
+// TestDoctorNamesTheConfigRead (issue 13 must-have 4: every mistake gets
+// its fix): with --config FILE and no key, doctor's fix names FILE and a
+// key beside it, not the default config; a bare --listen port is read as
+// recv reads it, and an out-of-range one is a usage error.
+func TestDoctorNamesTheConfigRead(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "relay.toml")
+	if err := os.WriteFile(cfg, []byte("[recv]\ninject = \"log\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code := Run([]string{"doctor", "--config", cfg, "--listen", "0"}, IO{Out: &out, Err: &out})
+	text := out.String()
+	if code != ExitError || !strings.Contains(text, "keygen --out "+filepath.Join(dir, "key")+"'") ||
+		!strings.Contains(text, `key-file = "key" in `+cfg) || !strings.Contains(text, "UDP port for recv: :0 is free") {
+		t.Errorf("exit %d; want 1, the fix naming %s and its key, and --listen 0 read as :0\n%s", code, cfg, text)
+	}
+	out.Reset()
+	if code := Run([]string{"doctor", "--config", cfg, "--listen", "99999"}, IO{Out: &out, Err: &out}); code != ExitUsage ||
+		!strings.Contains(out.String(), "port 99999 out of range") {
+		t.Errorf("--listen 99999: exit %d, want 2\n%s", code, out.String())
 	}
 }
