@@ -14,6 +14,7 @@ import (
 // reported once and skipped, like a key with no evdev code, and nothing
 // else is typed in its place.
 type Uinput struct {
+	path    string
 	kb      uinput.Keyboard
 	logf    func(format string, args ...any)
 	skipped skipped
@@ -32,7 +33,7 @@ func NewUinput(path string, logf func(format string, args ...any)) (*Uinput, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: unable to create a virtual keyboard on %s: %v", ErrNoUinput, path, err)
 	}
-	return &Uinput{kb: kb, logf: logf}, nil
+	return &Uinput{path: path, kb: kb, logf: logf}, nil
 }
 
 // Inject presses or releases one key.
@@ -45,10 +46,20 @@ func (u *Uinput) Inject(k Event) error {
 	if !ok {
 		return u.skipped.report(u.logf, "uinput", k.Key, "no evdev key code")
 	}
+	var err error
 	if k.Down {
-		return u.kb.KeyDown(ev)
+		err = u.kb.KeyDown(ev)
+	} else {
+		err = u.kb.KeyUp(ev)
 	}
-	return u.kb.KeyUp(ev)
+	if err != nil {
+		// The code is in range (EvdevCode), so only the device can fail
+		// a write: the virtual keyboard no longer types anything, and
+		// recv must stop, not ack keys it cannot type (issue 13
+		// must-have 2). bendahl/uinput flattens the errno into text.
+		return fmt.Errorf("the virtual keyboard %q on %s stopped taking keys (%v): keys can no longer be typed here; %w", UinputName, u.path, err, ErrGone)
+	}
+	return nil
 }
 
 // Close destroys the virtual keyboard; the kernel releases its keys.
