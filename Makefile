@@ -16,9 +16,26 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all build test unit e2e vmtest fuzz bench lint demo clean robotgo-bench cross dist man
+.PHONY: all build deps test unit e2e vmtest fuzz bench lint demo clean robotgo-bench cross dist man
+
+# What make test needs beyond Go (>= 1.26, from go.dev/dl): gcc for -race,
+# the X tools, tmux and iproute2 for the end-to-end tests, qemu, a kernel,
+# busybox and xz-utils (compressed kernel modules) for the VM test. The one
+# list: .ci/run installs it with make deps too. Tests whose tool is missing are skipped, and the summary at
+# the end of make unit/e2e names them.
+DEPS := make gcc libc6-dev git ca-certificates iproute2 xvfb x11-utils xdotool xinput \
+  x11-xkb-utils xterm x11proto-dev tmux qemu-system-x86 busybox-static xz-utils
+# Debian's kernel package is linux-image-amd64, Ubuntu's linux-image-generic.
+KERNEL_PKG ?= $(shell apt-cache show linux-image-amd64 >/dev/null 2>&1 && echo linux-image-amd64 || echo linux-image-generic)
 
 all: build
+
+# Install DEPS with apt-get (Debian/Ubuntu; through sudo unless root).
+deps:
+	@command -v apt-get >/dev/null || { echo "make deps: needs apt-get (Debian/Ubuntu); elsewhere install the equivalents of: $(DEPS) $(KERNEL_PKG)" >&2; exit 1; }
+	@sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; set -x; \
+	  $$sudo apt-get update -qq && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEPS) $(KERNEL_PKG)
 
 build:
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN) .
@@ -28,12 +45,15 @@ build:
 # this machine and in a VM.
 test: lint unit fuzz cross dist e2e vmtest
 
+# go test -json through internal/testsum: go test's usual output, then the
+# tests skipped here and why (a missing tool); pipefail keeps go test's status.
+TESTSUM := $(GO) run ./internal/testsum
 unit:
-	$(GO) test -race -shuffle on -count=1 ./...
+	set -o pipefail; $(GO) test -race -shuffle on -count=1 -json ./... 2>&1 | $(TESTSUM)
 
 # End-to-end: the built binary over real loopback UDP (e2e/).
 e2e:
-	set -o pipefail; $(GO) test -count=1 -tags e2e -v ./e2e/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
+	set -o pipefail; $(GO) test -count=1 -tags e2e -json ./e2e/ 2>&1 | $(TESTSUM) -v
 
 # The built binary in a small Linux VM booted with QEMU (vmtest/): evdev
 # capture and uinput injection on a real kernel (issue 12 must-have 5).
@@ -69,7 +89,7 @@ dist:
 	  out=dist/keyrelay-$$os-$$arch$${arm:+v$$arm}; echo "build $$out"; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOARM=$$arm $(GO) build -trimpath -ldflags '-s -w $(VERSION_LDFLAGS)' -o $$out . ; \
 	done
-	@if [ "$$(uname -sm)" = "Linux x86_64" ]; then dist/keyrelay-linux-amd64 version | tee /dev/stderr | grep -q ' built $(BUILD_DATE) '; fi
+	@if [ "$$(uname -sm)" = "Linux x86_64" ]; then v=$$(dist/keyrelay-linux-amd64 version) && echo "$$v" && { grep -q ' built $(BUILD_DATE) ' <<<"$$v" || { echo "dist: expected build date $(BUILD_DATE)" >&2; exit 1; }; }; fi
 	cd dist && sha256sum keyrelay-* > SHA256SUMS && cat SHA256SUMS
 
 # Man pages from the command tree (man/keyrelay.1, man/keyrelay-send.1, ...).
