@@ -71,8 +71,6 @@ fuzz:
 	  done; \
 	done
 
-# Every benchmark, then the desktop-to-desktop latency over two Xvfb displays
-# (300 presses; needs xvfb, as make test does).
 # macOS and Windows keep building (robotgo's pure-Go backends with -tags
 # purego; on those systems a cgo build works too). Nothing is run there.
 cross:
@@ -96,9 +94,15 @@ dist:
 man:
 	$(GO) run ./internal/mangen -dir man
 
+# Every benchmark into bench.out, then internal/report's simulation (plain
+# queue against the defaults), loopback latency and idle CPU: together they
+# write BENCHMARKS.md and benchmarks.png (README: Performance). The
+# desktop-to-desktop benchmark needs Xvfb (make deps) and is skipped without.
 bench:
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem ./... && \
-	  $(GO) test -tags e2e -run '^$$' -bench HookToDisplay -benchtime 300x ./e2e/; } | tee bench.out
+	  $(GO) test -tags e2e -run '^$$' -bench HookToDisplay -benchtime 300x ./e2e/; } 2>&1 | tee bench.out
+	KEYRELAY_REPORT=1 KEYRELAY_BENCH_OUT=$(CURDIR)/bench.out $(GO) test -count=1 -timeout 30m -run '^TestWriteReport$$' -v ./internal/report/
+	@echo "make bench: wrote BENCHMARKS.md and benchmarks.png"
 
 lint:
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

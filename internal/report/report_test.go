@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,6 +98,14 @@ func (a *arrivals) Inject(k inject.Event) error {
 	return nil
 }
 func (a *arrivals) Close() error { return nil }
+
+// line is one curve of the chart.
+type line struct {
+	name string
+	lat  []time.Duration // sorted
+	dash bool
+	col  color.Color
+}
 
 type profile struct {
 	name string
@@ -192,25 +201,24 @@ func TestWriteReport(t *testing.T) {
 	profiles = append(profiles, profile{"bursty", bursty})
 
 	var md strings.Builder
-	fmt.Fprintf(&md, "# keyrelay benchmarks\n\nWritten by `make bench` (`KEYRELAY_REPORT=1 go test -run TestWriteReport ./internal/report/`) on %s, %s/%s, %d CPUs, %s, %s.\n\n",
+	fmt.Fprintf(&md, "# keyrelay benchmarks\n\nWritten by `make bench` (every `go test -bench` benchmark into `bench.out`, then `KEYRELAY_REPORT=1 go test -run TestWriteReport ./internal/report/`, which writes this file and `benchmarks.png`; do not edit by hand) on %s, %s/%s, %d CPUs, %s, %s. The machine is shared: compare ratios within one run, not absolutes across machines.\n\n",
 		hostDesc(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"))
 	md.WriteString("## Plain queue against keyrelay's defaults\n\n")
-	md.WriteString("Both relay the same minute of typing (300 taps of rotating letters at 60–250 ms gaps, held 30–90 ms, Shift over some) over the same simulated link, in virtual time (`testing/synctest`, `netsim`): 20 ms ± 5 ms one-way delay, the loss shown, in both directions, sealed packets. *Plain* is the seed's queue alone (`send --feedback=false`); *defaults* adds acks, redundant bursts and lossless typing. Latency: from a key event at the sender to its injection at the receiver. *Stuck*: the longest a key stayed down at the receiver after its release at the sender.\n\n")
-	md.WriteString("| loss | mode | down p50 | down p99 | down max | up p50 | up p99 | up max | lost downs | stuck max | packets/s | bytes/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	type line struct {
-		name string
-		lat  []time.Duration
-		dash bool
-		col  color.Color
-	}
+	md.WriteString("*Plain* is the seed's balanced queue alone, what `keyrelay send --feedback=false` does: every packet carries the whole queue and is re-sent every 100 ms, nothing comes back. *Defaults* is `keyrelay send` as shipped: the receiver acks, the sender re-sends a burst every 10 ms until the ack, and never drops an unacknowledged key-down from the queue (lossless typing).\n\n")
+	md.WriteString("Both relay the same minute of typing (300 taps of rotating letters at 60–250 ms gaps, held 30–90 ms, Shift over some) over the same simulated link, in virtual time (`testing/synctest`, `netsim`): 20 ms ± 5 ms one-way delay, the loss shown, in both directions, sealed packets. Latency: from a key event at the sender to its injection at the receiver. *Stuck*: the longest a key stayed down at the receiver after its release at the sender. All times in milliseconds (ms).\n\n")
+	md.WriteString("| loss | mode | down p50 (ms) | down p99 (ms) | down max (ms) | up p50 (ms) | up p99 (ms) | up max (ms) | lost key-downs | stuck max (ms) | packets/s | bytes/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var lines []line
 	palette := []color.Color{color.RGBA{0x1f, 0x77, 0xb4, 255}, color.RGBA{0x2c, 0xa0, 0x2c, 255}, color.RGBA{0xff, 0x7f, 0x0e, 255}, color.RGBA{0xd6, 0x27, 0x28, 255}, color.RGBA{0x94, 0x67, 0xbd, 255}}
 	var ratios []string
+	var pkts [2]float64 // packets/s of plain and defaults, summed over the profiles
+	var maxBytes float64
 	for _, p := range profiles {
 		var cells [2]cell
 		for i, fb := range []bool{false, true} {
 			c := simulate(t, p.link, fb)
 			cells[i] = c
+			pkts[i] += c.packetsPerSec
+			maxBytes = max(maxBytes, c.bytesPerSec)
 			mode := "plain"
 			if fb {
 				mode = "defaults"
@@ -228,50 +236,189 @@ func TestWriteReport(t *testing.T) {
 				p.name, ms(pct(cells[1].downs, 99)), ms(pct(cells[0].downs, 99)), float64(pct(cells[0].downs, 99))/float64(max(pct(cells[1].downs, 99), 1)), cells[1].lostDowns, cells[0].lostDowns))
 		}
 	}
-	md.WriteString("\n![key-down latency CDF](benchmarks.png)\n\n(The chart stops at 250 ms; the table has the tails.)\n\nHeadline: " + strings.Join(ratios, "; ") + ". The price is packets: the defaults send about 2.7× as many (bursts re-send every 10 ms until an ack, which takes an RTT), still under 10 KB/s.\n")
+	packetRatio := fmt.Sprintf("the defaults send about %.1f× as many (bursts re-send every 10 ms until an ack, which takes a round trip), at most %.0f bytes/s (%.1f KB/s) in any profile here",
+		pkts[1]/pkts[0], maxBytes, maxBytes/1000)
+	md.WriteString("\n![share of key-downs slower than a latency, log scale](benchmarks.png)\n\n" +
+		"The chart: for each latency on the x axis (ms), the share of key-downs that took longer; both axes are logarithmic, so the bulk near the 20 ms link delay and the tail out to the slowest key-down are both visible: where a line crosses 0.5 is its median, where it crosses 0.01 its p99, and its end its slowest key-down (1 of 300). Dashed: plain; solid: defaults; one colour per loss.\n\n" +
+		"Headline: " + strings.Join(ratios, "; ") + ". The price is packets: " + packetRatio + ".\n")
 
 	// Real sockets.
 	p50, p99 := loopbackLatency(t, 2000)
 	cpu := idleCPU(t, 10*time.Second)
-	fmt.Fprintf(&md, "\n## Real sockets\n\n- Loopback latency (real UDP on 127.0.0.1, sealed, feedback on, sender and receiver in one process, 2,000 key events back to back, from the event entering the sender to its injection): p50 %s µs, p99 %s µs. The tail comes from lossless typing: events arriving faster than the receiver's acks (at most one per 5 ms) wait until the queue's oldest events are acknowledged; human typing is far slower.\n- Idle CPU of a sender and a receiver in one process over 10 s with no key pressed (the 100 ms resend and acks only): %.2f %% of one CPU.\n",
-		fmt.Sprint(p50.Microseconds()), fmt.Sprint(p99.Microseconds()), cpu)
+	fmt.Fprintf(&md, "\n## Real sockets\n\n- Loopback latency with the defaults (real UDP on 127.0.0.1, sealed, feedback on, sender and receiver in one process, 2,000 key events back to back, each sent when the previous one was injected; from the event entering the sender to its injection): p50 %d µs, p99 %d µs. The tail comes from lossless typing: events arriving faster than the receiver's acks (at most one per 5 ms) wait until the queue's oldest events are acknowledged; human typing is far slower. `BenchmarkLoopbackLatency` below measures the same without feedback (plain), so without that wait.\n- Idle CPU of a sender and a receiver in one process over 10 s with no key pressed (the 100 ms resend and acks only): %.2f %% of one CPU.\n",
+		p50.Microseconds(), p99.Microseconds(), cpu)
+
+	if path := os.Getenv("KEYRELAY_BENCH_OUT"); path != "" {
+		tbl, err := benchTable(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md.WriteString("\n## go test -bench\n\n" + benchIntro + "\n\n" + tbl)
+	}
 
 	if err := os.WriteFile("../../BENCHMARKS.md", []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := tailChart(lines, "../../benchmarks.png"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote BENCHMARKS.md and benchmarks.png")
+}
+
+// tailChart draws, for each line, the share of its key-downs slower than
+// each latency (the complementary CDF) on a log scale: the median and the
+// tail in one view.
+func tailChart(lines []line, path string) error {
 	pl := plot.New()
-	pl.Title.Text = "keyrelay: key-down latency CDF, 20 ms ± 5 ms one-way"
-	pl.X.Label.Text = "latency (ms)"
-	pl.Y.Label.Text = "fraction of key-downs"
-	pl.Legend.Top = false
-	pl.Legend.Left = false
+	pl.Title.Text = "keyrelay: key-down latency over a 20 ms ± 5 ms one-way link (dashed: plain, solid: defaults)"
+	pl.X.Label.Text = "latency from the sender's key event to injection (ms, log scale)"
+	pl.Y.Label.Text = "share of key-downs slower (log scale)"
+	pl.X.Scale = plot.LogScale{}
+	pl.X.Tick.Marker = logTicks{10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000}
+	pl.Y.Scale = plot.LogScale{}
+	pl.Y.Tick.Marker = logTicks{1, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001}
+	pl.Add(plotter.NewGrid())
+	xmin, xmax := 1e9, 0.0
+	ymin := 1.0
 	for _, l := range lines {
-		pts := make(plotter.XYs, len(l.lat))
+		n := len(l.lat)
+		if n == 0 {
+			continue
+		}
+		// A step down at each latency: the share slower than it.
+		pts := make(plotter.XYs, 0, 2*n)
+		prev := 1.0
 		for i, d := range l.lat {
-			pts[i] = plotter.XY{X: float64(d) / float64(time.Millisecond), Y: float64(i+1) / float64(len(l.lat))}
+			x := float64(d) / float64(time.Millisecond)
+			y := float64(n-i-1) / float64(n)
+			if y == 0 {
+				y = 1 / float64(n) / 2 // the last step: below the slowest, off the log scale's zero
+			}
+			pts = append(pts, plotter.XY{X: x, Y: prev}, plotter.XY{X: x, Y: y})
+			prev = y
+			xmin, xmax = min(xmin, x), max(xmax, x)
+			ymin = min(ymin, y)
 		}
 		ln, err := plotter.NewLine(pts)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		ln.Color = l.col
 		ln.Width = vg.Points(1.5)
 		if l.dash {
-			ln.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			ln.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		}
 		pl.Add(ln)
 		pl.Legend.Add(l.name, ln)
 	}
-	// After the lines, which autoscale the axes: the tail past 250 ms is
-	// in the table.
-	pl.X.Min, pl.X.Max = 0, 250
-	pl.Y.Min, pl.Y.Max = 0, 1
-	pl.Legend.XOffs = -vg.Points(10)
-	pl.Legend.YOffs = vg.Points(20)
-	if err := pl.Save(8*vg.Inch, 5*vg.Inch, "../../benchmarks.png"); err != nil {
-		t.Fatal(err)
+	for _, ref := range []struct {
+		y    float64
+		name string
+	}{{0.5, "p50"}, {0.01, "p99"}} {
+		ln, err := plotter.NewLine(plotter.XYs{{X: xmin * 0.8, Y: ref.y}, {X: xmax * 1.2, Y: ref.y}})
+		if err != nil {
+			return err
+		}
+		ln.Color = color.Gray{0x80}
+		ln.Width = vg.Points(0.75)
+		ln.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+		pl.Add(ln)
+		lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: xmin * 0.8, Y: ref.y * 1.08}}, Labels: []string{ref.name}})
+		if err != nil {
+			return err
+		}
+		pl.Add(lbl)
 	}
-	t.Logf("wrote BENCHMARKS.md and benchmarks.png")
+	pl.X.Min, pl.X.Max = xmin*0.8, xmax*1.2
+	pl.Y.Min, pl.Y.Max = ymin, 1
+	pl.Legend.Top = true
+	pl.Legend.Left = false
+	pl.Legend.XOffs = -vg.Points(10)
+	pl.Legend.YOffs = -vg.Points(25) // inside the plot area, clear of the title
+	return pl.Save(10*vg.Inch, 6*vg.Inch, path)
+}
+
+// logTicks labels a log axis at these values (those in its range).
+type logTicks []float64
+
+func (lt logTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for _, v := range lt {
+		if v >= min && v <= max {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		}
+	}
+	return ts
+}
+
+const benchIntro = "Every `go test -bench . -benchmem ./...` benchmark of this run, and `BenchmarkHookToDisplayLatency` (e2e, 300 presses over two Xvfb displays: a key-down injected with XTEST on display B, captured by `send --input hook`, relayed over loopback UDP and pressed on display A, until A's key map shows it down; skipped without Xvfb). " +
+	"`BenchmarkLoopbackLatency`: real UDP sockets on 127.0.0.1, sealed packets, plain (no feedback), one key event at a time from entering the sender to the receiver handing it to its injector; *flood*: the same while another socket sends the receiver hostile datagrams as fast as it can. " +
+	"Columns: time per operation, heap bytes and allocations per operation (`-benchmem`), then what the benchmark reports itself, each with its unit (p50-µs, p99-µs: latency percentiles in microseconds)."
+
+// benchTable turns go test -bench output into a table, every figure with
+// its unit.
+func benchTable(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	out.WriteString("| package | benchmark | time/op | bytes/op | allocs/op | reported |\n|---|---|---|---|---|---|\n")
+	pkg := ""
+	rows := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(l, "pkg: "); ok {
+			pkg = strings.TrimPrefix(p, "github.com/keyrelay/keyrelay/")
+			continue
+		}
+		f := strings.Fields(l)
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name := f[0]
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i] // the GOMAXPROCS suffix
+			}
+		}
+		var tm, by, al string
+		var other []string
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			switch unit := f[i+1]; unit {
+			case "ns/op":
+				tm = duration(v)
+			case "B/op":
+				by = fmt.Sprintf("%.0f B", v)
+			case "allocs/op":
+				al = fmt.Sprintf("%.0f", v)
+			default:
+				other = append(other, strconv.FormatFloat(v, 'f', -1, 64)+" "+unit)
+			}
+		}
+		fmt.Fprintf(&out, "| %s | %s | %s | %s | %s | %s |\n", pkg, strings.TrimPrefix(name, "Benchmark"), tm, by, al, strings.Join(other, ", "))
+		rows++
+	}
+	if rows == 0 {
+		return "", fmt.Errorf("%s: no benchmark results", path)
+	}
+	return out.String(), nil
+}
+
+// duration formats nanoseconds with a readable unit.
+func duration(ns float64) string {
+	switch {
+	case ns < 1e3:
+		return fmt.Sprintf("%.0f ns", ns)
+	case ns < 1e6:
+		return fmt.Sprintf("%.1f µs", ns/1e3)
+	case ns < 1e9:
+		return fmt.Sprintf("%.1f ms", ns/1e6)
+	}
+	return fmt.Sprintf("%.2f s", ns/1e9)
 }
 
 func hostDesc() string {
