@@ -29,28 +29,8 @@ func (nopInjector) Close() error              { return nil }
 // accept us: what a peer without NTP looks like.
 func skewedRecv(t *testing.T, key []byte, shift time.Duration) string {
 	t.Helper()
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := receiver.New(receiver.Config{Conn: conn, Injector: nopInjector{}, PSK: key, MaxSkew: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			r.Handle(buf[:n], from, time.Now().Add(shift))
-		}
-	}()
-	t.Cleanup(func() { conn.Close(); <-done })
-	return conn.LocalAddr().String()
+	addr, _, _ := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: nopInjector{}, PSK: key, MaxSkew: time.Hour}, shift)
+	return addr
 }
 
 // TestDoctorClockOffset (issue 6 must-have 2: "with --peer, a round trip
@@ -299,11 +279,20 @@ func (c *countInjector) Close() error              { return nil }
 // the returned stop; after stop the test owns the receiver.
 func recvOn(t *testing.T, listen string, key []byte, inj inject.Injector) (addr string, r *receiver.Receiver, stop func()) {
 	t.Helper()
+	return serveRecv(t, listen, receiver.Config{Injector: inj, PSK: key}, 0)
+}
+
+// serveRecv runs a receiver made from cfg on a socket bound to listen,
+// handing it every packet with a clock shift away from ours, until the
+// returned stop (also at cleanup); after stop the test owns the receiver.
+func serveRecv(t *testing.T, listen string, cfg receiver.Config, shift time.Duration) (addr string, r *receiver.Receiver, stop func()) {
+	t.Helper()
 	conn, err := net.ListenPacket("udp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err = receiver.New(receiver.Config{Conn: conn, Injector: inj, PSK: key})
+	cfg.Conn = conn
+	r, err = receiver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +305,7 @@ func recvOn(t *testing.T, listen string, key []byte, inj inject.Injector) (addr 
 			if err != nil {
 				return
 			}
-			r.Handle(buf[:n], from, time.Now())
+			r.Handle(buf[:n], from, time.Now().Add(shift))
 		}
 	}()
 	stopped := false
@@ -426,32 +415,12 @@ func TestDoctorProbeHoldsNoKey(t *testing.T) {
 	key, _ := secret.Generate()
 	var inj countInjector
 	var logs []string
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
+	addr, r, stop := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: &inj, PSK: key,
+		Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}, 0)
+	if _, _, err := probePeer(context.Background(), addr, key, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	r, err := receiver.New(receiver.Config{Conn: conn, Injector: &inj, PSK: key,
-		Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			r.Handle(buf[:n], from, time.Now())
-		}
-	}()
-	if _, _, err := probePeer(context.Background(), conn.LocalAddr().String(), key, time.Second); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-	<-done // the receiver is ours now
+	stop() // the receiver is ours now
 	if s := r.Stats(); s.Accepted < 1 || s.Sessions != 1 {
 		t.Fatalf("the probe did not reach the receiver as one session: %v", s)
 	}
