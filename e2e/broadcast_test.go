@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/keyrelay/keyrelay/internal/notebuf"
 )
 
 // netns runs ip(8) and fails the test on error.
@@ -48,9 +50,8 @@ func TestBroadcast(t *testing.T) {
 	// ip netns exec forks: signal the whole process group.
 	recv := exec.Command("ip", "netns", "exec", b, bin, "recv", "--inject", "log", "--listen", "0.0.0.0:7575")
 	recv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out, errb syncBuffer
-	out.notify, errb.notify = make(chan struct{}, 1), make(chan struct{}, 1)
-	recv.Stdout, recv.Stderr = &out, &errb
+	out, errb := notebuf.New(), notebuf.New()
+	recv.Stdout, recv.Stderr = out, errb
 	if err := recv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestBroadcast(t *testing.T) {
 	defer syscall.Kill(-recv.Process.Pid, syscall.SIGKILL)
 	for !strings.Contains(errb.String(), "listening on") {
 		select {
-		case <-errb.notify:
+		case <-errb.Written():
 		case err := <-done:
 			t.Fatalf("recv exited: %v\n%s", err, errb.String())
 		case <-time.After(10 * time.Second):

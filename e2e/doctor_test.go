@@ -153,7 +153,7 @@ func TestDoctorWithRecvRunning(t *testing.T) {
 				break
 			}
 			select {
-			case <-r.stderr.notify:
+			case <-r.stderr.Written():
 			case <-r.done:
 				t.Fatalf("recv exited: %v\n%s", r.err, r.stderr)
 			case <-deadline:

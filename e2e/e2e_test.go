@@ -12,18 +12,18 @@ import (
 	"flag"
 	"fmt"
 	"net"
-
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/keyrelay/keyrelay/internal/notebuf"
 )
 
 var bin, keyFile string
@@ -92,34 +92,11 @@ func (l line) String() string {
 type proc struct {
 	t      testing.TB
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *notebuf.Buffer
 	addr   string
 	lines  chan line
 	done   chan struct{}
 	err    error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-	// notify gets a value on every write, so waiters need no polling sleeps.
-	notify chan struct{}
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var listenRE = regexp.MustCompile(`listening on ([^\s,]+)`)
@@ -134,7 +111,7 @@ func start(t testing.TB, args ...string) *proc {
 // startWithEnv is start with extra environment variables ("DISPLAY=:1").
 func startWithEnv(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, stderr: &syncBuffer{notify: make(chan struct{}, 1)}, lines: make(chan line, 4096), done: make(chan struct{})}
+	p := &proc{t: t, stderr: notebuf.New(), lines: make(chan line, 4096), done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = p.stderr
@@ -182,7 +159,7 @@ func startWithEnv(t testing.TB, env []string, args ...string) *proc {
 				break
 			}
 			select {
-			case <-p.stderr.notify:
+			case <-p.stderr.Written():
 			case <-p.done:
 				t.Fatalf("%s exited before listening: %v\n%s", args[0], p.err, p.stderr)
 			case <-deadline:
@@ -524,7 +501,7 @@ func (p *proc) waitStderr(want string, timeout time.Duration) bool {
 	deadline := time.After(timeout)
 	for !strings.Contains(p.stderr.String(), want) {
 		select {
-		case <-p.stderr.notify:
+		case <-p.stderr.Written():
 		case <-p.done:
 			return strings.Contains(p.stderr.String(), want)
 		case <-deadline:

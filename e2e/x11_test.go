@@ -370,7 +370,7 @@ func startHook(t testing.TB, displayB, addr string) *proc {
 	deadline := time.After(10 * time.Second)
 	for !strings.Contains(send.stderr.String(), "capturing keys") {
 		select {
-		case <-send.stderr.notify:
+		case <-send.stderr.Written():
 		case <-send.done:
 			t.Fatalf("send exited: %v\n%s", send.err, send.stderr)
 		case <-deadline:

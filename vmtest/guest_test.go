@@ -3,7 +3,6 @@
 package vmtest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -11,14 +10,15 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bendahl/uinput"
+
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/evdev"
+	"github.com/keyrelay/keyrelay/internal/notebuf"
 )
 
 // The guest's timings. Waits are on events, with these as upper bounds;
@@ -213,32 +213,16 @@ func (r *reader) drain(t *testing.T) { r.read(t, 1<<30, quiet) }
 // proc is a keyrelay process the guest started.
 type proc struct {
 	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stderr bytes.Buffer
-	notify chan struct{} // a value after each write: waiters need no polling
+	stderr *notebuf.Buffer
 	done   chan struct{}
 }
 
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case p.notify <- struct{}{}:
-	default:
-	}
-	return p.stderr.Write(b)
-}
-
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.String()
-}
+func (p *proc) output() string { return p.stderr.String() }
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command("/bin/keyrelay", args...), notify: make(chan struct{}, 1), done: make(chan struct{})}
-	p.cmd.Stderr = p
+	p := &proc{cmd: exec.Command("/bin/keyrelay", args...), stderr: notebuf.New(), done: make(chan struct{})}
+	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +247,7 @@ func (p *proc) waitFor(t *testing.T, text string, n int) {
 	deadline := time.After(arrive)
 	for strings.Count(p.output(), text) < n {
 		select {
-		case <-p.notify:
+		case <-p.stderr.Written():
 		case <-p.done:
 			if strings.Count(p.output(), text) >= n {
 				return
