@@ -43,20 +43,9 @@ func TestTerminalUnderTmux(t *testing.T) {
 		fmt.Sprintf("%s send --to %s; echo $? > %s", bin, recv.addr, status)); err != nil {
 		t.Fatalf("tmux: %v %s", err, out)
 	}
-	// poll runs check every 20 ms until it is true or 10 s have passed.
 	poll := func(what string, check func() bool) {
 		t.Helper()
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		deadline := time.After(10 * time.Second)
-		for !check() {
-			select {
-			case <-tick.C:
-			case <-deadline:
-				pane, _ := tmux("capture-pane", "-p")
-				t.Fatalf("timed out waiting for %s; pane:\n%s", what, pane)
-			}
-		}
+		pollPane(t, what, check, func() string { pane, _ := tmux("capture-pane", "-p"); return pane })
 	}
 	poll("the status line", func() bool {
 		pane, _ := tmux("capture-pane", "-p")
@@ -139,6 +128,22 @@ func TestTerminalUnderTmux(t *testing.T) {
 	}
 }
 
+// pollPane runs check every 20 ms until it is true or 10 s have passed,
+// then fails showing the tmux pane. tmux has no event to wait on.
+func pollPane(t *testing.T, what string, check func() bool, pane func() string) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !check() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; pane:\n%s", what, pane())
+		}
+	}
+}
+
 // TestTerminalNoAnswer (issue 13 must-have 1): the terminal source's status
 // line says when no receiver answers, first "no answer yet", after
 // --timeout the likely causes; send then exits 3 (delivery not confirmed),
@@ -162,16 +167,7 @@ func TestTerminalNoAnswer(t *testing.T) {
 		fmt.Sprintf("%s send --to %s --timeout 500ms --linger 100ms; echo $? > %s", bin, nothing, status))
 	poll := func(what string, check func() bool) {
 		t.Helper()
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		deadline := time.After(10 * time.Second)
-		for !check() {
-			select {
-			case <-tick.C:
-			case <-deadline:
-				t.Fatalf("timed out waiting for %s; pane:\n%s", what, tmux("capture-pane", "-p"))
-			}
-		}
+		pollPane(t, what, check, func() string { return tmux("capture-pane", "-p") })
 	}
 	poll("no answer yet", func() bool { return strings.Contains(tmux("capture-pane", "-p"), "| no answer yet |") })
 	poll("the causes after --timeout", func() bool {
@@ -207,18 +203,7 @@ func TestSendStatusLine(t *testing.T) {
 	tmux("new-session", "-d", "-x", "150", "-y", "10", fmt.Sprintf("%s send --to %s --script %s; sleep 10", bin, recv.addr,
 		script(t, "tap KeyA\nsleep 3s\ntap KeyB\n")))
 	re := regexp.MustCompile(`→ ` + regexp.QuoteMeta(recv.addr) + ` +live +rtt \S+ +loss +0\.0%`)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for {
-		if re.MatchString(tmux("capture-pane", "-p")) {
-			break
-		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("no live status line; pane:\n%s", tmux("capture-pane", "-p"))
-		}
-	}
+	pane := func() string { return tmux("capture-pane", "-p") }
+	pollPane(t, "a live status line", func() bool { return re.MatchString(pane()) }, pane)
 	recv.stop()
 }
