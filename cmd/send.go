@@ -505,6 +505,14 @@ func isBroadcast(ip net.IP) bool {
 // after timeout with no answer the likely causes.
 func liveness(s *sender.Sender, dests []net.Addr, feedback bool, timeout time.Duration) func() string {
 	start := time.Now()
+	// Which destinations answer for themselves, once: isBroadcast lists
+	// the interfaces, and the line is redrawn every second.
+	var unicast []string
+	for _, d := range dests {
+		if !isBroadcast(d.(*net.UDPAddr).IP) {
+			unicast = append(unicast, d.String())
+		}
+	}
 	return func() string {
 		if !feedback {
 			return "one-way: delivery not confirmed"
@@ -515,11 +523,8 @@ func liveness(s *sender.Sender, dests []net.Addr, feedback bool, timeout time.Du
 		}
 		var live, silent, unheard int
 		var rtt time.Duration
-		for _, d := range dests {
-			if isBroadcast(d.(*net.UDPAddr).IP) {
-				continue
-			}
-			p, ok := byAddr[d.String()]
+		for _, d := range unicast {
+			p, ok := byAddr[d]
 			switch {
 			case !ok:
 				unheard++
