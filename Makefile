@@ -45,15 +45,16 @@ build:
 # this machine and in a VM.
 test: lint unit fuzz cross dist e2e vmtest
 
-# go test -json through internal/testsum: go test's usual output, then the
-# tests skipped here and why (a missing tool); pipefail keeps go test's status.
-TESTSUM := $(GO) run ./internal/testsum
+# gotestsum (pinned; go run fetches it, go.mod is untouched) runs go test
+# and ends with a "=== Skipped" list: each test skipped here and why (a
+# missing tool). Its exit status is go test's.
+GOTESTSUM := $(GO) run gotest.tools/gotestsum@v1.12.3
 unit:
-	set -o pipefail; $(GO) test -race -shuffle on -count=1 -json ./... 2>&1 | $(TESTSUM)
+	$(GOTESTSUM) --format pkgname -- -race -shuffle on -count=1 ./...
 
 # End-to-end: the built binary over real loopback UDP (e2e/).
 e2e:
-	set -o pipefail; $(GO) test -count=1 -tags e2e -json ./e2e/ 2>&1 | $(TESTSUM) -v
+	$(GOTESTSUM) --format testname -- -count=1 -tags e2e ./e2e/
 
 # The built binary in a small Linux VM booted with QEMU (vmtest/): evdev
 # capture and uinput injection on a real kernel (issue 12 must-have 5).
