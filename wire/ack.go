@@ -80,7 +80,8 @@ func (a *Ack) AppendSealed(b []byte, aead cipher.AEAD) ([]byte, error) {
 	if err := a.validate(); err != nil {
 		return b, err
 	}
-	return seal(b, a.Header, aead, a.appendBody), nil
+	n := nonce(a.Header.Counter)
+	return seal(b, a.Header, aead, n[:], a.appendBody), nil
 }
 
 func parseAckBody(h Header, p []byte, dst *Ack) error {

@@ -57,22 +57,42 @@ func (q *Queue) AppendSealed(b []byte, aead cipher.AEAD) ([]byte, error) {
 	if err := q.validate(); err != nil {
 		return b, err
 	}
-	return seal(b, q.Header, aead, q.appendBody), nil
+	n := nonce(q.Header.Counter)
+	return seal(b, q.Header, aead, n[:], q.appendBody), nil
+}
+
+// Sealer seals the packets of one session and direction with no
+// allocation. It owns the nonce buffer: a nonce handed to the AEAD (an
+// interface, so the compiler cannot see it stay local) escapes to the heap
+// when it lives on the stack, one allocation per packet. The sender's send
+// path makes none (issue 14).
+type Sealer struct {
+	AEAD  cipher.AEAD
+	nonce [chacha20poly1305.NonceSize]byte
+}
+
+// AppendSealedBy is AppendSealed with s's AEAD, allocating nothing once b
+// has room.
+func (q *Queue) AppendSealedBy(b []byte, s *Sealer) ([]byte, error) {
+	if err := q.validate(); err != nil {
+		return b, err
+	}
+	s.nonce = nonce(q.Header.Counter)
+	return seal(b, q.Header, s.AEAD, s.nonce[:], q.appendBody), nil
 }
 
 // seal appends the header h with FlagSealed, then the body appendBody
-// writes, encrypted in place with aead (nonce: the counter; associated
-// data: the header), then the tag.
-func seal(b []byte, h Header, aead cipher.AEAD, appendBody func([]byte) []byte) []byte {
+// writes, encrypted in place with aead (nonce n, from the counter;
+// associated data: the header), then the tag.
+func seal(b []byte, h Header, aead cipher.AEAD, n []byte, appendBody func([]byte) []byte) []byte {
 	h.Flags |= FlagSealed
 	start := len(b)
 	b = h.Append(b)
 	bodyStart := len(b)
 	b = appendBody(b)
-	n := nonce(h.Counter)
 	// Room for the tag, so Seal need not reallocate.
 	b = slices.Grow(b, TagLen)
-	sealed := aead.Seal(b[bodyStart:bodyStart], n[:], b[bodyStart:], b[start:bodyStart])
+	sealed := aead.Seal(b[bodyStart:bodyStart], n, b[bodyStart:], b[start:bodyStart])
 	return b[:bodyStart+len(sealed)]
 }
 

@@ -170,6 +170,44 @@ func BenchmarkSeal(b *testing.B) {
 			b.ReportMetric(float64(len(buf)), "bytes/packet")
 			b.ReportMetric(float64(len(buf)-q.Len()), "overhead-bytes")
 		})
+		b.Run(fmt.Sprintf("Sealer/N=%d", n), func(b *testing.B) {
+			q := typingQueue(b, n)
+			a, _ := SessionAEAD(testPSK(), q.Header.Session, SenderToReceiver)
+			s := &Sealer{AEAD: a}
+			buf := make([]byte, 0, MaxPacketSize)
+			b.ReportAllocs()
+			for b.Loop() {
+				buf, _ = q.AppendSealedBy(buf[:0], s)
+			}
+		})
+	}
+}
+
+// A Sealer seals exactly as AppendSealed does, and allocates nothing once
+// its buffer has room: the sender's send path (issue 14 must-have 4).
+func TestSealerMatchesAndDoesNotAllocate(t *testing.T) {
+	q := typingQueue(t, 16)
+	a, err := SessionAEAD(testPSK(), q.Header.Session, SenderToReceiver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Sealer{AEAD: a}
+	buf := make([]byte, 0, MaxPacketSize)
+	for _, counter := range []uint64{1, 2, 1 << 40} {
+		q.Header.Counter = counter
+		want, err := q.AppendSealed(nil, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if buf, err = q.AppendSealedBy(buf[:0], s); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf, want) {
+			t.Fatalf("counter %d: Sealer gave % x, AppendSealed % x", counter, buf, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { buf, _ = q.AppendSealedBy(buf[:0], s) }); n != 0 {
+		t.Errorf("AppendSealedBy: %v allocations per packet, want 0", n)
 	}
 }
 
