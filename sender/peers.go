@@ -1,8 +1,6 @@
 package sender
 
 import (
-	"errors"
-	"net"
 	"time"
 
 	"github.com/keyrelay/keyrelay/wire"
@@ -42,23 +40,72 @@ type PeerStatus struct {
 // peer is the sender's state for one receiver.
 type peer struct {
 	PeerStatus
-	haveRTT bool
+	rtt     RTT
 	counted uint64 // packets up to here are settled
-	acks    wire.ReplayFilter
 }
 
-// sample feeds one RTT measurement to the RFC 6298 estimator.
-func (p *peer) sample(r time.Duration) {
-	if !p.haveRTT {
-		p.SRTT, p.RTTVar, p.haveRTT = r, r/2, true
-		return
+// IsLive is the one definition of a live receiver: heard within timeout
+// of now. (Before any receiver is heard, a sender with feedback also
+// assumes one during its first PeerTimeout: Core.minAcked.)
+func IsLive(lastHeard, now time.Time, timeout time.Duration) bool {
+	return !lastHeard.IsZero() && now.Sub(lastHeard) < timeout
+}
+
+func (c *Core) live(p *peer, now time.Time) bool {
+	return IsLive(p.LastHeard, now, c.cfg.PeerTimeout)
+}
+
+// inGrace: a sender that reads feedback and has heard no receiver yet
+// assumes one for its first PeerTimeout, so typing right at the start is as
+// safe as later; after that, silence means one-way use.
+func (c *Core) inGrace(now time.Time) bool {
+	return len(c.peers) == 0 && c.cfg.Feedback && now.Sub(c.start) < c.cfg.PeerTimeout
+}
+
+// minAcked returns the oldest stamp that every live receiver has applied,
+// and whether any receiver is live (or assumed, inGrace).
+func (c *Core) minAcked(now time.Time) (uint64, bool) {
+	if c.inGrace(now) {
+		return 0, true
 	}
-	d := p.SRTT - r
-	if d < 0 {
-		d = -d
+	var acked uint64
+	live := false
+	for _, p := range c.peers {
+		if !c.live(p, now) {
+			continue
+		}
+		if !live || p.Stamp < acked {
+			acked = p.Stamp
+		}
+		live = true
 	}
-	p.RTTVar = (3*p.RTTVar + d) / 4
-	p.SRTT = (7*p.SRTT + r) / 8
+	return acked, live
+}
+
+// allAcked reports whether every live receiver, and at least one, has
+// received counter or a later packet (each packet carries the whole
+// queue).
+func (c *Core) allAcked(counter uint64, now time.Time) bool {
+	live := false
+	for _, p := range c.peers {
+		if !c.live(p, now) {
+			continue
+		}
+		live = true
+		if p.Newest < counter {
+			return false
+		}
+	}
+	return live
+}
+
+// awaitingAck reports whether a live receiver (or, inGrace, one assumed)
+// has not acked counter yet.
+func (c *Core) awaitingAck(counter uint64, now time.Time) bool {
+	if _, live := c.minAcked(now); !live {
+		return false
+	}
+	return !c.allAcked(counter, now)
 }
 
 // reorderMargin: a packet's fate is read from the ack bits only once the
@@ -89,49 +136,29 @@ func (p *peer) settle(a *wire.Ack) {
 	p.counted = max(p.counted, last)
 }
 
-var errForeignAck = errors.New("ack for another session")
-
 // handleAck applies one datagram read from a feedback socket.
-func (s *Sender) handleAck(b []byte, from net.Addr, now time.Time) error {
-	var a wire.Ack
-	var err error
-	if s.aead != nil {
-		s.ackScratch, err = wire.OpenAck(b, s.ackAEAD, s.ackScratch, &a)
-	} else {
-		err = wire.ParseAck(b, &a)
-	}
-	if err != nil {
+func (c *Core) handleAck(b []byte, from string, now time.Time) error {
+	a := &c.ack
+	if err := c.keys.openAck(b, from, a); err != nil {
 		return err
 	}
-	if a.Header.Session != s.cfg.Session {
-		return errForeignAck
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key := from.String()
-	p := s.peers[key]
+	p := c.peers[from]
 	if p == nil {
-		if len(s.peers) >= maxPeers {
-			return nil
-		}
-		p = &peer{PeerStatus: PeerStatus{Addr: key}}
-		s.peers[key] = p
-	}
-	if !p.acks.Accept(a.Header.Counter) {
-		return nil // a duplicate or replayed ack
+		p = &peer{PeerStatus: PeerStatus{Addr: from}}
+		c.peers[from] = p
 	}
 	p.LastHeard = now
 	p.Stamp = max(p.Stamp, a.Stamp)
 	if a.Newest > p.Newest {
-		if at, ok := s.sentAt(a.Newest); ok {
+		if at, ok := c.sentAt(a.Newest); ok {
 			if r := now.Sub(at) - time.Duration(a.Delay)*time.Microsecond; r > 0 {
-				p.sample(r)
+				p.rtt.Sample(r)
 				p.ClockOffset, p.ClockKnown = ClockOffset(a.Wall, now, r), true
 			}
 		}
 		p.Newest = a.Newest
 	}
-	p.settle(&a)
+	p.settle(a)
 	return nil
 }
 
@@ -148,31 +175,28 @@ func ClockOffset(wall uint64, now time.Time, rtt time.Duration) time.Duration {
 // sentRing remembers when recent packets were sent, for RTT samples.
 const sentRing = 1024
 
-func (s *Sender) recordSent(counter uint64, at time.Time) {
-	s.sent[counter%sentRing] = sentRecord{counter, at}
-}
-
-func (s *Sender) sentAt(counter uint64) (time.Time, bool) {
-	r := s.sent[counter%sentRing]
-	return r.at, r.counter == counter
-}
-
 type sentRecord struct {
 	counter uint64
 	at      time.Time
 }
 
-// Peers returns what the sender knows of each receiver that has acked.
-// Safe to call while Run runs.
-func (s *Sender) Peers() []PeerStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	out := make([]PeerStatus, 0, len(s.peers))
-	for _, p := range s.peers {
+func (c *Core) recordSent(counter uint64, at time.Time) {
+	c.sent[counter%sentRing] = sentRecord{counter, at}
+}
+
+func (c *Core) sentAt(counter uint64) (time.Time, bool) {
+	r := c.sent[counter%sentRing]
+	return r.at, r.counter == counter
+}
+
+// Peers appends what the core knows of each receiver that has acked, as of
+// now, to dst.
+func (c *Core) Peers(dst []PeerStatus, now time.Time) []PeerStatus {
+	for _, p := range c.peers {
 		st := p.PeerStatus
-		st.Live = now.Sub(p.LastHeard) < s.cfg.PeerTimeout
-		out = append(out, st)
+		st.SRTT, st.RTTVar = p.rtt.SRTT, p.rtt.RTTVar
+		st.Live = c.live(p, now)
+		dst = append(dst, st)
 	}
-	return out
+	return dst
 }

@@ -1,23 +1,23 @@
-// Package sender is keyrelay's send loop: key events from a Source go into
+// Package sender is keyrelay's send side: key events from a Source go into
 // the balanced queue, and the whole queue goes out in one UDP packet to every
-// destination on every event and every Interval. How keys are captured is the
-// Source's business; sockets come in as a net.PacketConn, so the loop runs as
-// well over loopback as over an in-memory network in virtual time.
+// destination on every event and every Interval. Core is the protocol, with
+// time passed in; Sender.Run is the loop around it that owns the socket, the
+// source and the feedback readers, with one select and one timer. How keys
+// are captured is the Source's business; sockets come in as a
+// net.PacketConn, so the loop runs as well over loopback as over an
+// in-memory network in virtual time.
 package sender
 
 import (
 	"context"
-	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/wire"
 )
@@ -107,35 +107,30 @@ func (s Stats) String() string {
 		s.Events, s.Queued, s.Dropped, s.Packets, s.Bytes, s.SendErrors, s.Acks)
 }
 
-// Sender owns one session's queue. It is not safe for concurrent use: Run
-// owns it until it returns.
+// Sender runs one session: the thin loop around a Core. It is not safe
+// for concurrent use, except for the status methods (Status, Peers,
+// Pending, Final), which read what Run publishes after each step.
 type Sender struct {
-	cfg     Config
-	aead    cipher.AEAD // nil: plaintext
-	ackAEAD cipher.AEAD // opens acks (receiver-to-sender key)
+	cfg  Config
+	core *Core
 
-	mu         sync.Mutex // guards peers and the published status
-	pubPackets int
-	pubHeld    []keys.Key
-	peers      map[string]*peer
-	sent       [sentRing]sentRecord
-	ackScratch []byte
-	acks       chan datagram
+	bytes      int
+	sendErrors int
+	errSeen    map[string]bool
 
-	backlog     []keyEvent
-	lockSrc     LockSource    // nil: the source cannot tell (locks unknown)
-	final       atomic.Uint64 // the counter of the final packet (all keys up), once sent
-	pending     atomic.Int64  // len(backlog), for Pending
-	burst       *time.Timer
-	bursting    bool      // the burst timer is armed
-	burstTarget uint64    // the first packet carrying the newest event
-	burstUntil  time.Time // the regular tick takes over then
-	queue       *eventqueue.Queue
-	pkt         wire.Queue
-	buf         []byte
-	start       time.Time
-	stats       Stats
-	errSeen     map[string]bool
+	mu  sync.Mutex // guards pub
+	pub published
+}
+
+// published is what the status methods report: a copy Run makes after
+// each step, so they never touch the core.
+type published struct {
+	start   time.Time
+	packets int
+	held    []keys.Key
+	pending int
+	peers   []PeerStatus
+	final   uint64
 }
 
 // New checks cfg and makes a Sender.
@@ -146,45 +141,19 @@ func New(cfg Config) (*Sender, error) {
 	if len(cfg.Dests) == 0 {
 		return nil, errors.New("no destination: give at least one --to HOST:PORT")
 	}
-	if cfg.QueueLen == 0 {
-		cfg.QueueLen = DefaultQueueLen
-	}
-	if cfg.Interval == 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.Interval < time.Millisecond {
-		return nil, fmt.Errorf("interval %v is too short (minimum 1ms)", cfg.Interval)
-	}
-	if cfg.Linger == 0 {
-		cfg.Linger = DefaultLinger
-	}
 	if cfg.PeerTimeout == 0 {
 		cfg.PeerTimeout = DefaultPeerTimeout
 	}
-	// Above MaxSafeEvents a queue with long gaps between stamps could
-	// outgrow a packet, and the sender would have nothing it can send.
-	if cfg.QueueLen < 1 || cfg.QueueLen > wire.MaxSafeEvents {
-		return nil, fmt.Errorf("queue length %d out of range 1..%d", cfg.QueueLen, wire.MaxSafeEvents)
-	}
-	q, err := eventqueue.New(cfg.QueueLen)
+	s := &Sender{cfg: cfg, errSeen: map[string]bool{}}
+	core, err := NewCore(CoreConfig{
+		QueueLen: cfg.QueueLen, Interval: cfg.Interval, Linger: cfg.Linger,
+		PeerTimeout: cfg.PeerTimeout, Session: cfg.Session, PSK: cfg.PSK,
+		Feedback: len(cfg.Feedback) > 0, Output: s.output, Logf: cfg.Logf,
+	}, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Session == 0 {
-		cfg.Session, err = NewSessionID()
-		if err != nil {
-			return nil, err
-		}
-	}
-	s := &Sender{cfg: cfg, queue: q, errSeen: map[string]bool{}, peers: map[string]*peer{}, acks: make(chan datagram, 64)}
-	if cfg.PSK != nil {
-		if s.aead, err = wire.SessionAEAD(cfg.PSK, cfg.Session, wire.SenderToReceiver); err != nil {
-			return nil, err
-		}
-		if s.ackAEAD, err = wire.SessionAEAD(cfg.PSK, cfg.Session, wire.ReceiverToSender); err != nil {
-			return nil, err
-		}
-	}
+	s.core = core
 	return s, nil
 }
 
@@ -202,52 +171,43 @@ func NewSessionID() (uint64, error) {
 }
 
 // Session is the session id packets carry.
-func (s *Sender) Session() uint64 { return s.cfg.Session }
-
-type keyEvent struct {
-	key  keys.Key
-	down bool
-}
+func (s *Sender) Session() uint64 { return s.core.Session() }
 
 type datagram struct {
 	b    []byte
-	from net.Addr
+	from string
 	at   time.Time
 }
 
-// readFeedback reads acks from pc into s.acks until pc fails (closed by the
-// caller) or done is closed.
-func (s *Sender) readFeedback(pc net.PacketConn, done <-chan struct{}) {
+// readFeedback reads acks from pc into acks until pc fails (closed by the
+// caller) or done is closed. The time of arrival is taken here, at the
+// socket, for the RTT.
+func readFeedback(pc net.PacketConn, acks chan<- datagram, done <-chan struct{}) {
 	buf := make([]byte, wire.MaxPacketSize+1)
 	for {
 		n, from, err := pc.ReadFrom(buf)
 		if err != nil {
 			return
 		}
-		d := datagram{append([]byte(nil), buf[:n]...), from, time.Now()}
+		d := datagram{append([]byte(nil), buf[:n]...), from.String(), time.Now()}
 		select {
-		case s.acks <- d:
+		case acks <- d:
 		case <-done:
 			return
 		}
 	}
 }
 
-func (s *Sender) applyAck(d datagram) {
-	if err := s.handleAck(d.b, d.from, d.at); err != nil {
-		s.stats.AckErrors++
-		return
-	}
-	s.stats.Acks++
-}
-
-// Run plays src into the queue and sends, until src ends or ctx is done;
-// then it releases every held key, resends the final queue for Linger and
-// returns. A source that ends with an error is reported after the release:
-// keys are never left held at the receiver by a failing source.
+// Run plays src into the core and sends, until src ends or ctx is done;
+// then the core releases every held key and resends the final queue for
+// Linger, and Run returns. A source that ends with an error is reported
+// after the release: keys are never left held at the receiver by a failing
+// source.
+//
+// The loop is the only place that reads the clock: each step tells the
+// core the time, and one timer is armed for the core's Next deadline.
 func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
-	s.start = time.Now()
-	s.lockSrc, _ = src.(LockSource)
+	lockSrc, _ := src.(LockSource)
 	events := make(chan keyEvent)
 	playCtx, stopPlay := context.WithCancel(ctx)
 	defer stopPlay()
@@ -262,186 +222,83 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 			}
 		})
 	}()
-
 	done := make(chan struct{})
 	defer close(done)
+	acks := make(chan datagram, 64)
 	for _, pc := range s.cfg.Feedback {
-		go s.readFeedback(pc, done)
+		go readFeedback(pc, acks, done)
 	}
-	tick := time.NewTicker(s.cfg.Interval)
-	defer tick.Stop()
-	s.burst = time.NewTimer(time.Hour)
-	s.burst.Stop()
-	defer s.burst.Stop()
-	s.send() // announce the session at once
+
+	c := s.core
+	now := time.Now()
+	s.mu.Lock()
+	s.pub.start = now
+	s.mu.Unlock()
+	if lockSrc != nil {
+		c.SetLocks(lockSrc.Locks())
+	}
+	c.Start(now) // announce the session at once
+	armed := c.Next()
+	timer := time.NewTimer(armed.Sub(now))
+	defer timer.Stop()
+	stopping := ctx.Done()
 	var srcErr error
-loop:
 	for {
+		s.publish(now)
+		if c.Done() {
+			break
+		}
+		if next := c.Next(); !next.Equal(armed) {
+			timer.Reset(time.Until(next))
+			armed = next
+		}
 		select {
 		case ev := <-events:
-			s.add(ev.key, ev.down)
-		case <-tick.C:
-			s.send()
-			s.drain() // a receiver may have stopped being live
-		case <-s.burst.C:
-			s.burstStep()
-		case d := <-s.acks:
-			s.applyAck(d)
-			s.drain()
+			now = s.step(lockSrc)
+			c.Key(ev.key, ev.down, now)
+		case d := <-acks:
+			now = s.step(lockSrc)
+			c.Ack(d.b, d.from, d.at)
+		case <-timer.C:
+			armed = time.Time{}
+			now = s.step(lockSrc)
+			c.Tick(now)
 		case srcErr = <-played:
-			break loop
-		case <-ctx.Done():
+			played = nil
+			stopping = nil
+			now = s.step(lockSrc)
+			c.Stop(now)
+		case <-stopping:
+			stopping = nil
 			stopPlay()
 			srcErr = <-played
-			break loop
+			played = nil
+			now = s.step(lockSrc)
+			c.Stop(now)
 		}
 	}
 	if errors.Is(srcErr, context.Canceled) && ctx.Err() != nil {
 		srcErr = nil // stopped by the caller (a signal): a clean exit
 	}
-	s.flushBacklog(tick)
-	s.releaseAll()
-	s.linger(tick)
-	return s.stats, srcErr
+	return s.stats(), srcErr
 }
 
-// add takes one key event from the source: into the queue, or into the
-// backlog while that would push out an event a live receiver has not
-// applied yet (lossless typing, backlog.go).
-func (s *Sender) add(key keys.Key, down bool) {
-	s.stats.Events++
-	ev := keyEvent{key, down}
-	if len(s.backlog) > 0 || !s.mayAdd(ev) {
-		s.hold(ev)
-		return
+// step reads the clock and the source's lock state for one step of the
+// core.
+func (s *Sender) step(lockSrc LockSource) time.Time {
+	if lockSrc != nil {
+		s.core.SetLocks(lockSrc.Locks())
 	}
-	s.addNow(ev)
+	return time.Now()
 }
 
-// event stamps ev for the queue.
-func (s *Sender) event(ev keyEvent) eventqueue.Event {
-	e := eventqueue.Event{Key: ev.key, Kind: eventqueue.Up, Stamp: s.queue.NextStamp(s.clock())}
-	if ev.down {
-		e.Kind = eventqueue.Down
-	}
-	return e
-}
-
-// addNow puts one key event in the queue and sends the queue if it changed.
-func (s *Sender) addNow(ev keyEvent) {
-	code := ev.key
-	r, err := s.queue.Add(s.event(ev))
-	switch {
-	case err != nil:
-		// The source gave a zero key; nothing to send.
-		s.logf("ignored key event: %v", err)
-	case r == eventqueue.Added:
-		s.stats.Queued++
-		s.send()
-		s.startBurst()
-	case r == eventqueue.Dropped:
-		s.stats.Dropped++
-		s.logf("queue full of held keys: %v press dropped (raise --queue)", code)
-	}
-}
-
-// releaseAll adds a key-up for every held key: the all-up state a clean exit
-// must leave at the receiver (DESIGN.md invariant 6).
-func (s *Sender) releaseAll() {
-	for _, c := range s.queue.HeldKeys(nil) {
-		s.stats.Events++
-		s.addNow(keyEvent{c, false})
-	}
-}
-
-// linger resends the final queue until Linger has passed and every live
-// receiver has acknowledged it (or, with feedback but no receiver heard
-// yet, until the first PeerTimeout is over): a receiver in a short outage
-// still gets the all-released state. It gives up PeerTimeout after Linger.
-func (s *Sender) linger(tick *time.Ticker) {
-	if s.cfg.Linger < 0 {
-		s.final.Store(uint64(s.stats.Packets)) // releaseAll sent it
-		return
-	}
-	period := min(s.cfg.Interval, 50*time.Millisecond)
-	tick.Reset(period)
-	minEnd := time.NewTimer(s.cfg.Linger)
-	defer minEnd.Stop()
-	maxEnd := time.NewTimer(s.cfg.Linger + s.cfg.PeerTimeout)
-	defer maxEnd.Stop()
-	s.send()
-	final := uint64(s.stats.Packets)
-	s.final.Store(final)
-	lingered := false
-	for {
-		select {
-		case <-tick.C:
-			s.send()
-		case d := <-s.acks:
-			s.applyAck(d)
-		case <-minEnd.C:
-			lingered = true
-		case <-maxEnd.C:
-			return
-		}
-		if lingered && !s.awaitingAck(final) {
-			return
-		}
-	}
-}
-
-// Final is the counter of the packet that carried the final state (every
-// key released) once Run has sent it, 0 before. A receiver whose Newest
-// (PeerStatus) reached it acknowledged that state: for a script, that
-// everything was delivered.
-func (s *Sender) Final() uint64 { return s.final.Load() }
-
-// awaitingAck reports whether a live receiver (or, with feedback, one
-// assumed during the first PeerTimeout) has not acked counter yet.
-func (s *Sender) awaitingAck(counter uint64) bool {
-	if _, live := s.minAcked(); !live {
-		return false
-	}
-	return !s.allAcked(counter)
-}
-
-// clock is the session clock in milliseconds.
-func (s *Sender) clock() uint64 {
-	return uint64(time.Since(s.start) / time.Millisecond)
-}
-
-// send encodes the queue once and writes it to every destination.
-func (s *Sender) send() {
-	s.pkt.Header = wire.Header{Type: wire.TypeQueue, Session: s.cfg.Session, Counter: uint64(s.stats.Packets) + 1}
-	s.pkt.Clock = s.clock()
-	s.pkt.Wall = uint64(time.Now().UnixMilli())
-	if s.lockSrc != nil {
-		s.pkt.Locks = s.lockSrc.Locks()
-	}
-	s.pkt.Events = s.queue.Events()
-	var b []byte
-	var err error
-	if s.aead != nil {
-		b, err = s.pkt.AppendSealed(s.buf[:0], s.aead)
-	} else {
-		b, err = s.pkt.Append(s.buf[:0])
-	}
-	if err != nil {
-		// The queue always encodes (New checks its length); if it ever did
-		// not, sending nothing is safer than sending garbage.
-		s.stats.SendErrors++
-		s.logf("unable to encode the queue: %v", err)
-		return
-	}
-	s.buf = b
-	s.stats.Packets++
-	s.recordSent(s.pkt.Header.Counter, time.Now())
-	s.publish()
+// output writes one packet to every destination: the core's Output.
+func (s *Sender) output(b []byte) {
 	for _, d := range s.cfg.Dests {
 		n, err := s.cfg.Conn.WriteTo(b, d)
-		s.stats.Bytes += n
+		s.bytes += n
 		if err != nil {
-			s.stats.SendErrors++
+			s.sendErrors++
 			key := d.String() + err.Error()
 			if !s.errSeen[key] {
 				s.errSeen[key] = true
@@ -449,6 +306,13 @@ func (s *Sender) send() {
 			}
 		}
 	}
+}
+
+func (s *Sender) stats() Stats {
+	st := s.core.Stats()
+	st.Bytes = s.bytes
+	st.SendErrors += s.sendErrors
+	return st
 }
 
 func (s *Sender) logf(format string, args ...any) {

@@ -15,12 +15,17 @@ type Status struct {
 	Uptime  time.Duration
 }
 
-// publish copies what Status reports; Run calls it after each change.
-func (s *Sender) publish() {
+// publish copies what the status methods report; Run calls it after each
+// step. The slices are reused: no allocation once they have grown.
+func (s *Sender) publish(now time.Time) {
 	s.mu.Lock()
-	s.pubPackets = s.stats.Packets
-	s.pubHeld = s.queue.HeldKeys(s.pubHeld[:0])
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	c := s.core
+	s.pub.packets = c.Packets()
+	s.pub.held = c.Held(s.pub.held[:0])
+	s.pub.pending = c.Pending()
+	s.pub.peers = c.Peers(s.pub.peers[:0], now)
+	s.pub.final = c.Final()
 }
 
 // Status returns a snapshot of the sender.
@@ -28,11 +33,45 @@ func (s *Sender) Status() Status {
 	peers := s.Peers()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Status{
-		Packets: s.pubPackets,
-		Held:    append([]keys.Key(nil), s.pubHeld...),
-		Pending: s.Pending(),
+	st := Status{
+		Packets: s.pub.packets,
+		Held:    append([]keys.Key(nil), s.pub.held...),
+		Pending: s.pub.pending,
 		Peers:   peers,
-		Uptime:  time.Since(s.start),
 	}
+	if !s.pub.start.IsZero() {
+		st.Uptime = time.Since(s.pub.start)
+	}
+	return st
+}
+
+// Peers returns what the sender knows of each receiver that has acked,
+// live as of now. Safe to call while Run runs.
+func (s *Sender) Peers() []PeerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	out := append([]PeerStatus(nil), s.pub.peers...)
+	for i := range out {
+		out[i].Live = IsLive(out[i].LastHeard, now, s.cfg.PeerTimeout)
+	}
+	return out
+}
+
+// Pending is how many events wait in the backlog. Safe to call while Run
+// runs.
+func (s *Sender) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pub.pending
+}
+
+// Final is the counter of the packet that carried the final state (every
+// key released) once Run has sent it, 0 before. A receiver whose Newest
+// (PeerStatus) reached it acknowledged that state: for a script, that
+// everything was delivered.
+func (s *Sender) Final() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pub.final
 }

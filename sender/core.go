@@ -1,0 +1,393 @@
+package sender
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// Core is the sender's protocol, with no clock, goroutine, lock or socket
+// of its own (kcp-go's kcp.go and quic-go's ackhandler are the models): it
+// is told key events, acks and the time, hands each packet to Output, and
+// says when it next needs to be called (Next). Sender.Run is the thin loop
+// around it that owns the sockets, the source and the one timer; tests
+// drive it with explicit times.
+//
+// Its rules, each in one place: the balanced queue (seed 000, eventqueue),
+// the resend every Interval, redundant bursts after an event (burst.go),
+// lossless typing (backlog.go), the receivers it hears and which of them
+// are live (peers.go), and the end of a session: backlog flushed, every key
+// released, the final state resent until acked or Linger (+ PeerTimeout)
+// has passed.
+type Core struct {
+	cfg   CoreConfig
+	keys  sessionKeys
+	queue *eventqueue.Queue
+	pkt   wire.Queue
+	buf   []byte
+	locks keys.Locks
+	start time.Time
+	stats Stats
+
+	peers   map[string]*peer
+	sent    [sentRing]sentRecord
+	ack     wire.Ack
+	backlog []keyEvent
+	burst   burst
+
+	phase    phase
+	tickAt   time.Time // the next regular resend
+	stuckAt  time.Time // flushing: the backlog has not shrunk since PeerTimeout before this
+	minEnd   time.Time // lingering: Linger is over then
+	lingered bool      // lingering: minEnd has passed
+	maxEnd   time.Time // lingering: given up then
+	final    uint64    // the counter of the packet that carried the final state
+	held     []keys.Key
+}
+
+// CoreConfig configures a Core. Zero durations take the defaults of Config.
+type CoreConfig struct {
+	QueueLen    int
+	Interval    time.Duration
+	Linger      time.Duration
+	PeerTimeout time.Duration
+	Session     uint64
+	PSK         []byte
+	// Feedback: acks are expected (Ack will be called). Without, the
+	// sender is one-way: no bursts, no lossless typing, no grace.
+	Feedback bool
+	// Output sends one packet to every destination. b is only valid
+	// during the call.
+	Output func(b []byte)
+	// Logf reports what the user should know (nil: silent).
+	Logf func(format string, args ...any)
+}
+
+type phase int
+
+const (
+	running   phase = iota // the source plays
+	flushing               // the source ended; the backlog drains with the acks
+	lingering              // every key released; the final state is resent
+	done                   // Run returns
+)
+
+type keyEvent struct {
+	key  keys.Key
+	down bool
+}
+
+// NewCore checks cfg and makes a Core for a session starting at now. It
+// sends nothing until Start.
+func NewCore(cfg CoreConfig, now time.Time) (*Core, error) {
+	if cfg.QueueLen == 0 {
+		cfg.QueueLen = DefaultQueueLen
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Interval < time.Millisecond {
+		return nil, fmt.Errorf("interval %v is too short (minimum 1ms)", cfg.Interval)
+	}
+	if cfg.Linger == 0 {
+		cfg.Linger = DefaultLinger
+	}
+	if cfg.PeerTimeout == 0 {
+		cfg.PeerTimeout = DefaultPeerTimeout
+	}
+	if cfg.Output == nil {
+		return nil, errors.New("sender: no output")
+	}
+	// Above MaxSafeEvents a queue with long gaps between stamps could
+	// outgrow a packet, and the sender would have nothing it can send.
+	if cfg.QueueLen < 1 || cfg.QueueLen > wire.MaxSafeEvents {
+		return nil, fmt.Errorf("queue length %d out of range 1..%d", cfg.QueueLen, wire.MaxSafeEvents)
+	}
+	q, err := eventqueue.New(cfg.QueueLen)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Session == 0 {
+		if cfg.Session, err = NewSessionID(); err != nil {
+			return nil, err
+		}
+	}
+	k, err := newSessionKeys(cfg.PSK, cfg.Session)
+	if err != nil {
+		return nil, err
+	}
+	return &Core{cfg: cfg, keys: k, queue: q, start: now, peers: map[string]*peer{},
+		buf: make([]byte, 0, wire.MaxPacketSize)}, nil
+}
+
+// Session is the session id packets carry.
+func (c *Core) Session() uint64 { return c.cfg.Session }
+
+// SetLocks sets the lock state the next packets carry (PROTOCOL.md §3.2).
+func (c *Core) SetLocks(l keys.Locks) { c.locks = l }
+
+// Start begins the session at now: its clock and the start-up grace count
+// from here. It announces the session at once (a receiver learns of it
+// before the first key) and starts the resend period.
+func (c *Core) Start(now time.Time) {
+	c.start = now
+	c.send(now)
+	c.tickAt = now.Add(c.cfg.Interval)
+}
+
+// Key takes one key event from the source at now: into the queue (sent at
+// once), or into the backlog while that would push out an event a live
+// receiver has not applied yet (backlog.go).
+func (c *Core) Key(key keys.Key, down bool, now time.Time) {
+	if c.phase != running {
+		return // the source has ended: Stop was called
+	}
+	c.stats.Events++
+	ev := keyEvent{key, down}
+	if len(c.backlog) > 0 || !c.mayAdd(ev, now) {
+		c.hold(ev, now)
+		return
+	}
+	c.addNow(ev, now)
+}
+
+// Ack applies one feedback datagram from the receiver at from, received at
+// now. An error says why it was not an ack of this session (counted in
+// Stats.AckErrors).
+func (c *Core) Ack(b []byte, from string, now time.Time) error {
+	if c.phase == done {
+		return nil
+	}
+	if err := c.handleAck(b, from, now); err != nil {
+		c.stats.AckErrors++
+		return err
+	}
+	c.stats.Acks++
+	switch c.phase {
+	case running, flushing:
+		c.drain(now)
+		c.flushed(now)
+	case lingering:
+		c.lingerOver(now)
+	}
+	return nil
+}
+
+// Stop ends the source's part at now: the backlog drains with the acks
+// (flushing), then every held key is released and the final state is
+// resent (lingering) until Done.
+func (c *Core) Stop(now time.Time) {
+	if c.phase != running {
+		return
+	}
+	c.phase = flushing
+	c.stuckAt = now.Add(c.cfg.PeerTimeout)
+	c.flushed(now)
+}
+
+// Done reports whether the session is over: Run returns.
+func (c *Core) Done() bool { return c.phase == done }
+
+// Next is when Tick must next be called: the earliest of the resend, the
+// burst and the end-of-phase deadlines. Zero once Done.
+func (c *Core) Next() time.Time {
+	switch c.phase {
+	case running:
+		return earliest(c.tickAt, c.burst.next())
+	case flushing:
+		return earliest(earliest(c.tickAt, c.burst.next()), c.stuckAt)
+	case lingering:
+		next := earliest(c.tickAt, c.maxEnd)
+		if !c.lingered {
+			next = earliest(next, c.minEnd)
+		}
+		return next
+	}
+	return time.Time{}
+}
+
+// earliest of two deadlines, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// Tick runs what is due at now: the regular resend (which also lets the
+// backlog in once no receiver is live any more), a burst step, the end of
+// a stuck flush, the end of lingering.
+func (c *Core) Tick(now time.Time) {
+	switch c.phase {
+	case running, flushing:
+		if c.burst.due(now) {
+			c.burstStep(now)
+		}
+		if !now.Before(c.tickAt) {
+			c.send(now)
+			c.tickAt = nextTick(c.tickAt, c.cfg.Interval, now)
+			c.drain(now) // a receiver may have stopped being live
+		}
+		if c.phase == flushing && !now.Before(c.stuckAt) && len(c.backlog) > 0 {
+			// No ack let the backlog shrink for PeerTimeout: add what is
+			// left as the plain queue would.
+			for _, ev := range c.backlog {
+				c.addNow(ev, now)
+			}
+			c.backlog = nil
+		}
+		c.flushed(now)
+	case lingering:
+		if !now.Before(c.tickAt) {
+			c.send(now)
+			c.tickAt = nextTick(c.tickAt, c.lingerPeriod(), now)
+		}
+		if !now.Before(c.maxEnd) {
+			c.phase = done
+			return
+		}
+		if !now.Before(c.minEnd) {
+			c.lingered = true
+		}
+		c.lingerOver(now)
+	}
+}
+
+// nextTick is the resend deadline after at, keeping the period's phase
+// (a time.Ticker's rule): ticks missed while late are skipped, not caught
+// up.
+func nextTick(at time.Time, period time.Duration, now time.Time) time.Time {
+	at = at.Add(period)
+	if !at.After(now) {
+		at = now.Add(period - now.Sub(at)%period)
+	}
+	return at
+}
+
+// flushed moves on from flushing once the backlog is empty (restarting the
+// stuck deadline whenever it shrank): every key is released and the final
+// state lingers.
+func (c *Core) flushed(now time.Time) {
+	if c.phase != flushing {
+		return
+	}
+	if len(c.backlog) > 0 {
+		return
+	}
+	c.releaseAll(now)
+	c.burst.stop()
+	if c.cfg.Linger < 0 {
+		c.final = c.keys.nonce // releaseAll sent it
+		c.phase = done
+		return
+	}
+	c.phase = lingering
+	c.minEnd = now.Add(c.cfg.Linger)
+	c.maxEnd = c.minEnd.Add(c.cfg.PeerTimeout)
+	c.send(now)
+	c.final = c.keys.nonce
+	c.tickAt = now.Add(c.lingerPeriod())
+}
+
+// lingerPeriod is the resend period while lingering: at most 50 ms, so a
+// lost final packet costs little.
+func (c *Core) lingerPeriod() time.Duration { return min(c.cfg.Interval, 50*time.Millisecond) }
+
+// lingerOver ends lingering once Linger has passed and no live receiver
+// (or, with feedback but none heard yet, during the first PeerTimeout) is
+// still to ack the final state: a receiver in a short outage still gets
+// the all-released state.
+func (c *Core) lingerOver(now time.Time) {
+	if c.phase == lingering && c.lingered && !c.awaitingAck(c.final, now) {
+		c.phase = done
+	}
+}
+
+// Final is the counter of the packet that carried the final state (every
+// key released), 0 before it was sent. A receiver whose Newest reached it
+// acknowledged that state.
+func (c *Core) Final() uint64 { return c.final }
+
+// Stats returns what the core has done so far (Bytes and SendErrors are
+// the loop's).
+func (c *Core) Stats() Stats { return c.stats }
+
+// Pending is how many events wait in the backlog.
+func (c *Core) Pending() int { return len(c.backlog) }
+
+// Held lists the keys the queue holds down, into dst.
+func (c *Core) Held(dst []keys.Key) []keys.Key { return c.queue.HeldKeys(dst) }
+
+// Packets is how many packets have been sent.
+func (c *Core) Packets() int { return c.stats.Packets }
+
+// event stamps ev for the queue at now.
+func (c *Core) event(ev keyEvent, now time.Time) eventqueue.Event {
+	e := eventqueue.Event{Key: ev.key, Kind: eventqueue.Up, Stamp: c.queue.NextStamp(c.clock(now))}
+	if ev.down {
+		e.Kind = eventqueue.Down
+	}
+	return e
+}
+
+// addNow puts one key event in the queue and sends the queue if it changed.
+func (c *Core) addNow(ev keyEvent, now time.Time) {
+	r, err := c.queue.Add(c.event(ev, now))
+	switch {
+	case err != nil:
+		// The source gave a zero key; nothing to send.
+		c.logf("ignored key event: %v", err)
+	case r == eventqueue.Added:
+		c.stats.Queued++
+		c.send(now)
+		c.startBurst(now)
+	case r == eventqueue.Dropped:
+		c.stats.Dropped++
+		c.logf("queue full of held keys: %v press dropped (raise --queue)", ev.key)
+	}
+}
+
+// releaseAll adds a key-up for every held key: the all-up state a clean exit
+// must leave at the receiver (DESIGN.md invariant 6).
+func (c *Core) releaseAll(now time.Time) {
+	c.held = c.queue.HeldKeys(c.held[:0])
+	for _, k := range c.held {
+		c.stats.Events++
+		c.addNow(keyEvent{k, false}, now)
+	}
+}
+
+// clock is the session clock in milliseconds.
+func (c *Core) clock(now time.Time) uint64 {
+	return uint64(now.Sub(c.start) / time.Millisecond)
+}
+
+// send encodes the queue once and hands it to Output.
+func (c *Core) send(now time.Time) {
+	c.pkt.Clock = c.clock(now)
+	c.pkt.Wall = uint64(now.UnixMilli())
+	c.pkt.Locks = c.locks
+	c.pkt.Events = c.queue.Events()
+	b, err := c.keys.appendQueue(c.buf[:0], &c.pkt)
+	if err != nil {
+		// The queue always encodes (NewCore checks its length); if it ever
+		// did not, sending nothing is safer than sending garbage.
+		c.stats.SendErrors++
+		c.logf("unable to encode the queue: %v", err)
+		return
+	}
+	c.buf = b
+	c.stats.Packets++
+	c.recordSent(c.keys.nonce, now)
+	c.cfg.Output(b)
+}
+
+func (c *Core) logf(format string, args ...any) {
+	if c.cfg.Logf != nil {
+		c.cfg.Logf(format, args...)
+	}
+}
