@@ -119,6 +119,25 @@ func (s *Setting) describe(cf *configFile) string {
 	return s.Source
 }
 
+// origin says where a setting's value came from, for a person to find and
+// change it: "--to", "KEYRELAY_SEND_TO", "[send] to in config.toml:3",
+// "key-file in config.toml:1", or "default".
+func (s *Setting) origin(cf *configFile) string {
+	switch s.rank {
+	case rankFlag:
+		return "--" + s.Name
+	case rankEnv:
+		return s.env
+	case rankFile:
+		at := strings.TrimSuffix(cf.where(s.section, s.Name), ": ")
+		if s.section == "" {
+			return s.Name + " in " + at
+		}
+		return "[" + s.section + "] " + s.Name + " in " + at
+	}
+	return "default"
+}
+
 func (s *Setting) inTable() string {
 	if s.section == "" {
 		return ""

@@ -34,8 +34,14 @@ type DoctorOptions struct {
 	Insecure bool
 	Peer     string
 	Devices  []string
+	// To are send's destinations ([send] to, $KEYRELAY_SEND_TO, --to):
+	// with the send role, each unicast one is probed as --peer is.
+	To []string
 
 	config *configFile // the config file the settings came from, if any
+	// toFrom and peerFrom say where To and Peer came from, for people to
+	// find and change them ("[send] to in config.toml:3").
+	toFrom, peerFrom string
 	// sendBy and recvBy say what points at each role (a table of the config
 	// file, a flag, a variable), for --role auto.
 	sendBy, recvBy []string
@@ -65,9 +71,14 @@ type check struct {
 
 // NewCmdDoctor builds `keyrelay doctor`.
 func NewCmdDoctor(stdio IO) *cobra.Command {
-	opts := &DoctorOptions{}
+	return newCmdDoctor(stdio, &DoctorOptions{})
+}
+
+// newCmdDoctor builds `keyrelay doctor` filling opts, whose fields that
+// are no flag (a test's shorter probe timeout) are kept.
+func newCmdDoctor(stdio IO, opts *DoctorOptions) *cobra.Command {
 	c := &cobra.Command{
-		Use:     "doctor [--role auto|send|recv|both] [--inject I] [--input S] [--peer HOST:PORT]",
+		Use:     "doctor [--role auto|send|recv|both] [--inject I] [--input S] [--to HOST:PORT ...] [--peer HOST:PORT]",
 		Example: doctorExample,
 		Short:   "Check what send and recv need on this machine, and say how to fix what is missing",
 		Long: `Check, one line each, what this machine's role needs, and say how to fix
@@ -76,9 +87,9 @@ what is missing. Exit status 1 if something needed is missing.
 The role (--role) says which checks apply. auto, the default, takes it from
 the config file and the settings given: a config file with a [recv] table and
 no [send] is a receiver, one with [send] and no [recv] a sender; --inject or
---listen point at recv, --input or --device at send; with nothing to go by,
-or both, doctor checks both. The checks of the other role are listed as "not
-checked".
+--listen point at recv, --input, --device or --to at send; with nothing to go
+by, or both, doctor checks both. The checks of the other role are listed as
+"not checked".
 
   both roles  the key file (present, mode 0600, fingerprint; none with
               --insecure)
@@ -87,13 +98,23 @@ checked".
               listens on (--listen): free, or held by a keyrelay recv that
               answers a probe under this key (it is already running: fine)
   send        a terminal (--input terminal), the X RECORD extension (x11),
-              readable keyboards under /dev/input (evdev)
+              readable keyboards under /dev/input (evdev), and a round trip
+              to each of send's destinations ([send] to in the config file,
+              $KEYRELAY_SEND_TO, or --to): a keyrelay recv there answers
+              under this key (RTT and clock offset). A broadcast or
+              multicast destination is one-way: it is named, not probed.
 
-With --peer HOST[:PORT], a round trip to a running recv (it must share the
-key): RTT and clock offset. A probe is one short session holding no key,
-which the receiver logs as a new session that ended, not as a lost one.`,
+With --peer HOST[:PORT], whatever the role, a round trip to that recv
+instead of send's destinations. A probe is one short session holding no
+key, which the receiver logs as a new session that ended, not as a lost
+one; a failed one names the address, where it came from and the likely
+causes.`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runDoctor(c.Context(), stdio, opts) },
+	}
+	var settings []Setting
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		// A wrong value from the file or the environment is named there.
+		return attribute(runDoctor(c.Context(), stdio, opts), settings, opts.config)
 	}
 	f := c.Flags()
 	f.StringVar(&opts.Role, "role", roleAuto, "what this machine does: send, recv, both, or auto (from the config file's tables and the settings given)")
@@ -103,15 +124,26 @@ which the receiver logs as a new session that ended, not as a lost one.`,
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "the address recv will listen on")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
 	f.BoolVar(&opts.Insecure, "insecure", false, "send and recv run with --insecure: no key file needed, probes in plaintext")
-	f.StringVar(&opts.Peer, "peer", "", "a running recv to test a round trip with (HOST[:PORT])")
+	f.StringArrayVar(&opts.To, "to", nil, "send's destinations, HOST[:PORT] (repeatable or comma-separated; default [send] to or $KEYRELAY_SEND_TO): each is probed with the send role")
+	f.StringVar(&opts.Peer, "peer", "", "a running recv to test a round trip with (HOST[:PORT]), instead of send's destinations")
 	registerConfigFlag(f)
 	c.PreRunE = func(c *cobra.Command, _ []string) error {
-		settings, cf, err := configure(c)
+		var cf *configFile
+		var err error
+		settings, cf, err = configure(c)
 		if err != nil {
 			return err
 		}
 		opts.config = cf
 		opts.noteRoles(settings)
+		for _, s := range settings {
+			switch s.Name {
+			case "to":
+				opts.toFrom = s.origin(cf)
+			case "peer":
+				opts.peerFrom = s.origin(cf)
+			}
+		}
 		return nil
 	}
 	return c
@@ -136,7 +168,7 @@ func (o *DoctorOptions) noteRoles(settings []Setting) {
 			continue
 		}
 		switch s.Name {
-		case "input", "device":
+		case "input", "device", "to":
 			o.sendBy = append(o.sendBy, s.Source)
 		case "inject", "listen":
 			o.recvBy = append(o.recvBy, s.Source)
@@ -187,6 +219,15 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	// --listen as recv reads it: a bare port is every address.
 	if o.Listen, err = listenAddr(o.Listen); err != nil {
 		return err
+	}
+	// send's destinations as send reads them, when they are to be probed.
+	o.To = splitList(o.To)
+	if doSend && o.Peer == "" {
+		for _, a := range o.To {
+			if err := checkTo(a); err != nil {
+				return err
+			}
+		}
 	}
 	inj := o.Inject
 	if inj == "auto" {
@@ -288,23 +329,27 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	// recv: the UDP port.
 	forRole(roleRecv, "UDP port for recv", func() check { return o.checkListen(ctx, key) })
 
-	if o.Peer != "" {
-		port := portOf(withDefaultPort(o.Peer))
-		rtt, offset, err := o.probe(ctx, o.Peer, key)
-		add(check{name: "round trip to " + o.Peer, needed: true, err: err,
-			ok:  fmt.Sprintf("a recv answered in %v (%s)", rtt.Round(time.Microsecond), o.keyWords("same key; clocks within its --max-skew")),
-			fix: "start 'keyrelay recv' there, listening on port " + port + ", with the same key (compare fingerprints) or both --insecure; open UDP " + port + " in its firewall; keep both clocks in sync (NTP)"})
-		if err == nil {
-			// The replay defence (recv --max-skew, default 30s) rejects
-			// packets from a clock too far off; warn at half of it, while
-			// the relay still works, before drift makes it stop.
-			var clockErr error
-			if offset > receiver.DefaultMaxSkew/2 || offset < -receiver.DefaultMaxSkew/2 {
-				clockErr = fmt.Errorf("its clock is %s: past recv's --max-skew (default %v) it rejects every packet", describeOffset(offset), receiver.DefaultMaxSkew)
+	// A round trip to --peer, else (send) to each of send's destinations.
+	switch {
+	case o.Peer != "":
+		if doSend && len(o.To) > 0 {
+			add(check{name: "send's destinations (" + o.origin(o.toFrom, "--to") + ")",
+				skipped: "not probed: " + o.Peer + " (" + o.origin(o.peerFrom, "--peer") + ") is probed instead"})
+		}
+		for _, c := range o.roundTrip(ctx, o.Peer, "", key) {
+			add(c)
+		}
+	case !doSend:
+		// Listed as not checked, as send's other checks are (forRole
+		// runs nothing for a role this machine does not have).
+		for _, to := range o.To {
+			forRole(roleSend, "round trip to "+withDefaultPort(to)+" ("+o.origin(o.toFrom, "--to")+")", nil)
+		}
+	default:
+		for _, to := range o.To {
+			for _, c := range o.roundTrip(ctx, to, o.origin(o.toFrom, "--to"), key) {
+				add(c)
 			}
-			add(check{name: "clock offset to " + o.Peer, needed: !o.Insecure, err: clockErr,
-				ok:  fmt.Sprintf("its clock is %s (±%v; recv rejects packets past its --max-skew, default %v)", describeOffset(offset), (rtt/2 + time.Millisecond).Round(time.Millisecond), receiver.DefaultMaxSkew),
-				fix: "keep both clocks in sync with NTP (timedatectl set-ntp true; chrony or systemd-timesyncd)"})
 		}
 	}
 
@@ -347,6 +392,58 @@ func (o *DoctorOptions) keyWords(withKey string) string {
 		return "in plaintext: --insecure"
 	}
 	return withKey
+}
+
+// origin is where a setting came from (from, as Setting.origin says it),
+// or flag when it was not recorded (runDoctor called directly).
+func (o *DoctorOptions) origin(from, flag string) string {
+	if from == "" || from == "default" {
+		return flag
+	}
+	return from
+}
+
+// roundTrip probes a recv at target and checks its clock: the checks of
+// --peer (from "") and of each of send's destinations (from: where it came
+// from, which the check's name and fix then give). A broadcast or
+// multicast destination is one-way: no one receiver answers for it, so it
+// is named and not probed (send does not wait for its acks either).
+func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key []byte) []check {
+	name, fixAddr := "round trip to "+target, ""
+	if from != "" {
+		target = withDefaultPort(target)
+		name = "round trip to " + target + " (" + from + ")"
+		fixAddr = "; if the receiver is elsewhere, correct " + from
+		if ua, err := net.ResolveUDPAddr("udp", target); err == nil && isBroadcast(ua.IP) {
+			kind := "a broadcast address"
+			if ua.IP.IsMulticast() {
+				kind = "a multicast group"
+			}
+			return []check{{name: name, skipped: "not probed: " + kind + " is one-way (any number of receivers may answer, or none; send does not wait for their acks either)"}}
+		}
+	}
+	if key == nil && !o.Insecure {
+		return []check{{name: name, needed: true, err: errors.New("no key to probe with"),
+			fix: "give the key file (see above), or --insecure if both ends run without one"}}
+	}
+	port := portOf(withDefaultPort(target))
+	rtt, offset, err := o.probe(ctx, target, key)
+	checks := []check{{name: name, needed: true, err: err,
+		ok:  fmt.Sprintf("a recv answered in %v (%s)", rtt.Round(time.Microsecond), o.keyWords("same key; clocks within its --max-skew")),
+		fix: "start 'keyrelay recv' there, listening on port " + port + ", with the same key (compare fingerprints) or both --insecure; open UDP " + port + " in its firewall; keep both clocks in sync (NTP)" + fixAddr}}
+	if err != nil {
+		return checks
+	}
+	// The replay defence (recv --max-skew, default 30s) rejects packets
+	// from a clock too far off; warn at half of it, while the relay still
+	// works, before drift makes it stop.
+	var clockErr error
+	if offset > receiver.DefaultMaxSkew/2 || offset < -receiver.DefaultMaxSkew/2 {
+		clockErr = fmt.Errorf("its clock is %s: past recv's --max-skew (default %v) it rejects every packet", describeOffset(offset), receiver.DefaultMaxSkew)
+	}
+	return append(checks, check{name: "clock offset to " + target, needed: !o.Insecure, err: clockErr,
+		ok:  fmt.Sprintf("its clock is %s (±%v; recv rejects packets past its --max-skew, default %v)", describeOffset(offset), (rtt/2 + time.Millisecond).Round(time.Millisecond), receiver.DefaultMaxSkew),
+		fix: "keep both clocks in sync with NTP (timedatectl set-ntp true; chrony or systemd-timesyncd)"})
 }
 
 // checkListen checks the UDP port recv listens on: free, or held by a

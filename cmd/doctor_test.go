@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -137,11 +138,12 @@ func TestDoctorEvdev(t *testing.T) {
 }
 
 // doctorCmd runs `keyrelay doctor args...` (flags, configure and the
-// checks) and returns what it printed.
+// checks) and returns what it printed. A probe that gets no answer fails
+// after a second, not doctor's two.
 func doctorCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	c := NewCmdDoctor(IO{Out: &out, Err: &out})
+	c := newCmdDoctor(IO{Out: &out, Err: &out}, &DoctorOptions{probeTimeout: time.Second})
 	c.SilenceErrors, c.SilenceUsage = true, true
 	c.SetOut(&out)
 	c.SetErr(&out)
@@ -169,8 +171,10 @@ func doctorLine(text, name string) string {
 func TestDoctorRoles(t *testing.T) {
 	const (
 		recvOnly = "[recv]\ninject = \"log\"\nlisten = \"127.0.0.1:0\"\n"
-		sendOnly = "[send]\nto = \"127.0.0.1:9\"\nscript = \"keys.txt\"\n"
-		sendTerm = "[send]\nto = \"127.0.0.1:9\"\n"
+		// RECV: a running recv under the test's key (doctor probes
+		// [send] to).
+		sendOnly = "[send]\nto = \"RECV\"\nscript = \"keys.txt\"\n"
+		sendTerm = "[send]\nto = \"RECV\"\n"
 		both     = recvOnly + sendOnly
 	)
 	const (
@@ -206,6 +210,8 @@ func TestDoctorRoles(t *testing.T) {
 			terminal: checked, port: ok, x11: checked, noErr: true},
 		{name: "send-only config, recv's variable", config: sendOnly, env: []string{"KEYRELAY_DOCTOR_INJECT=log"}, role: "send and recv", why: "env KEYRELAY_DOCTOR_INJECT",
 			terminal: checked, port: checked, x11: checked},
+		{name: "recv-only config, send's destination in the environment", config: recvOnly, env: []string{"KEYRELAY_SEND_TO=RECV", "KEYRELAY_SEND_SCRIPT=keys.txt"},
+			role: "send and recv", why: "env KEYRELAY_SEND_TO", terminal: checked, port: ok, x11: checked, noErr: true},
 		{name: "role in [doctor]", config: both + "[doctor]\nrole = \"recv\"\n", role: "recv only", why: "--role recv",
 			terminal: skipped, port: ok, x11: checked, noErr: true},
 	} {
@@ -219,12 +225,13 @@ func TestDoctorRoles(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv(secret.Env, filepath.Join(dir, "k"))
+			recv, _, _ := recvOn(t, "127.0.0.1:0", key, nopInjector{})
 			if tc.config != "" {
-				writeFile(t, filepath.Join(dir, "config.toml"), tc.config)
+				writeFile(t, filepath.Join(dir, "config.toml"), strings.ReplaceAll(tc.config, "RECV", recv))
 			}
 			for _, kv := range tc.env {
 				k, v, _ := strings.Cut(kv, "=")
-				t.Setenv(k, v)
+				t.Setenv(k, strings.ReplaceAll(v, "RECV", recv))
 			}
 			text, err := doctorCmd(t, tc.args...)
 			if tc.noErr && err != nil {
@@ -266,6 +273,109 @@ func TestDoctorRoles(t *testing.T) {
 	isolate(t)
 	if _, err := doctorCmd(t, "--role", "sideways"); err == nil || !strings.Contains(err.Error(), `unknown --role "sideways"`) {
 		t.Errorf("--role sideways: err %v", err)
+	}
+}
+
+// TestDoctorProbesSendTo (issue 13 must-have 3, "doctor checks what the
+// configured role needs"; a sender needs its receivers): with the send
+// role, doctor probes each unicast destination of send ([send] to,
+// KEYRELAY_SEND_TO, --to) as it probes --peer, and names the destination
+// and where it came from in the result and the fix. A broadcast or
+// multicast destination is one-way: named, not probed, not failed. --peer
+// replaces the destinations; a machine that only receives lists them as
+// not checked; a wrong port is a usage error at its line.
+func TestDoctorProbesSendTo(t *testing.T) {
+	// LIVE: a recv under the test's key; SILENT: a socket that never
+	// answers, SPORT its port; CONFIG: the config file.
+	for _, tc := range []struct {
+		name    string
+		config  string // "" for no file
+		args    []string
+		env     []string // KEY=VALUE
+		want    []string // in the report, each
+		notWant []string // in no line
+		fail    bool     // doctor exits 1
+		usage   string   // a usage error (exit 2) saying this
+	}{
+		{name: "[send] to: a recv answers", config: "[send]\nto = [\"LIVE\"]\nscript = \"keys.txt\"\n",
+			want: []string{"ok    role: send only",
+				"ok    round trip to LIVE ([send] to in CONFIG:2): a recv answered in",
+				"ok    clock offset to LIVE: its clock is"}},
+		{name: "[send] to: nothing answers", config: "[send]\nto = \"SILENT\"\nscript = \"keys.txt\"\n", fail: true,
+			want: []string{"FAIL  round trip to SILENT ([send] to in CONFIG:2): no answer within 1s (no recv on port SPORT there, another key, --insecure on one end only",
+				"      fix: start 'keyrelay recv' there, listening on port SPORT, with the same key (compare fingerprints) or both --insecure; open UDP SPORT in its firewall; keep both clocks in sync (NTP); if the receiver is elsewhere, correct [send] to in CONFIG:2"}},
+		{name: "KEYRELAY_SEND_TO: each destination on its own", env: []string{"KEYRELAY_SEND_TO=LIVE,SILENT"}, args: []string{"--input", "script"}, fail: true,
+			want: []string{"ok    role: send only (from flag --input, env KEYRELAY_SEND_TO,",
+				"ok    round trip to LIVE (KEYRELAY_SEND_TO): a recv answered",
+				"FAIL  round trip to SILENT (KEYRELAY_SEND_TO): no answer within 1s",
+				"      fix: start 'keyrelay recv' there, listening on port SPORT", "correct KEYRELAY_SEND_TO\n"}},
+		{name: "--to", args: []string{"--to", "LIVE", "--input", "script"},
+			want: []string{"ok    role: send only (from flag --input, flag --to,", "ok    round trip to LIVE (--to): a recv answered"}},
+		{name: "broadcast and multicast: named, not probed", config: "[send]\nto = [\"255.255.255.255:SPORT\", \"239.1.2.3:SPORT\"]\nscript = \"keys.txt\"\n",
+			want: []string{"--    round trip to 255.255.255.255:SPORT ([send] to in CONFIG:2): not probed: a broadcast address is one-way",
+				"--    round trip to 239.1.2.3:SPORT ([send] to in CONFIG:2): not probed: a multicast group is one-way"}},
+		{name: "--peer replaces them", config: "[send]\nto = \"SILENT\"\nscript = \"keys.txt\"\n", args: []string{"--peer", "LIVE"},
+			want:    []string{"--    send's destinations ([send] to in CONFIG:2): not probed: LIVE (--peer) is probed instead", "ok    round trip to LIVE: a recv answered"},
+			notWant: []string{"round trip to SILENT"}},
+		{name: "peer in [doctor] replaces them", config: "[doctor]\npeer = \"LIVE\"\n[send]\nto = \"SILENT\"\nscript = \"keys.txt\"\n",
+			want:    []string{"--    send's destinations ([send] to in CONFIG:4): not probed: LIVE ([doctor] peer in CONFIG:2) is probed instead", "ok    round trip to LIVE: a recv answered"},
+			notWant: []string{"round trip to SILENT"}},
+		{name: "receiving only: not checked", config: "[send]\nto = \"SILENT\"\n", args: []string{"--role", "recv", "--inject", "log", "--listen", "127.0.0.1:0"},
+			want: []string{"--    round trip to SILENT ([send] to in CONFIG:2): not checked: this machine receives only"}},
+		{name: "a wrong port, named at its line", config: "[send]\nto = \"127.0.0.1:0\"\n",
+			usage: `CONFIG:2: to = "127.0.0.1:0" in [send]: port 0 is not a receiver's port`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := isolate(t)
+			key, err := secret.Generate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := secret.Write(filepath.Join(dir, "k"), key, false); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(secret.Env, filepath.Join(dir, "k"))
+			live, _, _ := recvOn(t, "127.0.0.1:0", key, nopInjector{})
+			silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer silent.Close()
+			config := filepath.Join(dir, "config.toml")
+			fill := strings.NewReplacer("LIVE", live, "SILENT", silent.LocalAddr().String(), "SPORT", portOf(silent.LocalAddr().String()), "CONFIG", config).Replace
+			if tc.config != "" {
+				writeFile(t, config, fill(tc.config))
+			}
+			for _, kv := range tc.env {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, fill(v))
+			}
+			args := make([]string, len(tc.args))
+			for i, a := range tc.args {
+				args[i] = fill(a)
+			}
+			text, err := doctorCmd(t, args...)
+			if tc.usage != "" {
+				var ue usageError
+				if !errors.As(err, &ue) || !strings.Contains(err.Error(), fill(tc.usage)) {
+					t.Errorf("err %v, want a usage error saying %q\n%s", err, fill(tc.usage), text)
+				}
+				return
+			}
+			if (err != nil) != tc.fail {
+				t.Errorf("err %v, want failure %v\n%s", err, tc.fail, text)
+			}
+			for _, w := range tc.want {
+				if w = fill(w); !strings.Contains(text, w) {
+					t.Errorf("%q not in the report\n%s", w, text)
+				}
+			}
+			for _, nw := range tc.notWant {
+				if nw = fill(nw); strings.Contains(text, nw) {
+					t.Errorf("%q in the report\n%s", nw, text)
+				}
+			}
+		})
 	}
 }
 

@@ -56,9 +56,11 @@ const (
   # Can this machine receive keys as JSON lines, and send a script?
   keyrelay doctor --key-file demo.key --inject log --input script
   # With a receiver running here: the receiving role finds it on its port;
-  # the sending role makes a round trip to it
+  # the sending role makes a round trip to each of send's destinations
+  # ([send] to, KEYRELAY_SEND_TO or --to), or to --peer instead
   keyrelay recv --key-file demo.key --inject log &
   keyrelay doctor --key-file demo.key --role recv --inject log
+  KEYRELAY_SEND_TO=127.0.0.1 keyrelay doctor --key-file demo.key --input script
   keyrelay doctor --key-file demo.key --role send --input script --peer 127.0.0.1
   kill %1`
 

@@ -95,10 +95,12 @@ var sessionRE = regexp.MustCompile(`new session ([0-9a-f]{16}) from`)
 // with a recv-only config (--config) doctor checks no terminal and finds
 // its own recv on the port (it answers the probe): exit 0; with a
 // send-only config ($KEYRELAY_CONFIG) it does not check the listen port,
-// and --peer reaches the recv: exit 0. Neither probe shows up on the
-// receiver as a lost session: each ends, holding no key, never "timed
-// out". A port held by another program fails, naming the port and how to
-// find the holder.
+// and probes the recv its [send] to names, by itself or as --peer:
+// exit 0. No probe shows up on the receiver as a lost session: each ends,
+// holding no key, never "timed out". Once the recv is stopped, the same
+// send-only config fails with exit 1, naming the address, the line it
+// came from and the likely causes. A port held by another program fails,
+// naming the port and how to find the holder.
 func TestDoctorWithRecvRunning(t *testing.T) {
 	r := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--timeout", "100ms")
 	dir := t.TempDir()
@@ -130,7 +132,16 @@ func TestDoctorWithRecvRunning(t *testing.T) {
 	wantLine(t, out, "ok    role: send only", "[send] in "+sendConf)
 	wantLine(t, out, "--    UDP port for recv: not checked: this machine sends only")
 	wantLine(t, out, "--    terminal (--input terminal):", "not needed for --input script")
-	wantLine(t, out, "ok    round trip to "+r.addr, "a recv answered in")
+	wantLine(t, out, "--    send's destinations ([send] to in "+sendConf+":2): not probed: "+r.addr+" (--peer) is probed instead")
+	wantLine(t, out, "ok    round trip to "+r.addr+": a recv answered in")
+	wantLine(t, out, "ok    clock offset to "+r.addr, "its clock is")
+
+	// Without --peer, [send] to is probed by itself.
+	code, out = doctorEnv(t, []string{"DISPLAY=", "KEYRELAY_CONFIG=" + sendConf})
+	if code != 0 || strings.Contains(out, "FAIL") {
+		t.Errorf("send-only config, recv running, no --peer: exit %d\n%s", code, out)
+	}
+	wantLine(t, out, "ok    round trip to "+r.addr+" ([send] to in "+sendConf+":2): a recv answered in")
 	wantLine(t, out, "ok    clock offset to "+r.addr, "its clock is")
 
 	// Each probe was a session on the receiver; each must end as a clean
@@ -139,8 +150,8 @@ func TestDoctorWithRecvRunning(t *testing.T) {
 	for _, m := range sessionRE.FindAllStringSubmatch(r.stderr.String(), -1) {
 		ids[m[1]] = true
 	}
-	if len(ids) < 2 {
-		t.Fatalf("recv saw %d probe sessions, want 2 (one per doctor)\n%s", len(ids), r.stderr)
+	if len(ids) < 3 {
+		t.Fatalf("recv saw %d probe sessions, want 3 (one per doctor)\n%s", len(ids), r.stderr)
 	}
 	deadline := time.After(10 * time.Second)
 	for id := range ids {
@@ -162,6 +173,16 @@ func TestDoctorWithRecvRunning(t *testing.T) {
 		}
 	}
 	r.stop()
+
+	// The receiver [send] to names is gone: nothing listens on its port.
+	code, out = doctorEnv(t, []string{"DISPLAY=", "KEYRELAY_CONFIG=" + sendConf})
+	if code != 1 {
+		t.Errorf("send-only config, recv stopped: exit %d, want 1\n%s", code, out)
+	}
+	_, recvPort, _ := net.SplitHostPort(r.addr)
+	wantLine(t, out, "FAIL  round trip to "+r.addr+" ([send] to in "+sendConf+":2): no answer within 2s",
+		"no recv on port "+recvPort+" there", "another key", "--insecure on one end only", "a firewall dropping UDP "+recvPort,
+		"fix: start 'keyrelay recv' there, listening on port "+recvPort, "correct [send] to in "+sendConf+":2")
 
 	// Another program holds the port: it does not answer the probe.
 	other, err := net.ListenPacket("udp", "127.0.0.1:0")
