@@ -414,13 +414,20 @@ func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key 
 		target = withDefaultPort(target)
 		name = "round trip to " + target + " (" + from + ")"
 		fixAddr = "; if the receiver is elsewhere, correct " + from
-		if ua, err := net.ResolveUDPAddr("udp", target); err == nil && isBroadcast(ua.IP) {
-			kind := "a broadcast address"
-			if ua.IP.IsMulticast() {
-				kind = "a multicast group"
-			}
-			return []check{{name: name, skipped: "not probed: " + kind + " is one-way (any number of receivers may answer, or none; send does not wait for their acks either)"}}
+	}
+	ua, err := net.ResolveUDPAddr("udp", withDefaultPort(target))
+	if err != nil {
+		// The probe's fix (start recv there) does not help a name that
+		// leads nowhere.
+		return []check{{name: name, needed: true, err: fmt.Errorf("unable to resolve %s: %w", target, err),
+			fix: "check the host name and this machine's DNS (getent hosts NAME), or give the receiver's IP address" + fixAddr}}
+	}
+	if from != "" && isBroadcast(ua.IP) {
+		kind := "a broadcast address"
+		if ua.IP.IsMulticast() {
+			kind = "a multicast group"
 		}
+		return []check{{name: name, skipped: "not probed: " + kind + " is one-way (any number of receivers may answer, or none; send does not wait for their acks either)"}}
 	}
 	if key == nil && !o.Insecure {
 		return []check{{name: name, needed: true, err: errors.New("no key to probe with"),

@@ -281,9 +281,10 @@ func TestDoctorRoles(t *testing.T) {
 // role, doctor probes each unicast destination of send ([send] to,
 // KEYRELAY_SEND_TO, --to) as it probes --peer, and names the destination
 // and where it came from in the result and the fix. A broadcast or
-// multicast destination is one-way: named, not probed, not failed. --peer
-// replaces the destinations; a machine that only receives lists them as
-// not checked; a wrong port is a usage error at its line.
+// multicast destination is one-way: named, not probed, not failed; a name
+// that does not resolve gets a fix about the name. --peer replaces the
+// destinations; a machine that only receives lists them as not checked; a
+// wrong port is a usage error at its line.
 func TestDoctorProbesSendTo(t *testing.T) {
 	// LIVE: a recv under the test's key; SILENT: a socket that never
 	// answers, SPORT its port; CONFIG: the config file.
@@ -311,6 +312,10 @@ func TestDoctorProbesSendTo(t *testing.T) {
 				"      fix: start 'keyrelay recv' there, listening on port SPORT", "correct KEYRELAY_SEND_TO\n"}},
 		{name: "--to", args: []string{"--to", "LIVE", "--input", "script"},
 			want: []string{"ok    role: send only (from flag --input, flag --to,", "ok    round trip to LIVE (--to): a recv answered"}},
+		{name: "a name that does not resolve: the fix is about the name", args: []string{"--to", "no such host!", "--input", "script"}, fail: true,
+			want: []string{"FAIL  round trip to no such host!:7575 (--to): unable to resolve no such host!:7575: ",
+				"      fix: check the host name and this machine's DNS (getent hosts NAME), or give the receiver's IP address; if the receiver is elsewhere, correct --to\n"},
+			notWant: []string{"start 'keyrelay recv' there"}},
 		{name: "broadcast and multicast: named, not probed", config: "[send]\nto = [\"255.255.255.255:SPORT\", \"239.1.2.3:SPORT\"]\nscript = \"keys.txt\"\n",
 			want: []string{"--    round trip to 255.255.255.255:SPORT ([send] to in CONFIG:2): not probed: a broadcast address is one-way",
 				"--    round trip to 239.1.2.3:SPORT ([send] to in CONFIG:2): not probed: a multicast group is one-way"}},
