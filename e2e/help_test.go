@@ -40,25 +40,31 @@ func TestHelpExamples(t *testing.T) {
 			if !strings.Contains(block, "keyrelay ") {
 				t.Fatalf("no Examples section running keyrelay in --help:\n%s", help)
 			}
-			dir := t.TempDir()
-			env := []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"), "HOME=" + dir, "LANG=C.UTF-8"}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			sh := exec.CommandContext(ctx, "bash", "-e", "-c", block)
-			sh.Dir, sh.Env = dir, env
-			// Its own process group: whatever the block left running is
-			// ended with it.
-			sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
-			out, err := sh.CombinedOutput()
-			if sh.Process != nil {
-				syscall.Kill(-sh.Process.Pid, syscall.SIGKILL)
-			}
-			if err != nil {
+			if out, err := runBash(t.TempDir(), block); err != nil {
 				t.Errorf("the example failed (%v):\n%s\noutput:\n%s", err, block, out)
 			}
 		})
 	}
+}
+
+// runBash runs script with bash -e in dir as a new user would: HOME is
+// dir, no KEYRELAY_* settings, the built keyrelay first on PATH. It
+// returns what the script printed (both streams). Whatever the script left
+// running (a recv started with &) is ended with it.
+func runBash(dir, script string) ([]byte, error) {
+	env := []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"), "HOME=" + dir, "LANG=C.UTF-8"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "bash", "-e", "-c", script)
+	sh.Dir, sh.Env = dir, env
+	// Its own process group, so that what it started is ended with it.
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
+	out, err := sh.CombinedOutput()
+	if sh.Process != nil {
+		syscall.Kill(-sh.Process.Pid, syscall.SIGKILL)
+	}
+	return out, err
 }
 
 // examples is the Examples section of a cobra --help text, dedented.

@@ -1,0 +1,188 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// shellBlock is one ```sh, ```bash, ```shell or ```console block of a
+// Markdown text.
+type shellBlock struct {
+	line   int    // of the opening fence, from 1
+	lang   string // sh, bash, shell or console
+	text   string // as written, dedented to the fence
+	script string // what bash runs: the text, or a console block's "$ " lines
+	notRun string // the reason given by a <!-- not run: REASON --> just before it
+}
+
+var (
+	fenceRE  = regexp.MustCompile("^( *)```\\s*(\\w*)")
+	notRunRE = regexp.MustCompile(`^\s*<!-- not run: (.*?) -->\s*$`)
+)
+
+// shellBlocks finds the shell blocks of a Markdown text. A "not run"
+// comment must stand on the line just before a shell block and give a
+// reason: one anywhere else, or an unclosed fence, is an error, so that a
+// block cannot leave the test unnoticed.
+func shellBlocks(markdown string) ([]shellBlock, error) {
+	lines := strings.Split(markdown, "\n")
+	var blocks []shellBlock
+	for i := 0; i < len(lines); i++ {
+		if m := notRunRE.FindStringSubmatch(lines[i]); m != nil {
+			f := []string(nil)
+			if i+1 < len(lines) {
+				f = fenceRE.FindStringSubmatch(lines[i+1])
+			}
+			if f == nil || !isShell(f[2]) || strings.TrimSpace(m[1]) == "" {
+				return nil, fmt.Errorf("line %d: a <!-- not run: REASON --> comment must give a reason and stand just before a ```sh, ```bash or ```console block", i+1)
+			}
+			continue
+		}
+		m := fenceRE.FindStringSubmatch(lines[i])
+		if m == nil {
+			continue
+		}
+		indent, open := m[1], i
+		var body []string
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+			body = append(body, strings.TrimPrefix(lines[i], indent))
+		}
+		if i == len(lines) {
+			return nil, fmt.Errorf("line %d: the ``` block is not closed", open+1)
+		}
+		if !isShell(m[2]) {
+			continue
+		}
+		b := shellBlock{line: open + 1, lang: m[2], text: strings.Join(body, "\n")}
+		b.script = b.text
+		if b.lang == "console" {
+			var cmds []string
+			for _, l := range body {
+				if c, ok := strings.CutPrefix(l, "$ "); ok {
+					cmds = append(cmds, c)
+				}
+			}
+			b.script = strings.Join(cmds, "\n")
+		}
+		if open > 0 {
+			if n := notRunRE.FindStringSubmatch(lines[open-1]); n != nil {
+				b.notRun = n[1]
+			}
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks, nil
+}
+
+func isShell(lang string) bool {
+	switch lang {
+	case "sh", "bash", "shell", "console":
+		return true
+	}
+	return false
+}
+
+// TestShellBlocks: the README's shell blocks are found, with their lines,
+// languages and "not run" reasons; a misplaced or empty "not run" comment
+// and an unclosed fence are errors.
+func TestShellBlocks(t *testing.T) {
+	md := strings.Join([]string{
+		"# x", //  1
+		"```sh",
+		"keyrelay version",
+		"```",
+		"<!-- not run: two machines -->", //  5
+		"```bash",
+		"ssh other keyrelay recv",
+		"```",
+		"- a list item:",
+		"", // 10
+		"  ```console",
+		"  $ keyrelay keys | head -1",
+		"  Escape",
+		"  ```",
+		"```toml", // 15
+		"[send]",
+		"```",
+		"```",
+		"not a shell block",
+		"```", // 20
+	}, "\n")
+	got, err := shellBlocks(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []shellBlock{
+		{line: 2, lang: "sh", text: "keyrelay version", script: "keyrelay version"},
+		{line: 6, lang: "bash", text: "ssh other keyrelay recv", script: "ssh other keyrelay recv", notRun: "two machines"},
+		{line: 11, lang: "console", text: "$ keyrelay keys | head -1\nEscape", script: "keyrelay keys | head -1"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("shellBlocks =\n%+v\nwant\n%+v", got, want)
+	}
+	for _, bad := range []string{
+		"<!-- not run: a reason -->\n\n```sh\nx\n```", // not just before
+		"<!-- not run: a reason -->\n```toml\nx\n```", // not a shell block
+		"<!-- not run:  -->\n```sh\nx\n```",           // no reason
+		"```sh\nkeyrelay version\n",                   // not closed
+	} {
+		if _, err := shellBlocks(bad); err == nil {
+			t.Errorf("no error for %q", bad)
+		}
+	}
+}
+
+// TestREADMEShellExamples (issue 13, Tests: "the README's and every --help
+// example run as written"): every ```sh, ```bash or ```console block of
+// README.md runs in bash -e, as TestHelpExamples runs --help's examples
+// (an empty directory as HOME, no KEYRELAY_* settings, the built keyrelay
+// on PATH, and as bin/keyrelay when a block names that path), and exits 0.
+// Only a block marked <!-- not run: REASON --> just before it (two
+// machines, apt-get, a synopsis) is left out, so a new block runs unless
+// someone says why it cannot.
+func TestREADMEShellExamples(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := shellBlocks(string(readme))
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
+	}
+	ran := 0
+	for _, b := range blocks {
+		where := fmt.Sprintf("README.md:%d", b.line)
+		if b.notRun != "" {
+			t.Logf("%s: not run: %s", where, b.notRun)
+			continue
+		}
+		ran++
+		t.Run(where, func(t *testing.T) {
+			dir := t.TempDir()
+			if strings.Contains(b.script, "bin/keyrelay") {
+				if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(bin, filepath.Join(dir, "bin", "keyrelay")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if out, err := runBash(dir, b.script); err != nil {
+				t.Errorf("%s: the ```%s block failed (%v); fix it, or mark it <!-- not run: REASON --> if it cannot run on one machine:\n%s\noutput:\n%s", where, b.lang, err, b.text, out)
+			}
+		})
+	}
+	if ran == 0 {
+		t.Errorf("README.md has %d shell blocks and none runs: the examples go untested", len(blocks))
+	}
+}
