@@ -1,0 +1,405 @@
+package sender_test
+
+import (
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// Table tests of the sender's Core with explicit times (issue 14 must-have
+// 1): no clock, no socket, no receiver. Each packet the core sends is
+// decoded and recorded with the time of the call that sent it.
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// The physical keys A and B.
+var kA, kB = keys.Key(keys.KeyA), keys.Key(keys.KeyB)
+
+func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+
+// rig is a Core and what it sent.
+type rig struct {
+	t    testing.TB
+	c    *sender.Core
+	sent []wire.Queue // decoded, in order
+	acks uint64       // the receiver's ack counter
+}
+
+func newRig(t testing.TB, cfg sender.CoreConfig) *rig {
+	t.Helper()
+	r := &rig{t: t}
+	cfg.Session = 0x1234
+	cfg.Output = func(b []byte) {
+		var q wire.Queue
+		if err := wire.ParseQueue(b, &q); err != nil {
+			t.Fatalf("the core sent a packet that does not parse: %v", err)
+		}
+		q.Events = append([]eventqueue.Event(nil), q.Events...)
+		r.sent = append(r.sent, q)
+	}
+	c, err := sender.NewCore(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.c = c
+	return r
+}
+
+// at is t0 plus d.
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// ack is the receiver's ack, arriving at now, saying it has packet newest
+// (and the ack bits), applied events up to stamp, and held newest for
+// delay.
+func (r *rig) ack(now time.Time, newest, bits, stamp uint64, delay time.Duration) {
+	r.t.Helper()
+	r.acks++
+	a := wire.Ack{Header: wire.Header{Type: wire.TypeAck, Session: 0x1234, Counter: r.acks},
+		Newest: newest, Bits: bits, Stamp: stamp, Delay: uint64(delay / time.Microsecond), Wall: uint64(now.UnixMilli())}
+	b, err := a.Append(nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.c.Ack(b, "10.0.0.2:7575", now); err != nil {
+		r.t.Fatalf("ack rejected: %v", err)
+	}
+}
+
+// newestStamp is the stamp of the newest event the core has sent.
+func (r *rig) newestStamp() uint64 {
+	q := r.sent[len(r.sent)-1]
+	if len(q.Events) == 0 {
+		return 0
+	}
+	return q.Events[0].Stamp
+}
+
+func (r *rig) peer(now time.Time) sender.PeerStatus {
+	r.t.Helper()
+	ps := r.c.Peers(nil, now)
+	if len(ps) != 1 {
+		r.t.Fatalf("%d peers, want 1", len(ps))
+	}
+	return ps[0]
+}
+
+// The resend period (mission: the whole queue every 100 ms) and the event
+// send (on every event), one-way: no bursts.
+func TestCoreResendsEveryInterval(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{})
+	r.c.Start(t0)
+	if len(r.sent) != 1 {
+		t.Fatalf("Start sent %d packets, want 1 (the announce)", len(r.sent))
+	}
+	if got := r.c.Next(); !got.Equal(at(ms(100))) {
+		t.Fatalf("Next after Start = +%v, want +100ms", got.Sub(t0))
+	}
+	r.c.Key(kA, true, at(ms(30)))
+	if len(r.sent) != 2 || r.sent[1].Events[0].Key != kA {
+		t.Fatalf("a key event sent %d packets, want one more carrying it", len(r.sent)-1)
+	}
+	if got := r.c.Next(); !got.Equal(at(ms(100))) {
+		t.Fatalf("one-way, a key event must not start a burst: Next = +%v, want +100ms", got.Sub(t0))
+	}
+	r.c.Tick(at(ms(100)))
+	if len(r.sent) != 3 {
+		t.Fatalf("the resend at +100ms: %d packets in all, want 3", len(r.sent))
+	}
+	// A late tick keeps the period's phase and skips what it missed.
+	r.c.Tick(at(ms(350)))
+	if got := r.c.Next(); !got.Equal(at(ms(400))) {
+		t.Fatalf("Next after a tick late at +350ms = +%v, want +400ms", got.Sub(t0))
+	}
+	for i, q := range r.sent {
+		if q.Header.Counter != uint64(i+1) {
+			t.Fatalf("packet %d has counter %d: counters (nonces) must count up from 1", i, q.Header.Counter)
+		}
+	}
+	if got := r.sent[1].Clock; got != 30 {
+		t.Errorf("the key's packet says clock %d ms, want 30 (ms since Start)", got)
+	}
+}
+
+// The RTT estimator of RFC 6298 §2, fed by acks (hold time taken out).
+func TestCoreRTTFromAcks(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true})
+	r.c.Start(t0) // packet 1 at t0
+	r.ack(at(ms(10)), 1, 0, 0, ms(2))
+	p := r.peer(at(ms(10)))
+	if p.SRTT != ms(8) || p.RTTVar != ms(4) {
+		t.Fatalf("first sample 8ms: SRTT %v RTTVar %v, want 8ms and 4ms (§2.2)", p.SRTT, p.RTTVar)
+	}
+	r.c.Tick(at(ms(100))) // packet 2 at +100ms
+	r.ack(at(ms(112)), 2, 1, 0, 0)
+	p = r.peer(at(ms(112)))
+	// §2.3: RTTVar = 3/4·4 + 1/4·|8−12| = 4; SRTT = 7/8·8 + 1/8·12 = 8.5.
+	if p.SRTT != ms(8.5) || p.RTTVar != ms(4) {
+		t.Fatalf("second sample 12ms: SRTT %v RTTVar %v, want 8.5ms and 4ms (§2.3)", p.SRTT, p.RTTVar)
+	}
+	// An ack for a packet already acked gives no sample.
+	r.ack(at(ms(150)), 2, 1, 0, 0)
+	if p2 := r.peer(at(ms(150))); p2.SRTT != p.SRTT {
+		t.Fatalf("a repeated newest changed SRTT to %v", p2.SRTT)
+	}
+	// A replayed ack (a counter seen before) is refused.
+	a := wire.Ack{Header: wire.Header{Type: wire.TypeAck, Session: 0x1234, Counter: 1}, Newest: 2}
+	b, _ := a.Append(nil)
+	if err := r.c.Ack(b, "10.0.0.2:7575", at(ms(160))); err == nil {
+		t.Fatal("a replayed ack was accepted")
+	}
+}
+
+// Loss from ack bits: a packet's fate is settled once the receiver is 8
+// packets past it (reordering margin), each settled packet weighing 1/32.
+func TestCoreLossFromAckBits(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true})
+	r.c.Start(t0)
+	for i := 1; i < 20; i++ {
+		r.c.Tick(at(time.Duration(i) * 100 * time.Millisecond))
+	}
+	// Newest 20; every packet before it received but 5.
+	bits := ^uint64(0) &^ (1 << (20 - 5 - 1))
+	r.ack(at(ms(1901)), 20, bits, 0, 0)
+	p := r.peer(at(ms(1901)))
+	if p.Settled != 12 || p.Lost != 1 {
+		t.Fatalf("settled %d lost %d, want 12 and 1 (packets 1..12; 13..19 within the reorder margin)", p.Settled, p.Lost)
+	}
+	// Packet 5 settled 8th of 12: loss = (1/32)·(31/32)^7.
+	want := 1.0 / 32
+	for range 7 {
+		want *= 31.0 / 32
+	}
+	if d := p.Loss - want; d > 1e-12 || d < -1e-12 {
+		t.Fatalf("loss %v, want %v", p.Loss, want)
+	}
+	// The same ack bits told again settle nothing twice.
+	r.ack(at(ms(1902)), 20, bits, 0, 0)
+	if p := r.peer(at(ms(1902))); p.Settled != 12 {
+		t.Fatalf("settled %d after a repeat, want 12", p.Settled)
+	}
+}
+
+// A live receiver is one heard within PeerTimeout; before any is heard, a
+// sender with feedback assumes one for its first PeerTimeout (grace).
+func TestCoreLiveness(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true, PeerTimeout: time.Second})
+	r.c.Start(t0)
+	r.ack(at(ms(500)), 1, 0, 0, 0)
+	if !r.peer(at(ms(1499))).Live {
+		t.Error("heard 999ms ago with a 1s timeout: not live")
+	}
+	if r.peer(at(ms(1500))).Live {
+		t.Error("heard 1s ago with a 1s timeout: still live")
+	}
+	if !sender.IsLive(at(0), at(ms(999)), time.Second) || sender.IsLive(time.Time{}, at(0), time.Second) {
+		t.Error("IsLive: heard 999ms ago must be live, never heard must not")
+	}
+}
+
+// Bursts (seed 003): after an event, with a live receiver, the queue is
+// re-sent every burst gap (a quarter of the SRTT) until the receiver has
+// acked a packet carrying the event.
+func TestCoreBurstUntilAcked(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true})
+	r.c.Start(t0)
+	r.ack(at(ms(40)), 1, 0, 0, 0) // SRTT 40ms: gap 10ms
+	r.c.Key(kA, true, at(ms(50)))
+	n := len(r.sent)
+	if got := r.c.Next(); !got.Equal(at(ms(60))) {
+		t.Fatalf("burst: Next = +%v, want +60ms (gap SRTT/4 = 10ms)", got.Sub(t0))
+	}
+	r.c.Tick(at(ms(60)))
+	if len(r.sent) != n+1 {
+		t.Fatalf("the burst step sent %d packets, want 1", len(r.sent)-n)
+	}
+	r.ack(at(ms(65)), uint64(n), 0, r.newestStamp(), 0) // the event's packet arrived
+	r.c.Tick(at(ms(70)))
+	if len(r.sent) != n+1 {
+		t.Fatalf("the burst went on after the event's packet was acked")
+	}
+	if got := r.c.Next(); !got.Equal(at(ms(100))) {
+		t.Fatalf("after the burst: Next = +%v, want the resend at +100ms", got.Sub(t0))
+	}
+}
+
+// The burst gap: a quarter of the smallest live SRTT within its bounds,
+// DefaultBurstGap before any RTT is known.
+func TestCoreBurstGap(t *testing.T) {
+	for _, tc := range []struct {
+		rtt  time.Duration // 0: no ack, no RTT
+		want time.Duration
+	}{
+		{0, sender.DefaultBurstGap},
+		{ms(0.3), sender.MinBurstGap},
+		{ms(8), max(ms(2), sender.MinBurstGap)},
+		{ms(40), ms(10)},
+		{ms(200), sender.MaxBurstGap},
+	} {
+		r := newRig(t, sender.CoreConfig{Feedback: true})
+		r.c.Start(t0)
+		now := t0
+		if tc.rtt > 0 {
+			now = t0.Add(tc.rtt)
+			r.ack(now, 1, 0, 0, 0)
+		}
+		r.c.Tick(now) // any resend due first: its deadline is not the burst's
+		r.c.Key(kA, true, now)
+		if got := r.c.Next().Sub(now); got != tc.want {
+			t.Errorf("rtt %v: burst gap %v, want %v", tc.rtt, got, tc.want)
+		}
+	}
+}
+
+// Lossless typing: an event that would push out one the live receiver has
+// not applied waits in the backlog until the acks let it in.
+func TestCoreBacklogWaitsForAcks(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true, QueueLen: 2})
+	r.c.Start(t0)
+	r.ack(at(ms(1)), 1, 0, 0, 0)
+	r.c.Key(kA, true, at(ms(10)))
+	r.c.Key(kA, false, at(ms(20)))
+	r.c.Key(kB, true, at(ms(30))) // would push out KeyA's down, unacked
+	if r.c.Pending() != 1 {
+		t.Fatalf("pending %d, want 1: the receiver has not applied the event it would push out", r.c.Pending())
+	}
+	n := len(r.sent)
+	r.ack(at(ms(31)), uint64(n), 1, r.newestStamp(), 0)
+	if r.c.Pending() != 0 || len(r.sent) != n+1 {
+		t.Fatalf("after the ack: pending %d and %d packets sent, want 0 and 1", r.c.Pending(), len(r.sent)-n)
+	}
+	if ev := r.sent[len(r.sent)-1].Events[0]; ev.Key != kB || ev.Kind != eventqueue.Down {
+		t.Fatalf("the packet after the ack leads with %v, want KeyB down", ev)
+	}
+}
+
+// After PeerTimeout of silence no receiver is live: the backlog drains at
+// the next resend (plain queue behaviour), and grace ends PeerTimeout
+// after Start.
+func TestCoreBacklogDrainsWhenNoneLive(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true, QueueLen: 1, PeerTimeout: time.Second})
+	r.c.Start(t0)
+	r.c.Key(kA, true, at(ms(10)))
+	r.c.Key(kA, false, at(ms(20))) // grace: a receiver is assumed
+	if r.c.Pending() != 1 {
+		t.Fatalf("during grace: pending %d, want 1", r.c.Pending())
+	}
+	for now := at(ms(20)); r.c.Pending() > 0 && now.Before(at(2*time.Second)); now = r.c.Next() {
+		r.c.Tick(now)
+		if r.c.Pending() == 0 && now.Before(at(time.Second)) {
+			t.Fatalf("the backlog drained at +%v, inside the grace", now.Sub(t0))
+		}
+	}
+	if r.c.Pending() != 0 {
+		t.Fatal("the backlog did not drain after the grace")
+	}
+}
+
+// The end (DESIGN.md invariant 6): Stop releases every held key, and the
+// final state is resent every min(Interval, 50ms) until Linger has passed
+// and the live receiver has acked it.
+func TestCoreStopReleasesAndLingers(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true, Linger: 300 * time.Millisecond})
+	r.c.Start(t0)
+	r.ack(at(ms(1)), 1, 0, 0, 0)
+	r.c.Key(kA, true, at(ms(10)))
+	r.c.Stop(at(ms(20)))
+	final := r.c.Final()
+	if final == 0 {
+		t.Fatal("no final packet after Stop")
+	}
+	q := r.sent[final-1]
+	if len(q.Events) == 0 || q.Events[0].Key != kA || q.Events[0].Kind != eventqueue.Up {
+		t.Fatalf("the final packet leads with %v, want KeyA up", q.Events)
+	}
+	if got := r.c.Next(); !got.Equal(at(ms(70))) {
+		t.Fatalf("lingering: Next = +%v, want +70ms", got.Sub(t0))
+	}
+	r.ack(at(ms(25)), final, 0, q.Events[0].Stamp, 0)
+	for now := r.c.Next(); !r.c.Done(); now = r.c.Next() {
+		r.c.Tick(now)
+		if r.c.Done() && now.Before(at(ms(320))) {
+			t.Fatalf("done at +%v, before Linger", now.Sub(t0))
+		}
+	}
+	if r.c.Next() != (time.Time{}) {
+		t.Fatal("Next is not zero once Done")
+	}
+}
+
+// A receiver that never acks the final state holds the end for Linger +
+// PeerTimeout at most.
+func TestCoreLingerGivesUp(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true, Linger: 300 * time.Millisecond, PeerTimeout: time.Second})
+	r.c.Start(t0)
+	r.ack(at(ms(1)), 1, 0, 0, 0)
+	r.c.Stop(at(ms(500)))
+	var end time.Time
+	for now := r.c.Next(); !r.c.Done(); now = r.c.Next() {
+		r.c.Tick(now)
+		end = now
+	}
+	// The receiver was last heard at +1ms: live until +1001ms, so the
+	// linger ends at its first tick after Linger (+800ms) once it is not.
+	if end.Before(at(ms(1001))) || end.After(at(ms(1800))) {
+		t.Fatalf("lingering ended at +%v, want between +1001ms (receiver no longer live) and +1800ms (Linger+PeerTimeout)", end.Sub(t0))
+	}
+}
+
+// Whatever the core is told, in any order, Next is after the time of a
+// Tick or zero once Done: the loop around it never spins on a deadline
+// that has passed (after a key or an ack, Next may be due at once: the
+// loop then calls Tick). And every packet counter is new.
+func TestCoreNextIsInTheFuture(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		feedback := rapid.Bool().Draw(rt, "feedback")
+		r := newRig(t, sender.CoreConfig{Feedback: feedback, QueueLen: rapid.IntRange(1, 4).Draw(rt, "n"),
+			Linger: time.Duration(rapid.IntRange(-1, 400).Draw(rt, "linger")) * time.Millisecond})
+		now := t0
+		r.c.Start(now)
+		stopped := false
+		for i := range rapid.IntRange(1, 200).Draw(rt, "steps") {
+			now = now.Add(time.Duration(rapid.IntRange(0, 300_000).Draw(rt, "dt")) * time.Microsecond)
+			switch rapid.IntRange(0, 5).Draw(rt, "op") {
+			case 0, 1:
+				r.c.Key(kA+keys.Key(rapid.IntRange(0, 3).Draw(rt, "key")), rapid.Bool().Draw(rt, "down"), now)
+			case 2:
+				if feedback && len(r.sent) > 0 {
+					r.ack(now, uint64(rapid.IntRange(1, len(r.sent)).Draw(rt, "newest")), rapid.Uint64().Draw(rt, "bits"), r.newestStamp(), 0)
+				}
+			case 3:
+				if !stopped && rapid.IntRange(0, 9).Draw(rt, "stop") == 0 {
+					r.c.Stop(now)
+					stopped = true
+				}
+			default:
+				if next := r.c.Next(); !next.IsZero() && next.After(now) {
+					now = next
+				}
+				r.c.Tick(now)
+				if next := r.c.Next(); !r.c.Done() && !next.After(now) {
+					rt.Fatalf("step %d: after Tick, Next +%v is not after now +%v", i, next.Sub(t0), now.Sub(t0))
+				}
+			}
+			if r.c.Done() {
+				if !r.c.Next().IsZero() {
+					rt.Fatalf("step %d: Done, and Next is not zero", i)
+				}
+				break
+			}
+			if next := r.c.Next(); next.IsZero() {
+				rt.Fatalf("step %d: not Done, and no deadline: the loop would wait forever", i)
+			}
+		}
+		for i, q := range r.sent {
+			if q.Header.Counter != uint64(i+1) {
+				rt.Fatalf("packet %d has counter %d", i, q.Header.Counter)
+			}
+		}
+	})
+}
