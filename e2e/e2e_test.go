@@ -111,9 +111,16 @@ func start(t testing.TB, args ...string) *proc {
 // startWithEnv is start with extra environment variables ("DISPLAY=:1").
 func startWithEnv(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, stderr: notebuf.New(), lines: make(chan line, 4096), done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), env...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	return startCmd(t, cmd, args[0])
+}
+
+// startCmd is start for a command that execs keyrelay through a wrapper
+// (a shell setting up signals): verb is keyrelay's command ("recv").
+func startCmd(t testing.TB, cmd *exec.Cmd, verb string) *proc {
+	t.Helper()
+	p := &proc{t: t, stderr: notebuf.New(), lines: make(chan line, 4096), done: make(chan struct{}), cmd: cmd}
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -151,7 +158,7 @@ func startWithEnv(t testing.TB, env []string, args ...string) *proc {
 			<-p.done
 		}
 	})
-	if args[0] == "recv" || args[0] == "impair" {
+	if verb == "recv" || verb == "impair" {
 		deadline := time.After(10 * time.Second)
 		for {
 			if m := listenRE.FindStringSubmatch(p.stderr.String()); m != nil {
@@ -161,9 +168,9 @@ func startWithEnv(t testing.TB, env []string, args ...string) *proc {
 			select {
 			case <-p.stderr.Written():
 			case <-p.done:
-				t.Fatalf("%s exited before listening: %v\n%s", args[0], p.err, p.stderr)
+				t.Fatalf("%s exited before listening: %v\n%s", verb, p.err, p.stderr)
 			case <-deadline:
-				t.Fatalf("%s did not start listening:\n%s", args[0], p.stderr)
+				t.Fatalf("%s did not start listening:\n%s", verb, p.stderr)
 			}
 		}
 	}
