@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,5 +158,22 @@ func TestVersionString(t *testing.T) {
 	buildDate = "2026-11-22T10:00:00Z"
 	if got := versionString(); !strings.Contains(got, " built 2026-11-22T10:00:00Z go1.") {
 		t.Errorf("with a date: %q", got)
+	}
+}
+
+// TestStopSignals: SIGHUP and SIGQUIT stop a command cleanly as SIGINT and
+// SIGTERM do (issue 15 must-have 5), but a SIGHUP ignored from the start
+// (nohup) is left ignored: notifying it would re-enable it.
+func TestStopSignals(t *testing.T) {
+	if signal.Ignored(syscall.SIGHUP) {
+		t.Skip("SIGHUP is ignored by what runs the tests (nohup): the default case cannot be checked")
+	}
+	if !slices.Equal(stopSignals(), []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGHUP}) {
+		t.Errorf("stopSignals() = %v, want interrupt, terminated, quit, hangup", stopSignals())
+	}
+	signal.Ignore(syscall.SIGHUP)
+	defer signal.Reset(syscall.SIGHUP)
+	if got := stopSignals(); slices.Contains(got, os.Signal(syscall.SIGHUP)) {
+		t.Errorf("with SIGHUP ignored, stopSignals() = %v: it would undo nohup", got)
 	}
 }

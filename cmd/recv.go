@@ -66,7 +66,8 @@ you relay a keyboard (send --input hook) use the same layout on both machines;
 text from a terminal or a script's type arrives as the same text whatever the
 layouts. The README's "Keys and layouts" has the details.
 
-On SIGINT/SIGTERM recv releases every key it holds and exits 0.`,
+On SIGINT, SIGTERM, SIGHUP or SIGQUIT recv releases every key it holds and
+exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {

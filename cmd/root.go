@@ -116,10 +116,10 @@ func Execute() int {
 	return Run(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 }
 
-// Run runs keyrelay with args and returns the exit code; SIGINT and SIGTERM
+// Run runs keyrelay with args and returns the exit code; the stopSignals
 // cancel the command's context, which every command treats as a clean stop.
 func Run(args []string, stdio IO) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
 	root := NewRootCmd(stdio)
 	root.SetArgs(args)
@@ -146,3 +146,21 @@ func Run(args []string, stdio IO) int {
 var cobraUsage = regexp.MustCompile(`^(unknown command ".*" for "|accepts \d+ arg|accepts at most|accepts between|requires at least|unknown (shorthand )?flag)`)
 
 func isCobraUsage(err error) bool { return cobraUsage.MatchString(err.Error()) }
+
+// stopSignals are the signals that stop a command cleanly (send releases
+// every key, sends the all-up state and lingers; recv releases what it
+// holds) instead of killing it with keys held at the receiver until its
+// --timeout: SIGINT (Ctrl+C), SIGTERM (a service manager), SIGHUP (the
+// terminal or SSH session closing) and SIGQUIT (Ctrl+\ outside raw mode).
+//
+// Catching SIGQUIT gives up Go's goroutine dump on it: releasing the keys
+// matters more, and SIGABRT still dumps. A SIGHUP ignored when keyrelay
+// started (nohup) stays ignored: catching it would undo nohup, as
+// signal.Notify re-enables an inherited SIG_IGN for SIGHUP.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
+}

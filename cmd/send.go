@@ -91,9 +91,9 @@ receiver's Caps Lock and Num Lock are set to this machine's. The grab ends
 with the process (X and the kernel drop it), so a crashed send cannot leave
 the keyboard unusable.
 
-When the source ends, or on SIGINT/SIGTERM, send releases every key it holds,
-resends the final queue for a short linger and prints a summary to standard
-error.
+When the source ends, or on SIGINT, SIGTERM, SIGHUP (the terminal closing) or
+SIGQUIT, send releases every key it holds, resends the final queue for a short
+linger and prints a summary to standard error.
 
 Delivery: with feedback (the default) each receiver acknowledges what it got.
 A receiver that has not answered within --timeout is named at once, with
