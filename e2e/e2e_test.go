@@ -117,7 +117,8 @@ func startWithEnv(t testing.TB, env []string, args ...string) *proc {
 }
 
 // startCmd is start for a command that execs keyrelay through a wrapper
-// (a shell setting up signals): verb is keyrelay's command ("recv").
+// (a shell setting up signals): verb is keyrelay's command ("recv"), or ""
+// not to wait for a recv expected to fail before it listens.
 func startCmd(t testing.TB, cmd *exec.Cmd, verb string) *proc {
 	t.Helper()
 	p := &proc{t: t, stderr: notebuf.New(), lines: make(chan line, 4096), done: make(chan struct{}), cmd: cmd}

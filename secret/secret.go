@@ -9,9 +9,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // Len is the key length: 256 bits.
@@ -71,21 +73,76 @@ func Write(path string, key []byte, force bool) error {
 	return f.Close()
 }
 
+// MaxFileSize bounds what Load reads. A key file from Write is about 200
+// bytes (two comment lines and 44 of base64); 4 KiB leaves room for comments
+// added by hand and still refuses, before reading it, a file that is not a
+// key file (a log, a disk image named by mistake).
+const MaxFileSize = 4096
+
+// ErrNotKeyFile is wrapped by Load's errors about a path that cannot hold a
+// key: not a regular file, or larger than MaxFileSize.
+var ErrNotKeyFile = errors.New("not a key file")
+
 // Load reads a key file. warning is set when the file is readable by other
 // users (the key still loads: the user decides).
+//
+// Only a regular file of at most MaxFileSize bytes is read: a FIFO would
+// block start-up until something writes to it, and a device such as
+// /dev/zero never ends. The file is opened non-blocking, so that opening a
+// FIFO with no writer returns at once, and checked through the opened file
+// (no window between the check and the read).
 func Load(path string) (key []byte, warning string, err error) {
-	b, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, "", fmt.Errorf("unable to read the key file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, "", fmt.Errorf("unable to read the key file: %w", err)
+	}
+	want := fmt.Sprintf("want a regular file of at most %d bytes, as 'keyrelay keygen --out FILE' makes", MaxFileSize)
+	if !st.Mode().IsRegular() {
+		return nil, "", fmt.Errorf("key file %s is %s, %w: %s", path, describeType(st.Mode()), ErrNotKeyFile, want)
+	}
+	if st.Size() > MaxFileSize {
+		return nil, "", fmt.Errorf("key file %s is %d bytes, %w: %s", path, st.Size(), ErrNotKeyFile, want)
+	}
+	// The size said is not trusted: the file may grow after the Stat, and
+	// some regular files (in /proc) say 0 whatever they hold.
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("unable to read the key file: %w", err)
+	}
+	if len(b) > MaxFileSize {
+		return nil, "", fmt.Errorf("key file %s holds more than %d bytes, %w: %s", path, MaxFileSize, ErrNotKeyFile, want)
 	}
 	key, err = Decode(b)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
-	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+	if st.Mode().Perm()&0o077 != 0 {
 		warning = fmt.Sprintf("key file %s has mode %#o: other users can read it (chmod 600 %s)", path, st.Mode().Perm(), path)
 	}
 	return key, warning, nil
+}
+
+// describeType names, for an error, what a path that is not a regular file
+// is.
+func describeType(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
 }
 
 // Decode parses a key file's content: '#' comment lines, then the base64

@@ -61,3 +61,21 @@ func TestFingerprint(t *testing.T) {
 		t.Error("the key file does not show its fingerprint")
 	}
 }
+
+// TestLoadAtTheBound: a key file padded with comments to exactly
+// MaxFileSize bytes still loads; the bound refuses only what is larger.
+func TestLoadAtTheBound(t *testing.T) {
+	key, _ := Generate()
+	enc := Encode(key)
+	pad := "#" + strings.Repeat("x", MaxFileSize-len(enc)-2) + "\n"
+	path := filepath.Join(t.TempDir(), "k")
+	if err := os.WriteFile(path, append([]byte(pad), enc...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Size() != MaxFileSize {
+		t.Fatalf("test file is %d bytes, want %d", st.Size(), MaxFileSize)
+	}
+	if got, _, err := Load(path); err != nil || string(got) != string(key) {
+		t.Errorf("Load of a %d-byte key file = %x, %v", MaxFileSize, got, err)
+	}
+}
