@@ -57,7 +57,8 @@ func NewCmdKeygen(stdio IO) *cobra.Command {
 		Example: keygenExample,
 		Short:   "Make a pre-shared key for send and recv",
 		Long: `Make a random 256-bit pre-shared key. With --out it is written to FILE with
-mode 0600 (an existing file is kept unless --force); without, it is printed.
+mode 0600 (an existing file is kept unless --force, which replaces it: a
+symlink is replaced, its target left alone); without, it is printed.
 Copy the file to both machines over a channel you trust (scp, a USB stick)
 and give it to send and recv with --key-file (or $` + secret.Env + `). Both
 print the key's fingerprint at start: compare them.`,

@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -48,29 +49,78 @@ func Encode(key []byte) []byte {
 }
 
 // Write stores key at path with mode 0600. It refuses to replace an
-// existing file unless force is set.
+// existing file (or symlink, dangling too) unless force is set.
+//
+// With force the key goes to a new file beside path, renamed over it:
+// path is replaced, never written through. A symlink at path is replaced
+// by the key file and its target left as it was (writing through it would
+// overwrite whatever it points to), a reader never sees a half-written
+// key, and the new file has mode 0600 whatever the old one had.
 func Write(path string, key []byte, force bool) error {
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
 	if force {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		return replace(path, Encode(key))
 	}
-	f, err := os.OpenFile(path, flags, 0o600)
+	// O_EXCL fails on any existing name, a symlink included (it is not
+	// followed), so nothing is written through a link.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s exists: not replaced (use --force to replace it; both machines then need the new key)", path)
+		what := ""
+		if target, err := os.Readlink(path); err == nil {
+			what = fmt.Sprintf(" (a symbolic link to %s)", target)
+		}
+		return fmt.Errorf("%s exists%s: not replaced (use --force to replace it; both machines then need the new key)", path, what)
 	}
 	if err != nil {
 		return fmt.Errorf("unable to write the key: %w", err)
-	}
-	// An existing file replaced with --force keeps its old mode: fix it.
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("unable to restrict the key file: %w", err)
 	}
 	if _, err := f.Write(Encode(key)); err != nil {
 		f.Close()
 		return fmt.Errorf("unable to write the key: %w", err)
 	}
 	return f.Close()
+}
+
+// replace writes content to a temporary file in path's directory (a
+// rename is atomic only within one file system) and renames it over path.
+func replace(path string, content []byte) (err error) {
+	if st, err := os.Lstat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory: give the key file's name (--out DIR/keyrelay.key)", path)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	// CreateTemp makes the file with mode 0600, only its owner can read
+	// it from the start.
+	f, err := os.CreateTemp(dir, "."+base+".new-*")
+	if err != nil {
+		return fmt.Errorf("unable to write the key beside %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	// Exactly 0600, not what a umask left of it.
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("unable to restrict the key file: %w", err)
+	}
+	if _, err := f.Write(content); err != nil {
+		return fmt.Errorf("unable to write the key: %w", err)
+	}
+	// On disk before the rename, so that a crash cannot leave path naming
+	// an empty file in place of the old key.
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("unable to write the key: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("unable to write the key: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("unable to replace %s: %w", path, err)
+	}
+	return nil
 }
 
 // MaxFileSize bounds what Load reads. A key file from Write is about 200

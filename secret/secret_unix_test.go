@@ -107,3 +107,109 @@ func TestLoadThroughSymlink(t *testing.T) {
 		t.Errorf("Load through a symlink = %x, %v", got, err)
 	}
 }
+
+// TestForceReplacesSymlink (issue 15 must-have 5): Write with force
+// replaces a symlink at path by the key file, mode 0600, and leaves the
+// link's target as it was (it used to be overwritten through the link); a
+// dangling link is replaced without creating its target. No temporary file
+// is left beside it.
+func TestForceReplacesSymlink(t *testing.T) {
+	for _, dangling := range []bool{false, true} {
+		name := "to a file"
+		if dangling {
+			name = "dangling"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			target, link := filepath.Join(dir, "target"), filepath.Join(dir, "link")
+			if !dangling {
+				if err := os.WriteFile(target, []byte("precious\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink("target", link); err != nil {
+				t.Fatal(err)
+			}
+			key, _ := Generate()
+			if err := Write(link, key, true); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Lstat(link)
+			if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+				t.Errorf("after --force %s is %v (%v), want a regular file with mode 0600", link, st.Mode(), err)
+			}
+			if got, _, err := Load(link); err != nil || string(got) != string(key) {
+				t.Errorf("Load(%s) = %x, %v, want the new key", link, got, err)
+			}
+			b, err := os.ReadFile(target)
+			switch {
+			case dangling && !errors.Is(err, os.ErrNotExist):
+				t.Errorf("the dangling link's target was created: %q, %v", b, err)
+			case !dangling && string(b) != "precious\n":
+				t.Errorf("the link's target now holds %q (%v), want it untouched", b, err)
+			}
+			if !dangling {
+				if st, _ := os.Stat(target); st.Mode().Perm() != 0o644 {
+					t.Errorf("the link's target has mode %#o, want its own 0644", st.Mode().Perm())
+				}
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if e.Name() != "target" && e.Name() != "link" {
+					t.Errorf("left behind in %s: %s", dir, e.Name())
+				}
+			}
+		})
+	}
+}
+
+// TestWriteRefusesExisting: without force nothing that exists at path is
+// replaced or written through: a file, a symlink, a dangling symlink (its
+// target is not created). The error says so and names --force.
+func TestWriteRefusesExisting(t *testing.T) {
+	dir := t.TempDir()
+	file, link, dangling := filepath.Join(dir, "file"), filepath.Join(dir, "link"), filepath.Join(dir, "dangling")
+	if err := os.WriteFile(file, []byte("old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("file", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nowhere", dangling); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := Generate()
+	for path, want := range map[string]string{
+		file:     file + " exists: not replaced (use --force to replace it; both machines then need the new key)",
+		link:     link + " exists (a symbolic link to file): not replaced (use --force to replace it; both machines then need the new key)",
+		dangling: dangling + " exists (a symbolic link to nowhere): not replaced (use --force to replace it; both machines then need the new key)",
+	} {
+		if err := Write(path, key, false); err == nil || err.Error() != want {
+			t.Errorf("Write(%s) = %v\nwant %s", path, err, want)
+		}
+	}
+	if b, _ := os.ReadFile(file); string(b) != "old\n" {
+		t.Errorf("the file now holds %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dangling link's target was created: %v", err)
+	}
+}
+
+// TestForceOnDirectory: --force naming a directory fails clearly and
+// leaves nothing behind.
+func TestForceOnDirectory(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := Generate()
+	want := sub + " is a directory: give the key file's name (--out DIR/keyrelay.key)"
+	if err := Write(sub, key, true); err == nil || err.Error() != want {
+		t.Errorf("Write(%s, force) = %v\nwant %s", sub, err, want)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left behind in %s: %v", dir, entries)
+	}
+}
