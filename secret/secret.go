@@ -73,6 +73,11 @@ func Write(path string, key []byte, force bool) error {
 	if err != nil {
 		return fmt.Errorf("unable to write the key: %w", err)
 	}
+	// Exactly 0600, not what a umask left of it (0400, or nothing).
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("unable to restrict the key file: %w", err)
+	}
 	if _, err := f.Write(Encode(key)); err != nil {
 		f.Close()
 		return fmt.Errorf("unable to write the key: %w", err)
@@ -102,7 +107,7 @@ func replace(path string, content []byte) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	// Exactly 0600, not what a umask left of it.
+	// Exactly 0600, as Write without force.
 	if err := f.Chmod(0o600); err != nil {
 		return fmt.Errorf("unable to restrict the key file: %w", err)
 	}
@@ -192,7 +197,7 @@ func describeType(m fs.FileMode) string {
 	case m&fs.ModeSocket != 0:
 		return "a socket"
 	}
-	return "not a regular file"
+	return fmt.Sprintf("a special file (%v)", m.Type())
 }
 
 // Decode parses a key file's content: '#' comment lines, then the base64
