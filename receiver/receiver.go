@@ -20,6 +20,7 @@ import (
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/replay"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -106,7 +107,7 @@ type session struct {
 	id        uint64
 	addr      string
 	aead      cipher.AEAD
-	replay    wire.ReplayFilter
+	replay    replay.Filter
 	tracker   eventqueue.Tracker
 	held      map[keys.Key]bool // keys this session holds in the OS
 	counter   uint64            // newest packet counter applied
@@ -433,7 +434,7 @@ func (r *Receiver) ack(s *session, now time.Time) {
 	a := wire.Ack{
 		Header: wire.Header{Type: wire.TypeAck, Session: s.id, Counter: s.ackCounter},
 		Newest: s.replay.Newest(),
-		Bits:   s.replay.AckBitsFor(),
+		Bits:   s.replay.AckBits(),
 		Stamp:  s.tracker.Newest(),
 		Delay:  uint64(now.Sub(s.newestAt) / time.Microsecond),
 		Wall:   uint64(now.UnixMilli()),

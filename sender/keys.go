@@ -5,6 +5,7 @@ import (
 
 	"crypto/cipher"
 
+	"github.com/keyrelay/keyrelay/replay"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -20,12 +21,12 @@ type sessionKeys struct {
 	sealer  *wire.Sealer // nil: plaintext
 	opener  cipher.AEAD
 	nonce   uint64 // the counter of the last packet sealed; never reused
-	replay  map[string]*wire.ReplayFilter
+	replay  map[string]*replay.Filter
 	scratch []byte
 }
 
 func newSessionKeys(psk []byte, id uint64) (sessionKeys, error) {
-	k := sessionKeys{id: id, replay: map[string]*wire.ReplayFilter{}}
+	k := sessionKeys{id: id, replay: map[string]*replay.Filter{}}
 	if psk == nil {
 		return k, nil
 	}
@@ -83,7 +84,7 @@ func (k *sessionKeys) openAck(b []byte, from string, a *wire.Ack) error {
 		if len(k.replay) >= maxPeers {
 			return errTooManyAcks
 		}
-		f = &wire.ReplayFilter{}
+		f = &replay.Filter{}
 		k.replay[from] = f
 	}
 	if !f.Accept(a.Header.Counter) {

@@ -141,19 +141,3 @@ func OpenAck(b []byte, aead cipher.AEAD, scratch []byte, dst *Ack) ([]byte, erro
 	}
 	return body, parseAckBody(h, body, dst)
 }
-
-// Newest is the newest counter the filter has accepted.
-func (f *ReplayFilter) Newest() uint64 { return f.last }
-
-// AckBitsFor returns the ack bits for the packets before the newest, from
-// the counters the filter has accepted.
-func (f *ReplayFilter) AckBitsFor() uint64 {
-	var bits uint64
-	for i := uint64(0); i < AckBits && i+1 < f.last; i++ {
-		c := f.last - 1 - i
-		if f.ring[c/replayBlockBits%replayRingLen]&(1<<(c%replayBlockBits)) != 0 {
-			bits |= 1 << i
-		}
-	}
-	return bits
-}

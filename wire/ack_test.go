@@ -55,24 +55,6 @@ func TestAckRoundTrip(t *testing.T) {
 	}
 }
 
-// TestAckBits: bit i means packet Newest-1-i arrived (seed 001).
-func TestAckBits(t *testing.T) {
-	var f ReplayFilter
-	for _, c := range []uint64{1, 2, 4, 7, 9, 10} {
-		f.Accept(c)
-	}
-	a := Ack{Newest: f.Newest(), Bits: f.AckBitsFor()}
-	for c := uint64(1); c <= 12; c++ {
-		want := c == 1 || c == 2 || c == 4 || c == 7 || c == 9 || c == 10
-		if a.Received(c) != want {
-			t.Errorf("Received(%d) = %v, want %v (bits %b)", c, a.Received(c), want, a.Bits)
-		}
-	}
-	if a.Bits != 0b1_1010_0101 { // 9,7,4,2,1 → bits 0,2,5,7,8
-		t.Errorf("bits %b", a.Bits)
-	}
-}
-
 func FuzzParseAck(f *testing.F) {
 	b, _ := goldenAck.Append(nil)
 	f.Add(b)
