@@ -205,6 +205,17 @@ func autoInjector() string {
 	return "log"
 }
 
+// What recv's receiver finds in each injector, checked when building: the
+// receiver looks for lock setting and for a backend going away by type
+// assertion, so a method renamed on one side would otherwise be lost
+// silently at run time.
+var (
+	_ receiver.Injector   = inject.Injector(nil)
+	_ receiver.LockSetter = (*inject.X11)(nil)
+	_ receiver.LockSetter = (*inject.Log)(nil)
+	_ receiver.Watched    = (*inject.X11)(nil)
+)
+
 // newInjector makes the injector --inject names, checking what it needs
 // before any key arrives.
 func newInjector(choice string, stdio IO, logf func(string, ...any)) (inject.Injector, string, error) {

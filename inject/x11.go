@@ -437,7 +437,7 @@ func (x *X11) alive() error {
 	}
 }
 
-// Gone is closed when the X connection ends (inject.Watched).
+// Gone is closed when the X connection ends (receiver.Watched).
 func (x *X11) Gone() <-chan struct{} { return x.closed }
 
 // GoneErr says that the X server went away.

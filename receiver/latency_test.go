@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/flood"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/sink"
 )
 
 // chanSource emits the key events it is given.
@@ -39,8 +39,8 @@ func (c chanSource) Play(ctx context.Context, emit func(keys.Key, bool) error) e
 // signalInjector reports every injected key on a channel, stamped.
 type signalInjector chan time.Time
 
-func (s signalInjector) Inject(inject.Event) error { s <- time.Now(); return nil }
-func (s signalInjector) Close() error              { return nil }
+func (s signalInjector) Inject(sink.Event) error { s <- time.Now(); return nil }
+func (s signalInjector) Close() error            { return nil }
 
 // BenchmarkLoopbackLatency measures, over real loopback UDP sockets, the time
 // from a key event entering the sender to the receiver handing it to its

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
-	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/replay"
+	"github.com/keyrelay/keyrelay/sink"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -42,7 +42,7 @@ type Config struct {
 	// reading.
 	Conn net.PacketConn
 	// Injector gets the key events.
-	Injector inject.Injector
+	Injector Injector
 	// Timeout: a session silent this long is ended and its keys released
 	// (DefaultTimeout if 0).
 	Timeout time.Duration
@@ -72,6 +72,32 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
+// Injector is what the receiver hands key events to (package inject's
+// injectors are ones; cmd/recv.go wires them). Inject is called from one
+// goroutine at a time. Its error is counted and logged, not fatal, so one key
+// a backend cannot press does not stop the relay; but an error wrapping
+// sink.ErrGone (the backend itself went away) stops Run, and one wrapping
+// sink.ErrCannotType (a key or character the backend cannot type at all,
+// said once by the injector) is counted apart from failures.
+type Injector interface {
+	Inject(e sink.Event) error
+}
+
+// LockSetter is an Injector that can set the OS's Caps Lock and Num Lock:
+// SetLocks makes them what l says (called only with a known l) for the
+// given sender session (PROTOCOL.md §3.2).
+type LockSetter interface {
+	SetLocks(l keys.Locks, session uint64) error
+}
+
+// Watched is an Injector that notices its backend going away on its own,
+// between keys: Gone is closed then, and GoneErr (wrapping sink.ErrGone)
+// says what went away. Run ends at once, not at the next key.
+type Watched interface {
+	Gone() <-chan struct{}
+	GoneErr() error
+}
+
 // MinAckInterval bounds the acks sent to one session: at most one per
 // interval; what arrives in between is covered by the next one (no storms).
 const MinAckInterval = 5 * time.Millisecond
@@ -91,7 +117,7 @@ type Stats struct {
 	Skewed     int // authenticated packets whose wall clock is too far from ours
 	Injected   int // key events given to the injector
 	InjectErr  int // key events the injector failed
-	NotTyped   int // key-downs the injector cannot type (inject.ErrCannotType): a character on uinput
+	NotTyped   int // key-downs the injector cannot type (sink.ErrCannotType): a character on uinput
 	Sessions   int // sessions seen
 	Ended      int // sessions that went silent holding no key (a sender's clean end)
 	Timeouts   int // sessions that went silent holding keys: released here
@@ -130,7 +156,7 @@ type session struct {
 type Receiver struct {
 	cfg        Config
 	locksNoted bool  // the injector's lack of lock setting was logged
-	gone       error // the injector's backend went away (inject.ErrGone): Run stops
+	gone       error // the injector's backend went away (sink.ErrGone): Run stops
 	sessions   map[uint64]*session
 	byAddr     map[string]*session
 	osHeld     map[keys.Key]int // how many live sessions hold each key
@@ -214,7 +240,7 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 	// An injector that notices its backend going away between keys (an X
 	// server stopping) ends Run at once, not at the next key.
 	var gone <-chan struct{}
-	w, watched := r.cfg.Injector.(inject.Watched)
+	w, watched := r.cfg.Injector.(Watched)
 	if watched {
 		gone = w.Gone()
 	}
@@ -254,7 +280,7 @@ loop:
 }
 
 // Gone is the injector's error if its backend went away for good
-// (inject.ErrGone; Run returns it): nothing more can be typed.
+// (sink.ErrGone; Run returns it): nothing more can be typed.
 func (r *Receiver) Gone() error { return r.gone }
 
 // Handle applies one datagram received at now from from. Checks run
@@ -531,13 +557,13 @@ func (r *Receiver) inject(s *session, code keys.Key, down bool, cause eventqueue
 		if s.held[code] {
 			// Only with Unbalanced: the seed's repeated key-down goes
 			// through as it would from a keyboard's auto-repeat.
-			r.send(inject.Event{Key: code, Down: true, Cause: cause, Session: s.id})
+			r.send(sink.Event{Key: code, Down: true, Cause: cause, Session: s.id})
 			return
 		}
 		s.held[code] = true
 		r.osHeld[code]++
 		if r.osHeld[code] == 1 {
-			r.send(inject.Event{Key: code, Down: true, Cause: cause, Session: s.id})
+			r.send(sink.Event{Key: code, Down: true, Cause: cause, Session: s.id})
 		}
 		return
 	}
@@ -548,14 +574,14 @@ func (r *Receiver) inject(s *session, code keys.Key, down bool, cause eventqueue
 	r.osHeld[code]--
 	if r.osHeld[code] == 0 {
 		delete(r.osHeld, code)
-		r.send(inject.Event{Key: code, Down: false, Cause: cause, Session: s.id})
+		r.send(sink.Event{Key: code, Down: false, Cause: cause, Session: s.id})
 	}
 }
 
 // setLocks makes the OS lock state l, through an injector that can.
 func (r *Receiver) setLocks(s *session, l keys.Locks) {
 	s.locks = l
-	ls, ok := r.cfg.Injector.(inject.LockSetter)
+	ls, ok := r.cfg.Injector.(LockSetter)
 	if !ok {
 		if !r.locksNoted {
 			r.locksNoted = true
@@ -564,7 +590,7 @@ func (r *Receiver) setLocks(s *session, l keys.Locks) {
 		return
 	}
 	if err := ls.SetLocks(l, s.id); err != nil {
-		if errors.Is(err, inject.ErrGone) {
+		if errors.Is(err, sink.ErrGone) {
 			r.gone = cmp.Or(r.gone, err)
 			return
 		}
@@ -573,16 +599,16 @@ func (r *Receiver) setLocks(s *session, l keys.Locks) {
 	}
 }
 
-func (r *Receiver) send(k inject.Event) {
+func (r *Receiver) send(k sink.Event) {
 	r.stats.Injected++
 	err := r.cfg.Injector.Inject(k)
 	switch {
 	case err == nil:
-	case errors.Is(err, inject.ErrGone):
+	case errors.Is(err, sink.ErrGone):
 		// Counted as a failure, said once: Run stops with it.
 		r.stats.InjectErr++
 		r.gone = cmp.Or(r.gone, err)
-	case errors.Is(err, inject.ErrCannotType):
+	case errors.Is(err, sink.ErrCannotType):
 		// The injector said so, once per key; the key-up of a key it could
 		// not press is no news.
 		if k.Down {

@@ -9,16 +9,16 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
-	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/sink"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
 // recorder is an Injector that remembers what it was given.
-type recorder struct{ got []inject.Event }
+type recorder struct{ got []sink.Event }
 
-func (r *recorder) Inject(k inject.Event) error { r.got = append(r.got, k); return nil }
-func (r *recorder) Close() error                { return nil }
+func (r *recorder) Inject(k sink.Event) error { r.got = append(r.got, k); return nil }
+func (r *recorder) Close() error              { return nil }
 
 // take renders and forgets what was injected: "KeyA down, KeyA up(timeout)".
 func (r *recorder) take() string {
@@ -252,10 +252,10 @@ func TestReleaseAllOnShutdown(t *testing.T) {
 // cannotType is an Injector that cannot type characters, as uinput cannot.
 type cannotType struct{ recorder }
 
-func (c *cannotType) Inject(k inject.Event) error {
+func (c *cannotType) Inject(k sink.Event) error {
 	c.recorder.Inject(k)
 	if k.Key.IsChar() {
-		return fmt.Errorf("%w %v", inject.ErrCannotType, k.Key)
+		return fmt.Errorf("%w %v", sink.ErrCannotType, k.Key)
 	}
 	return nil
 }
@@ -290,7 +290,7 @@ func TestCharactersAnInjectorCannotType(t *testing.T) {
 type lockRecorder struct{ recorder }
 
 func (l *lockRecorder) SetLocks(locks keys.Locks, session uint64) error {
-	l.got = append(l.got, inject.Event{Key: keys.Key(0xFF00 | uint16(locks)), Down: true, Session: session})
+	l.got = append(l.got, sink.Event{Key: keys.Key(0xFF00 | uint16(locks)), Down: true, Session: session})
 	return nil
 }
 
@@ -362,7 +362,7 @@ type goneInjector struct {
 	closed bool
 }
 
-func (g *goneInjector) Inject(k inject.Event) error {
+func (g *goneInjector) Inject(k sink.Event) error {
 	select {
 	case <-g.gone:
 		return g.GoneErr()
@@ -372,7 +372,7 @@ func (g *goneInjector) Inject(k inject.Event) error {
 }
 func (g *goneInjector) Gone() <-chan struct{} { return g.gone }
 func (g *goneInjector) GoneErr() error {
-	return fmt.Errorf("the X server of DISPLAY=:99 went away; %w", inject.ErrGone)
+	return fmt.Errorf("the X server of DISPLAY=:99 went away; %w", sink.ErrGone)
 }
 
 // TestInjectorGoneStopsRecv (issue 13 must-have 2: lost backends are
@@ -391,7 +391,7 @@ func TestInjectorGoneStopsRecv(t *testing.T) {
 	}
 	close(inj.gone)
 	r.Handle(packet(t, 1, 2, 20, dn(kB, 2), dn(kA, 1)), addr1, t0.Add(time.Second))
-	if err := r.Gone(); !errors.Is(err, inject.ErrGone) || !strings.Contains(err.Error(), "DISPLAY=:99") {
+	if err := r.Gone(); !errors.Is(err, sink.ErrGone) || !strings.Contains(err.Error(), "DISPLAY=:99") {
 		t.Errorf("Gone = %v, want the injector's ErrGone", err)
 	}
 	if len(conn.sent) != 1 {
@@ -400,7 +400,7 @@ func TestInjectorGoneStopsRecv(t *testing.T) {
 }
 
 // TestRunStopsWhenInjectorGone: Run notices a backend that goes away
-// between keys (inject.Watched) and returns its error, which makes recv
+// between keys (Watched) and returns its error, which makes recv
 // exit non-zero for a service manager to restart it.
 func TestRunStopsWhenInjectorGone(t *testing.T) {
 	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -415,7 +415,7 @@ func TestRunStopsWhenInjectorGone(t *testing.T) {
 	done := make(chan error)
 	go func() { _, err := r.Run(t.Context()); done <- err }()
 	close(inj.gone)
-	if err := <-done; !errors.Is(err, inject.ErrGone) {
+	if err := <-done; !errors.Is(err, sink.ErrGone) {
 		t.Errorf("Run = %v, want ErrGone", err)
 	}
 }

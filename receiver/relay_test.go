@@ -13,11 +13,11 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
-	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/sink"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -73,7 +73,7 @@ type osState struct {
 	problems []string
 }
 
-func (o *osState) Inject(k inject.Event) error {
+func (o *osState) Inject(k sink.Event) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if k.Down {
