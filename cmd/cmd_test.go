@@ -42,21 +42,8 @@ func TestRecvFlagDefaults(t *testing.T) {
 	}
 }
 
-func TestWithDefaultPort(t *testing.T) {
-	for in, want := range map[string]string{
-		"host":          "host:7575",
-		"host:9":        "host:9",
-		"10.0.0.1":      "10.0.0.1:7575",
-		"::1":           "[::1]:7575",
-		"[::1]":         "[::1]:7575",
-		"[fe80::1]:123": "[fe80::1]:123",
-	} {
-		if got := withDefaultPort(in); got != want {
-			t.Errorf("withDefaultPort(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
+// TestResolveAll: send's --to addresses resolve through transport.Resolve,
+// and the errors name the flag.
 func TestResolveAll(t *testing.T) {
 	as, err := resolveAll([]string{"127.0.0.1", "[::1]:9000", "localhost:7"})
 	if err != nil {
@@ -65,8 +52,8 @@ func TestResolveAll(t *testing.T) {
 	if as[0].String() != "127.0.0.1:7575" || as[1].String() != "[::1]:9000" || as[2].(*net.UDPAddr).Port != 7 {
 		t.Errorf("resolved %v", as)
 	}
-	if _, err := resolveAll([]string{"127.0.0.1:0"}); err == nil {
-		t.Error("port 0 accepted")
+	if _, err := resolveAll([]string{"127.0.0.1:0"}); err == nil || err.Error() != `--to "127.0.0.1:0": port 0 is not a receiver's port` {
+		t.Errorf("port 0: %v", err)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/keyrelay/keyrelay/secret"
+	"github.com/keyrelay/keyrelay/transport"
 )
 
 // configurable makes c read its settings from the environment and the
@@ -466,7 +467,7 @@ func checkPort(port string, lo int) string {
 // checkTo checks a --to address before anything is resolved: a wrong
 // port is a usage error, whatever the host.
 func checkTo(a string) error {
-	_, port, err := net.SplitHostPort(withDefaultPort(a))
+	_, port, err := net.SplitHostPort(transport.WithDefaultPort(a, DefaultPort))
 	want := ""
 	switch {
 	case err != nil:

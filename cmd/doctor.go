@@ -21,6 +21,7 @@ import (
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"
 	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/transport"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -343,7 +344,7 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		// Listed as not checked, as send's other checks are (forRole
 		// runs nothing for a role this machine does not have).
 		for _, to := range o.To {
-			forRole(roleSend, "round trip to "+withDefaultPort(to)+" ("+o.origin(o.toFrom, "--to")+")", nil)
+			forRole(roleSend, "round trip to "+transport.WithDefaultPort(to, DefaultPort)+" ("+o.origin(o.toFrom, "--to")+")", nil)
 		}
 	default:
 		for _, to := range o.To {
@@ -411,18 +412,18 @@ func (o *DoctorOptions) origin(from, flag string) string {
 func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key []byte) []check {
 	name, fixAddr := "round trip to "+target, ""
 	if from != "" {
-		target = withDefaultPort(target)
+		target = transport.WithDefaultPort(target, DefaultPort)
 		name = "round trip to " + target + " (" + from + ")"
 		fixAddr = "; if the receiver is elsewhere, correct " + from
 	}
-	ua, err := net.ResolveUDPAddr("udp", withDefaultPort(target))
+	ua, err := net.ResolveUDPAddr("udp", transport.WithDefaultPort(target, DefaultPort))
 	if err != nil {
 		// The probe's fix (start recv there) does not help a name that
 		// leads nowhere.
 		return []check{{name: name, needed: true, err: fmt.Errorf("unable to resolve %s: %w", target, err),
 			fix: "check the host name and this machine's DNS (getent hosts NAME), or give the receiver's IP address" + fixAddr}}
 	}
-	if from != "" && isBroadcast(ua.IP) {
+	if from != "" && transport.IsBroadcast(ua.IP) {
 		kind := "a broadcast address"
 		if ua.IP.IsMulticast() {
 			kind = "a multicast group"
@@ -433,7 +434,7 @@ func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key 
 		return []check{{name: name, needed: true, err: errors.New("no key to probe with"),
 			fix: "give the key file (see above), or --insecure if both ends run without one"}}
 	}
-	port := portOf(withDefaultPort(target))
+	port := portOf(transport.WithDefaultPort(target, DefaultPort))
 	rtt, offset, err := o.probe(ctx, target, key)
 	checks := []check{{name: name, needed: true, err: err,
 		ok:  fmt.Sprintf("a recv answered in %v (%s)", rtt.Round(time.Microsecond), o.keyWords("same key; clocks within its --max-skew")),

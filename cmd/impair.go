@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keyrelay/keyrelay/netsim"
+	"github.com/keyrelay/keyrelay/transport"
 )
 
 // ImpairOptions are the flags of `keyrelay impair`.
@@ -72,7 +73,7 @@ func runImpair(ctx context.Context, stdio IO, o *ImpairOptions) error {
 	if err := checkTo(o.To); err != nil {
 		return err
 	}
-	p := &netsim.Proxy{Listen: o.Listen, Target: withDefaultPort(o.To), Forward: o.Link,
+	p := &netsim.Proxy{Listen: o.Listen, Target: transport.WithDefaultPort(o.To, DefaultPort), Forward: o.Link,
 		Logf: func(format string, args ...any) { fmt.Fprintf(stdio.Err, "keyrelay impair: "+format+"\n", args...) }}
 	if o.Symmetric {
 		p.Backward = o.Link

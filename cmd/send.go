@@ -16,6 +16,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/transport"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -314,7 +315,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	conn, err := newSendConn(dests)
+	conn, err := transport.Open(dests)
 	if err != nil {
 		return err
 	}
@@ -325,7 +326,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout,
 	}
 	if o.Feedback {
-		cfg.Feedback = conn.sockets()
+		cfg.Feedback = conn.Sockets()
 	}
 	s, err := sender.New(cfg)
 	if err != nil {
@@ -432,7 +433,7 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, logf func
 	oneWay := 0
 	for _, d := range dests {
 		ua := d.(*net.UDPAddr)
-		if isBroadcast(ua.IP) {
+		if transport.IsBroadcast(ua.IP) {
 			oneWay++
 			continue
 		}
@@ -466,38 +467,10 @@ func warnSilent(dests []net.Addr, s *sender.Sender, timeout time.Duration, logf 
 	}
 	for _, d := range dests {
 		ua := d.(*net.UDPAddr)
-		if !isBroadcast(ua.IP) && !heard[ua.String()] {
+		if !transport.IsBroadcast(ua.IP) && !heard[ua.String()] {
 			logf("no answer from %s after %v: %s", ua, timeout, whyNoAnswer(strconv.Itoa(ua.Port)))
 		}
 	}
-}
-
-// isBroadcast reports whether ip reaches many receivers: the limited
-// broadcast, a multicast group, or the directed broadcast of one of this
-// machine's IPv4 networks.
-func isBroadcast(ip net.IP) bool {
-	if ip.Equal(net.IPv4bcast) || ip.IsMulticast() {
-		return true
-	}
-	ip4 := ip.To4()
-	if ip4 == nil {
-		return false
-	}
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		n, ok := a.(*net.IPNet)
-		if !ok || n.IP.To4() == nil || len(n.Mask) != net.IPv4len {
-			continue
-		}
-		bc := make(net.IP, net.IPv4len)
-		for i := range bc {
-			bc[i] = n.IP.To4()[i] | ^n.Mask[i]
-		}
-		if ones, _ := n.Mask.Size(); ones < 31 && bc.Equal(ip4) {
-			return true
-		}
-	}
-	return false
 }
 
 // liveness sums up, for the terminal source's one status line, how the
@@ -505,11 +478,11 @@ func isBroadcast(ip net.IP) bool {
 // after timeout with no answer the likely causes.
 func liveness(s *sender.Sender, dests []net.Addr, feedback bool, timeout time.Duration) func() string {
 	start := time.Now()
-	// Which destinations answer for themselves, once: isBroadcast lists
-	// the interfaces, and the line is redrawn every second.
+	// Which destinations answer for themselves, once: transport.IsBroadcast
+	// lists the interfaces, and the line is redrawn every second.
 	var unicast []string
 	for _, d := range dests {
-		if !isBroadcast(d.(*net.UDPAddr).IP) {
+		if !transport.IsBroadcast(d.(*net.UDPAddr).IP) {
 			unicast = append(unicast, d.String())
 		}
 	}
@@ -605,29 +578,17 @@ func resolveAll(to []string) ([]net.Addr, error) {
 	var out []net.Addr
 	var errs []error
 	for _, a := range to {
-		hostport := withDefaultPort(a)
-		ua, err := net.ResolveUDPAddr("udp", hostport)
-		if err != nil {
+		ua, err := transport.Resolve(a, DefaultPort)
+		switch {
+		case errors.Is(err, transport.ErrPortZero):
+			errs = append(errs, usagef("--to %q: %v", a, err))
+		case err != nil:
 			errs = append(errs, fmt.Errorf("unable to resolve --to %q: %w", a, err))
-			continue
+		default:
+			out = append(out, ua)
 		}
-		if ua.Port == 0 {
-			errs = append(errs, usagef("--to %q: port 0 is not a receiver's port", a))
-			continue
-		}
-		out = append(out, ua)
 	}
 	return out, errors.Join(errs...)
-}
-
-// withDefaultPort adds DefaultPort to an address without a port, including
-// a bare IPv6 address.
-func withDefaultPort(a string) string {
-	if _, _, err := net.SplitHostPort(a); err == nil {
-		return a
-	}
-	host := strings.TrimSuffix(strings.TrimPrefix(a, "["), "]")
-	return net.JoinHostPort(host, DefaultPort)
 }
 
 func joinAddrs(as []net.Addr) string {
@@ -636,57 +597,4 @@ func joinAddrs(as []net.Addr) string {
 		s[i] = a.String()
 	}
 	return strings.Join(s, ", ")
-}
-
-// sendConn sends IPv4 destinations from an IPv4 socket and IPv6 ones from an
-// IPv6 socket: IPv4 broadcast does not work through an IPv6 socket's mapped
-// addresses. Go sets SO_BROADCAST on UDP sockets, so broadcast addresses work.
-type sendConn struct {
-	v4, v6 net.PacketConn
-}
-
-func newSendConn(dests []net.Addr) (*sendConn, error) {
-	c := &sendConn{}
-	for _, d := range dests {
-		ip := d.(*net.UDPAddr).IP
-		var err error
-		switch {
-		case ip.To4() != nil && c.v4 == nil:
-			c.v4, err = net.ListenPacket("udp4", ":0")
-		case ip.To4() == nil && c.v6 == nil:
-			c.v6, err = net.ListenPacket("udp6", "[::]:0")
-		}
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("unable to open a UDP socket for %v: %w", d, err)
-		}
-	}
-	return c, nil
-}
-
-func (c *sendConn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	if ua, ok := addr.(*net.UDPAddr); ok && ua.IP.To4() == nil {
-		return c.v6.WriteTo(b, addr)
-	}
-	return c.v4.WriteTo(b, addr)
-}
-
-// sockets are the open sockets, which also receive the receivers' acks.
-func (c *sendConn) sockets() []net.PacketConn {
-	var out []net.PacketConn
-	for _, pc := range []net.PacketConn{c.v4, c.v6} {
-		if pc != nil {
-			out = append(out, pc)
-		}
-	}
-	return out
-}
-
-func (c *sendConn) Close() error {
-	for _, pc := range []net.PacketConn{c.v4, c.v6} {
-		if pc != nil {
-			pc.Close()
-		}
-	}
-	return nil
 }
