@@ -129,11 +129,23 @@ func (s Stats) String() string {
 		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.NotAllowed, s.Sessions, s.Ended, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks)
 }
 
+// sessionKeys are a session's keys and the counters that go with them,
+// owned together as wireguard-go's keypair owns its AEADs, nonce and replay
+// filter: the key that opens the session's packets and the window of their
+// counters (PROTOCOL.md §8.2, §8.3), and the key that seals its acks with
+// the acks' own counter, their nonce (§9). Each key is derived once per
+// session; both are nil in plaintext (--insecure).
+type sessionKeys struct {
+	open   cipher.AEAD   // sender-to-receiver
+	replay replay.Filter // counters accepted; also what the acks report
+	seal   cipher.AEAD   // receiver-to-sender
+	acks   uint64        // acks sealed: the next one's counter is acks+1
+}
+
 type session struct {
 	id        uint64
 	addr      string
-	aead      cipher.AEAD
-	replay    replay.Filter
+	keys      *sessionKeys
 	tracker   eventqueue.Tracker
 	held      map[keys.Key]bool // keys this session holds in the OS
 	counter   uint64            // newest packet counter applied
@@ -141,9 +153,7 @@ type session struct {
 	live      bool // false once timed out or ended (keys released)
 	replaced  bool // a newer session from the same address took over
 
-	from       net.Addr    // where acks go
-	ackAEAD    cipher.AEAD // receiver-to-sender key (nil: plaintext)
-	ackCounter uint64      // acks sent to this session (their nonce)
+	from       net.Addr // where acks go
 	lastAck    time.Time
 	ackPending bool
 	newestAt   time.Time  // when the newest packet arrived
@@ -165,7 +175,6 @@ type Receiver struct {
 	ds         []eventqueue.Dispatch
 	rejects    rejectLog
 	scratch    []byte
-	lastAEAD   cipher.AEAD
 	ackBuf     []byte
 
 	mu        sync.Mutex // guards status
@@ -294,7 +303,8 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.rejects.note(r.cfg.Logf, now, from, errNotAllowed)
 		return
 	}
-	if err := r.decode(b); err != nil {
+	fresh, err := r.decode(b)
+	if err != nil {
 		if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrNotSealed) || errors.Is(err, wire.ErrSealed) {
 			r.stats.Forged++
 		} else {
@@ -325,16 +335,15 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 			old.replaced = true
 			r.logf("session %016x from %s replaced by %016x", old.id, addr, h.Session)
 		}
-		s = r.newSession(h.Session, addr)
-		s.aead = r.lastAEAD
+		s = r.newSession(h.Session, addr, fresh)
 		r.byAddr[addr] = s
 	}
-	if !s.replay.Accept(h.Counter) {
+	if !s.keys.replay.Accept(h.Counter) {
 		r.stats.Replayed++
 		return
 	}
 	s.from = from
-	if h.Counter == s.replay.Newest() {
+	if h.Counter == s.keys.replay.Newest() {
 		s.newestAt = now
 	}
 	// Every new authenticated packet, stale ones included, is news for the
@@ -391,32 +400,41 @@ func (r *Receiver) allowed(from net.Addr) bool {
 }
 
 // decode fills r.pkt from b: opened with the session key when the receiver
-// has one, parsed as plaintext otherwise.
-func (r *Receiver) decode(b []byte) error {
+// has one, parsed as plaintext otherwise. A sealed packet of a session not
+// known yet opens with keys derived for it now, which decode returns: they
+// become the session's if Handle creates it, so they are derived once.
+func (r *Receiver) decode(b []byte) (fresh *sessionKeys, err error) {
 	if r.cfg.PSK == nil {
-		return wire.ParseQueue(b, &r.pkt)
+		return nil, wire.ParseQueue(b, &r.pkt)
 	}
-	var err error
-	r.scratch, err = wire.OpenQueue(b, r.aeadFor, r.scratch, &r.pkt)
-	return err
+	r.scratch, err = wire.OpenQueue(b, func(id uint64) (cipher.AEAD, error) {
+		if s := r.sessions[id]; s != nil {
+			return s.keys.open, nil
+		}
+		a, err := wire.SessionAEAD(r.cfg.PSK, id, wire.SenderToReceiver)
+		fresh = &sessionKeys{open: a}
+		return a, err
+	}, r.scratch, &r.pkt)
+	return fresh, err
 }
 
-// aeadFor returns a session's AEAD: cached for known sessions, derived for
-// others (and kept in lastAEAD for the session Handle may create next).
-func (r *Receiver) aeadFor(id uint64) (cipher.AEAD, error) {
-	if s := r.sessions[id]; s != nil && s.aead != nil {
-		return s.aead, nil
-	}
-	a, err := wire.SessionAEAD(r.cfg.PSK, id, wire.SenderToReceiver)
-	r.lastAEAD = a
-	return a, err
-}
-
-func (r *Receiver) newSession(id uint64, addr string) *session {
+// newSession starts session id from addr with the keys its first packet
+// opened with (nil in plaintext).
+func (r *Receiver) newSession(id uint64, addr string, k *sessionKeys) *session {
 	if len(r.sessions) >= maxSessions {
 		r.forgetOldest()
 	}
-	s := &session{id: id, addr: addr, held: map[keys.Key]bool{}}
+	if k == nil {
+		k = &sessionKeys{}
+	}
+	if k.open != nil {
+		// Derived only now that a packet of the session has authenticated,
+		// so a flood of forged packets for made-up sessions costs one
+		// derivation each, not two. It cannot fail where the open key
+		// did not.
+		k.seal, _ = wire.SessionAEAD(r.cfg.PSK, id, wire.ReceiverToSender)
+	}
+	s := &session{id: id, addr: addr, keys: k, held: map[keys.Key]bool{}}
 	s.tracker.Unbalanced = r.cfg.Unbalanced
 	r.sessions[id] = s
 	r.stats.Sessions++
@@ -456,11 +474,11 @@ func (r *Receiver) ack(s *session, now time.Time) {
 	}
 	s.ackPending = false
 	s.lastAck = now
-	s.ackCounter++
+	s.keys.acks++
 	a := wire.Ack{
-		Header: wire.Header{Type: wire.TypeAck, Session: s.id, Counter: s.ackCounter},
-		Newest: s.replay.Newest(),
-		Bits:   s.replay.AckBits(),
+		Header: wire.Header{Type: wire.TypeAck, Session: s.id, Counter: s.keys.acks},
+		Newest: s.keys.replay.Newest(),
+		Bits:   s.keys.replay.AckBits(),
 		Stamp:  s.tracker.Newest(),
 		Delay:  uint64(now.Sub(s.newestAt) / time.Microsecond),
 		Wall:   uint64(now.UnixMilli()),
@@ -468,12 +486,7 @@ func (r *Receiver) ack(s *session, now time.Time) {
 	var b []byte
 	var err error
 	if r.cfg.PSK != nil {
-		if s.ackAEAD == nil {
-			if s.ackAEAD, err = wire.SessionAEAD(r.cfg.PSK, s.id, wire.ReceiverToSender); err != nil {
-				return
-			}
-		}
-		b, err = a.AppendSealed(r.ackBuf[:0], s.ackAEAD)
+		b, err = a.AppendSealed(r.ackBuf[:0], s.keys.seal)
 	} else {
 		b, err = a.Append(r.ackBuf[:0])
 	}

@@ -187,3 +187,42 @@ func TestAcks(t *testing.T) {
 		t.Error("a forged packet was acked")
 	}
 }
+
+// TestSessionKeysLastTheSession (PROTOCOL.md §8.2, §8.3, §9): a session's
+// keys and counters are its own and outlive a timeout: its acks are sealed
+// with its own receiver-to-sender key, their counter (the nonce) goes on
+// from where it was when the session comes back, never reused, and its
+// replay window still refuses what it accepted before.
+func TestSessionKeysLastTheSession(t *testing.T) {
+	conn := &ackConn{}
+	r, err := New(Config{Conn: conn, Injector: &recorder{}, PSK: psk, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := t0
+	r.Handle(sealed(t, psk, 5, 1, at, dn(kA, 1)), addr1, at)
+	r.Handle(sealed(t, psk, 6, 1, at, dn(kB, 1)), addr2, at)
+	at = at.Add(10 * time.Millisecond)
+	r.Handle(sealed(t, psk, 5, 2, at, up(kA, 2), dn(kA, 1)), addr1, at)
+	r.Expire(at.Add(2 * time.Second)) // both time out
+	at = at.Add(3 * time.Second)
+	r.Handle(sealed(t, psk, 5, 2, at, up(kA, 2), dn(kA, 1)), addr1, at) // replayed
+	r.Handle(sealed(t, psk, 5, 3, at, up(kA, 2), dn(kA, 1)), addr1, at)
+	if st := r.Stats(); st.Replayed != 1 || st.Sessions != 2 {
+		t.Errorf("stats %+v, want the replay refused and no new session", st)
+	}
+	want := []struct{ session, counter, newest uint64 }{{5, 1, 1}, {6, 1, 1}, {5, 2, 2}, {5, 3, 3}}
+	if len(conn.sent) != len(want) {
+		t.Fatalf("%d acks, want %d", len(conn.sent), len(want))
+	}
+	for i, w := range want {
+		aead, _ := wire.SessionAEAD(psk, w.session, wire.ReceiverToSender)
+		var a wire.Ack
+		if _, err := wire.OpenAck(conn.sent[i], aead, nil, &a); err != nil {
+			t.Fatalf("ack %d does not open with session %d's key: %v", i, w.session, err)
+		}
+		if a.Header.Session != w.session || a.Header.Counter != w.counter || a.Newest != w.newest {
+			t.Errorf("ack %d: session %d counter %d newest %d, want %+v", i, a.Header.Session, a.Header.Counter, a.Newest, w)
+		}
+	}
+}
