@@ -30,8 +30,6 @@ const (
 	// DefaultJoinAfter: a session first heard when its sender clock is past
 	// this is joined, not replayed (see Config.JoinAfter).
 	DefaultJoinAfter = 2 * time.Second
-	// MaxCheckPeriod bounds how late a timeout is noticed.
-	MaxCheckPeriod = 50 * time.Millisecond
 	// maxSessions bounds the session table; ended sessions are forgotten first.
 	maxSessions = 1024
 )
@@ -180,6 +178,7 @@ type Receiver struct {
 	mu        sync.Mutex // guards status
 	status    []SessionStatus
 	published time.Time
+	changed   bool // held keys or liveness changed since published
 }
 
 // New checks cfg and makes a Receiver.
@@ -243,9 +242,25 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 	// it ends.
 	defer r.cfg.Conn.Close()
 
-	period := min(r.cfg.Timeout/4, MaxCheckPeriod)
-	check := time.NewTicker(period)
+	// One timer, armed for the next deadline Next names (a session's
+	// timeout, a held-back ack): an idle receiver wakes only for a packet
+	// or a deadline, not on a tick.
+	check := time.NewTimer(0)
+	check.Stop()
 	defer check.Stop()
+	var armed time.Time
+	rearm := func() {
+		next := r.Next()
+		if next.Equal(armed) {
+			return
+		}
+		armed = next
+		if next.IsZero() {
+			check.Stop()
+			return
+		}
+		check.Reset(time.Until(next))
+	}
 	// An injector that notices its backend going away between keys (an X
 	// server stopping) ends Run at once, not at the next key.
 	var gone <-chan struct{}
@@ -262,13 +277,16 @@ loop:
 			if r.gone != nil {
 				break loop
 			}
+			rearm()
 		case <-gone:
 			if r.gone == nil {
 				r.gone = w.GoneErr()
 			}
 			break loop
 		case now := <-check.C:
+			armed = time.Time{}
 			r.Expire(now)
+			rearm()
 		case err = <-readErr:
 			if ctx.Err() != nil {
 				err = nil // closed because we are stopping
@@ -369,10 +387,11 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	}
 	s.counter = h.Counter
 	s.lastHeard = now
+	r.changed = r.changed || !s.live
 	s.live = true
 	s.packets++
 	r.stats.Accepted++
-	defer r.publish(now, false)
+	defer r.publish(now)
 	r.ds = s.tracker.Apply(r.ds[:0], r.pkt.Events, join)
 	for _, d := range r.ds {
 		r.inject(s, d.Key, d.Kind == eventqueue.Down, d.Cause)
@@ -499,8 +518,33 @@ func (r *Receiver) ack(s *session, now time.Time) {
 	}
 }
 
+// Next is when Expire must next be called: the earliest of a live
+// session's timeout, a held-back ack's turn (MinAckInterval after the
+// session's last ack) and the publishing of a status change. It is zero when
+// nothing is due, so an idle receiver with no live session sleeps until a
+// packet comes. Like kcp's Check: Handle and Expire change it, and the
+// caller arms one timer for it.
+func (r *Receiver) Next() time.Time {
+	var next time.Time
+	earliest := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	for _, s := range r.sessions {
+		if s.live {
+			earliest(s.lastHeard.Add(r.cfg.Timeout))
+		}
+		if s.ackPending {
+			earliest(s.lastAck.Add(MinAckInterval))
+		}
+	}
+	return next
+}
+
 // Expire ends the live sessions silent for longer than the timeout
-// (DESIGN.md invariant 5). Their state is kept, so a session that comes back
+// (DESIGN.md invariant 5), and sends the acks held back whose turn has
+// come. The ended sessions' state is kept, so a session that comes back
 // resumes without typing old events again.
 func (r *Receiver) Expire(now time.Time) {
 	for _, s := range r.sortedSessions() {
@@ -521,7 +565,7 @@ func (r *Receiver) Expire(now time.Time) {
 			}
 		}
 	}
-	r.publish(now, false)
+	r.publish(now)
 }
 
 // ReleaseAll releases every key every session holds.
@@ -549,6 +593,7 @@ func (r *Receiver) end(s *session, cause eventqueue.Cause) int {
 		n++
 	}
 	s.live = false
+	r.changed = true
 	return n
 }
 
@@ -574,6 +619,7 @@ func (r *Receiver) inject(s *session, code keys.Key, down bool, cause eventqueue
 			return
 		}
 		s.held[code] = true
+		r.changed = true
 		r.osHeld[code]++
 		if r.osHeld[code] == 1 {
 			r.send(sink.Event{Key: code, Down: true, Cause: cause, Session: s.id})
@@ -584,6 +630,7 @@ func (r *Receiver) inject(s *session, code keys.Key, down bool, cause eventqueue
 		return
 	}
 	delete(s.held, code)
+	r.changed = true
 	r.osHeld[code]--
 	if r.osHeld[code] == 0 {
 		delete(r.osHeld, code)

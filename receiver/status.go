@@ -17,16 +17,19 @@ type SessionStatus struct {
 	Held      []keys.Key // keys it holds down here
 }
 
-// publishEvery bounds how often Handle copies the status (per packet would
-// cost a copy per packet for nobody).
+// publishEvery bounds how often Handle copies the status for packet counts
+// and last-heard times alone (a copy per packet would cost for nobody).
 const publishEvery = 100 * time.Millisecond
 
-// publish copies the sessions for Status, at most every publishEvery unless
-// forced.
-func (r *Receiver) publish(now time.Time, force bool) {
-	if !force && now.Sub(r.published) < publishEvery {
+// publish copies the sessions for Status: at once when held keys or
+// liveness changed, otherwise at most every publishEvery. Nothing wakes
+// the receiver just to publish counts: a session's packets publish them,
+// and its end publishes the last.
+func (r *Receiver) publish(now time.Time) {
+	if !r.changed && now.Sub(r.published) < publishEvery {
 		return
 	}
+	r.changed = false
 	r.published = now
 	out := make([]SessionStatus, 0, len(r.sessions))
 	for _, s := range r.sortedSessions() {
@@ -42,8 +45,9 @@ func (r *Receiver) publish(now time.Time, force bool) {
 	r.mu.Unlock()
 }
 
-// Status returns the sessions as last published (at most 100 ms old).
-// Safe to call while Run runs.
+// Status returns the sessions as last published: held keys and liveness as
+// they are, packet counts and last-heard times at most 100 ms older than
+// the session's newest packet. Safe to call while Run runs.
 func (r *Receiver) Status() []SessionStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()

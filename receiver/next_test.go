@@ -1,0 +1,107 @@
+package receiver
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/keyrelay/keyrelay/netsim"
+	"github.com/keyrelay/keyrelay/sink"
+)
+
+// TestNextIsTheNextDeadline: Next names when Expire is next due (a live
+// session's timeout, DESIGN.md invariant 5; a held-back ack's turn,
+// PROTOCOL.md §9), and nothing once no session is live, so an idle
+// receiver is not woken.
+func TestNextIsTheNextDeadline(t *testing.T) {
+	conn := &ackConn{}
+	r, err := New(Config{Conn: conn, Injector: &recorder{}, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next := r.Next(); !next.IsZero() {
+		t.Errorf("a receiver that heard nothing: Next = %v, want nothing due", next)
+	}
+	r.Handle(packet(t, 1, 1, 10, dn(kA, 1)), addr1, t0)
+	if next := r.Next(); !next.Equal(t0.Add(time.Second)) {
+		t.Errorf("one live session: Next = %v, want its timeout", next.Sub(t0))
+	}
+	// News within MinAckInterval of the last ack: its ack is held back.
+	at := t0.Add(2 * time.Millisecond)
+	r.Handle(packet(t, 1, 2, 12, up(kA, 2), dn(kA, 1)), addr1, at)
+	if next := r.Next(); !next.Equal(t0.Add(MinAckInterval)) || len(conn.sent) != 1 {
+		t.Errorf("a held-back ack: Next = %v (%d acks sent), want MinAckInterval after the first ack", next.Sub(t0), len(conn.sent))
+	}
+	r.Expire(t0.Add(MinAckInterval))
+	if next := r.Next(); !next.Equal(at.Add(time.Second)) || len(conn.sent) != 2 {
+		t.Errorf("after the ack: Next = %v (%d acks sent), want the timeout after the last packet", next.Sub(t0), len(conn.sent))
+	}
+	r.Expire(at.Add(time.Second))
+	if next := r.Next(); !next.IsZero() {
+		t.Errorf("the session ended: Next = %v, want nothing due", next.Sub(t0))
+	}
+}
+
+// syncRecorder is a recorder for a receiver that Runs: the test reads it
+// from another goroutine.
+type syncRecorder struct {
+	mu  sync.Mutex
+	rec recorder
+}
+
+func (s *syncRecorder) Inject(e sink.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec.Inject(e)
+}
+
+func (s *syncRecorder) take() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec.take()
+}
+
+// TestRunReleasesWhenDue (DESIGN.md invariant 5): Run arms its timer for
+// Next, so a silent session's keys are released when its timeout is due,
+// not at the next tick of a periodic check.
+func TestRunReleasesWhenDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nw := netsim.NewNetwork(netsim.Config{})
+		rc, err := nw.Listen("10.0.0.2:7575")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := nw.Listen("10.0.0.1:40000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &syncRecorder{}
+		r, err := New(Config{Conn: rc, Injector: rec, Timeout: time.Second, NoAcks: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); r.Run(ctx) }()
+		time.Sleep(13 * time.Millisecond) // off any 50 ms grid
+		sc.WriteTo(packet(t, 1, 1, 10, dn(kA, 1)), rc.LocalAddr())
+		synctest.Wait()
+		if got := rec.take(); got != "KeyA down" {
+			t.Fatalf("injected %q", got)
+		}
+		time.Sleep(time.Second - time.Nanosecond)
+		synctest.Wait()
+		if got := rec.take(); got != "" {
+			t.Errorf("before the timeout: injected %q", got)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if got := rec.take(); got != "KeyA up(timeout)" {
+			t.Errorf("at the timeout: injected %q, want KeyA released", got)
+		}
+		cancel()
+		<-done
+	})
+}
