@@ -100,6 +100,21 @@ type Watched interface {
 // interval; what arrives in between is covered by the next one (no storms).
 const MinAckInterval = 5 * time.Millisecond
 
+// IdleAckInterval bounds the acks sent to one session while nothing
+// changes (PROTOCOL.md §9): one per interval keeps the sender's liveness
+// fed (its --timeout, 2 s by default) at a tenth of the acks of answering
+// every 100 ms resend. A packet with news is acked at once.
+const IdleAckInterval = time.Second
+
+// BusyGap: a packet sent, by the sender's clock, sooner than this after the
+// one before it is acked at once. An idle sender resends every --interval
+// (100 ms by default); it sends faster only while it waits for an ack (a
+// burst after an event, every 5 to 20 ms; events held back for acks; its
+// final state while lingering, every 50 ms), and the ack is what ends the
+// wait. A sender whose --interval is below BusyGap is acked as before,
+// every packet.
+const BusyGap = 75 * time.Millisecond
+
 // DefaultMaxSkew is the default Config.MaxSkew.
 const DefaultMaxSkew = 30 * time.Second
 
@@ -147,6 +162,7 @@ type session struct {
 	tracker   eventqueue.Tracker
 	held      map[keys.Key]bool // keys this session holds in the OS
 	counter   uint64            // newest packet counter applied
+	clock     uint64            // its sender clock (ms), for the sender's pace
 	lastHeard time.Time
 	live      bool // false once timed out or ended (keys released)
 	replaced  bool // a newer session from the same address took over
@@ -364,14 +380,13 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	if h.Counter == s.keys.replay.Newest() {
 		s.newestAt = now
 	}
-	// Every new authenticated packet, stale ones included, is news for the
-	// sender's estimates.
-	defer r.ack(s, now)
 	// UDP reorders and duplicates: an older queue would release keys that
 	// are still held (DESIGN.md invariant 4). A replaced session's late
-	// packets must not press its keys again.
+	// packets must not press its keys again. An older packet is no news
+	// for the sender either: the next ack's bits show it arrived.
 	if h.Counter <= s.counter || s.replaced {
 		r.stats.Stale++
+		r.ack(s, now, false)
 		return
 	}
 	join := s.counter == 0 && time.Duration(r.pkt.Clock)*time.Millisecond > r.cfg.JoinAfter
@@ -379,23 +394,34 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	if resumed {
 		r.logf("session %016x from %s is back", s.id, addr)
 	}
+	// What the sender must hear of at once (PROTOCOL.md §9): a session
+	// starting or coming back, packets lost before this one, or a sender
+	// re-sending faster than its idle pace (it waits for an ack: a burst,
+	// events held back, its final state). Events and locks are added below.
+	news := s.counter == 0 || resumed || h.Counter != s.counter+1 ||
+		r.pkt.Clock < s.clock+uint64(BusyGap/time.Millisecond)
 	// Locks first, so the keys of this packet are typed with them: when a
 	// session starts or comes back, and when the sender (re)starts relaying
 	// (its lock state or epoch changes). PROTOCOL.md §3.2.
 	if l := r.pkt.Locks; l.Known() && (s.counter == 0 || resumed || l != s.locks) {
 		r.setLocks(s, l)
+		news = true
 	}
 	s.counter = h.Counter
+	s.clock = r.pkt.Clock
 	s.lastHeard = now
 	r.changed = r.changed || !s.live
 	s.live = true
 	s.packets++
 	r.stats.Accepted++
 	defer r.publish(now)
+	stamp := s.tracker.Newest()
 	r.ds = s.tracker.Apply(r.ds[:0], r.pkt.Events, join)
 	for _, d := range r.ds {
 		r.inject(s, d.Key, d.Kind == eventqueue.Down, d.Cause)
 	}
+	// Acked once typed: an ack tells the sender what was applied.
+	r.ack(s, now, news || len(r.ds) > 0 || s.tracker.Newest() != stamp)
 }
 
 var errNotAllowed = errors.New("source address not in --allow")
@@ -479,12 +505,18 @@ func (r *Receiver) forgetOldest() {
 	}
 }
 
-// ack sends the session an ack now, or marks one pending if the last was
-// sent less than MinAckInterval ago (Expire flushes pending acks).
-func (r *Receiver) ack(s *session, now time.Time) {
+// ack answers a packet of the session (PROTOCOL.md §9). A packet with news
+// is acked now, or when MinAckInterval has passed since the last ack
+// (pending; Expire sends it). A packet without (the next counter, nothing
+// new applied, at the sender's idle pace) is acked only if the last ack is
+// IdleAckInterval old: the sender heard from us recently enough.
+func (r *Receiver) ack(s *session, now time.Time, news bool) {
 	// An ack says "typed"; with the injector gone nothing is, and the
 	// sender must see the receiver fall silent.
 	if r.cfg.NoAcks || s.from == nil || r.gone != nil {
+		return
+	}
+	if !news && !s.ackPending && !s.lastAck.IsZero() && now.Sub(s.lastAck) < IdleAckInterval {
 		return
 	}
 	if !s.lastAck.IsZero() && now.Sub(s.lastAck) < MinAckInterval {
@@ -549,7 +581,7 @@ func (r *Receiver) Next() time.Time {
 func (r *Receiver) Expire(now time.Time) {
 	for _, s := range r.sortedSessions() {
 		if s.ackPending {
-			r.ack(s, now)
+			r.ack(s, now, true)
 		}
 		if s.live && now.Sub(s.lastHeard) >= r.cfg.Timeout {
 			// A sender that ends cleanly leaves every key released, then

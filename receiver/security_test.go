@@ -18,9 +18,15 @@ var psk = func() []byte {
 	return k
 }()
 
-// sealed encodes a sealed queue packet sent at wall time at; events newest
-// first, padded to N=4.
+// sealed encodes a sealed queue packet sent at wall time at, 10 ms of
+// sender clock per counter; events newest first, padded to N=4.
 func sealed(t *testing.T, key []byte, session, counter uint64, at time.Time, events ...eventqueue.Event) []byte {
+	t.Helper()
+	return sealedAt(t, key, session, counter, counter*10, at, events...)
+}
+
+// sealedAt is sealed with the sender clock (ms) given.
+func sealedAt(t *testing.T, key []byte, session, counter, clock uint64, at time.Time, events ...eventqueue.Event) []byte {
 	t.Helper()
 	for len(events) < 4 {
 		events = append(events, eventqueue.Event{})
@@ -30,7 +36,7 @@ func sealed(t *testing.T, key []byte, session, counter uint64, at time.Time, eve
 		t.Fatal(err)
 	}
 	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: session, Counter: counter},
-		Clock: uint64(counter) * 10, Wall: uint64(at.UnixMilli()), Events: events}
+		Clock: clock, Wall: uint64(at.UnixMilli()), Events: events}
 	b, err := q.AppendSealed(nil, a)
 	if err != nil {
 		t.Fatal(err)
@@ -151,9 +157,10 @@ func TestAllowList(t *testing.T) {
 	}
 }
 
-// TestAcks (PROTOCOL.md §9): each new authenticated packet is acked with the
-// newest counter, the ack bits of the ones before, the newest applied stamp,
-// at most once per MinAckInterval per session, the rest flushed by Expire.
+// TestAcks (PROTOCOL.md §9): each new authenticated packet with news is
+// acked with the newest counter, the ack bits of the ones before, the newest
+// applied stamp, at most once per MinAckInterval per session, the rest
+// flushed by Expire.
 func TestAcks(t *testing.T) {
 	conn := &ackConn{}
 	rec := &recorder{}

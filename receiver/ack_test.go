@@ -1,0 +1,204 @@
+package receiver
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/netsim"
+	"github.com/keyrelay/keyrelay/replay"
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// TestWhatIsNews (PROTOCOL.md §9): after a run of idle resends, which
+// packets are acked at once and which wait for IdleAckInterval. Idle: the
+// next counter, nothing new applied, sent at the sender's idle pace (not
+// sooner than BusyGap after the previous one).
+func TestWhatIsNews(t *testing.T) {
+	queue := []eventqueue.Event{up(kA, 2), dn(kA, 1)}
+	withB := append([]eventqueue.Event{dn(kB, 3)}, queue...)
+	locked := func(counter, clock uint64) []byte {
+		q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: 1, Counter: counter}, Clock: clock,
+			Locks: keys.LocksKnown | keys.LockCaps, Events: append(queue, eventqueue.Event{}, eventqueue.Event{})}
+		b, err := q.Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name  string
+		after time.Duration // since the last ack, at 1,000 ms
+		pkt   func(counter, clock uint64) []byte
+		dc    uint64 // counter step (1: the next)
+		dt    uint64 // sender clock step, ms
+		acked bool
+	}{
+		{"idle resend", 200 * time.Millisecond, nil, 1, 100, false},
+		{"idle resend, last ack a second old", IdleAckInterval, nil, 1, 100, true},
+		{"new event", 200 * time.Millisecond, func(c, k uint64) []byte { return packet(t, 1, c, k, withB...) }, 1, 100, true},
+		{"a packet lost before it", 200 * time.Millisecond, nil, 2, 200, true},
+		{"reordered older packet", 200 * time.Millisecond, nil, 0, 100, false},
+		{"a burst resend", 200 * time.Millisecond, nil, 1, 10, true},
+		{"the final state lingering", 200 * time.Millisecond, nil, 1, 50, true},
+		{"just below the idle pace", 200 * time.Millisecond, nil, 1, uint64(BusyGap/time.Millisecond) - 1, true},
+		{"at the idle pace", 200 * time.Millisecond, nil, 1, uint64(BusyGap / time.Millisecond), false},
+		{"locks change", 200 * time.Millisecond, locked, 1, 100, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := &ackConn{}
+			r, err := New(Config{Conn: conn, Injector: &recorder{}, Timeout: 3 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Counters 1..11 every 100 ms from t0: the first acked as new,
+			// then idle until the one at 1,000 ms, acked a second later.
+			for i := range uint64(11) {
+				r.Handle(packet(t, 1, i+1, 100*i, queue...), addr1, t0.Add(time.Duration(i)*100*time.Millisecond))
+			}
+			if len(conn.sent) != 2 {
+				t.Fatalf("%d acks in the first second of idle resends, want 2 (the first, and a second later)", len(conn.sent))
+			}
+			counter, clock := uint64(11)+tc.dc, 1000+tc.dt
+			if tc.dc == 0 {
+				// A late packet the window has not seen: as if 9 had been
+				// overtaken by 10 and 11.
+				counter = 9
+				r.sessions[1].keys.replay = replayWithout(9, 11)
+			}
+			pkt := tc.pkt
+			if pkt == nil {
+				pkt = func(c, k uint64) []byte { return packet(t, 1, c, k, queue...) }
+			}
+			r.Handle(pkt(counter, clock), addr1, t0.Add(time.Second+tc.after))
+			if got := len(conn.sent) == 3; got != tc.acked {
+				t.Errorf("acked at once: %v, want %v", got, tc.acked)
+			}
+		})
+	}
+}
+
+// replayWithout is a replay window that accepted 1..newest except hole.
+func replayWithout(hole, newest uint64) (f replay.Filter) {
+	for c := uint64(1); c <= newest; c++ {
+		if c != hole {
+			f.Accept(c)
+		}
+	}
+	return f
+}
+
+// ackLog runs a receiver over netsim and records when its acks reach the
+// sender's address.
+type ackLog struct {
+	sc      net.PacketConn
+	to      net.Addr
+	counter uint64
+	clock   uint64
+	mu      sync.Mutex
+	at      []time.Time
+}
+
+func runAckLog(t *testing.T) (*ackLog, func()) {
+	nw := netsim.NewNetwork(netsim.Config{})
+	rc, err := nw.Listen("10.0.0.2:7575")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := nw.Listen("10.0.0.1:40000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Conn: rc, Injector: &syncRecorder{}, PSK: psk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Run(ctx) })
+	l := &ackLog{sc: sc, to: rc.LocalAddr()}
+	wg.Go(func() {
+		buf := make([]byte, wire.MaxPacketSize)
+		for {
+			if _, _, err := sc.ReadFrom(buf); err != nil {
+				return
+			}
+			l.mu.Lock()
+			l.at = append(l.at, time.Now())
+			l.mu.Unlock()
+		}
+	})
+	return l, func() { cancel(); sc.Close(); wg.Wait() }
+}
+
+// send sends the next packet, dt after the previous by the sender's clock.
+func (l *ackLog) send(t *testing.T, dt time.Duration, events ...eventqueue.Event) {
+	l.counter++
+	l.clock += uint64(dt / time.Millisecond)
+	b := sealedAt(t, psk, 1, l.counter, l.clock, time.Now(), events...)
+	if _, err := l.sc.WriteTo(b, l.to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (l *ackLog) acks() []time.Time {
+	synctest.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]time.Time(nil), l.at...)
+}
+
+// TestIdleAcksOncePerSecond (PROTOCOL.md §9, issue 14 must-have 4): over 10
+// s of a sender resending its queue every 100 ms with nothing new, at most
+// one ack per second (11 counting the first packet's); the sender still
+// hears within its 2 s --timeout. A new event is still acked at once, at
+// most MinAckInterval after the ack before, and so is a burst.
+func TestIdleAcksOncePerSecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, stop := runAckLog(t)
+		defer stop()
+		queue := []eventqueue.Event{up(kA, 2), dn(kA, 1)}
+		start := time.Now()
+		for i := range 101 {
+			if i > 0 {
+				time.Sleep(100 * time.Millisecond)
+			}
+			l.send(t, 100*time.Millisecond, queue...)
+		}
+		acks := l.acks()
+		if len(acks) > 11 {
+			t.Errorf("%d acks over 10 s of idle resends, want at most 11", len(acks))
+		}
+		prev := start
+		for _, a := range acks {
+			if a.Sub(prev) >= 2*time.Second {
+				t.Errorf("no ack for %v (the sender's --timeout is 2 s)", a.Sub(prev))
+			}
+			prev = a
+		}
+		// An event 2 ms after the resend just acked: acked once
+		// MinAckInterval has passed since that ack.
+		time.Sleep(2 * time.Millisecond)
+		sent := time.Now()
+		l.send(t, 2*time.Millisecond, append([]eventqueue.Event{dn(kB, 10_050)}, queue...)...)
+		time.Sleep(MinAckInterval)
+		if got := l.acks(); len(got) != len(acks)+1 || got[len(got)-1].Sub(sent) > MinAckInterval {
+			t.Errorf("the new event: %d acks (had %d), want one within %v", len(got), len(acks), MinAckInterval)
+		}
+		// The burst that follows an event (every 10 ms, the same queue) is
+		// acked packet by packet: each ack can end it.
+		n := len(l.acks())
+		for range 5 {
+			time.Sleep(10 * time.Millisecond)
+			l.send(t, 10*time.Millisecond, append([]eventqueue.Event{dn(kB, 10_050)}, queue...)...)
+		}
+		if got := len(l.acks()) - n; got != 5 {
+			t.Errorf("%d acks for 5 burst resends, want 5", got)
+		}
+	})
+}
