@@ -230,6 +230,12 @@ func (c *Core) Tick(now time.Time) {
 		if !now.Before(c.tickAt) {
 			c.send(now)
 			c.tickAt = nextTick(c.tickAt, c.cfg.Interval, now)
+			if c.quiet(now) {
+				// Ask for an ack: a burst makes the receiver answer at
+				// once (PROTOCOL.md §9), so one lost idle ack does not
+				// leave the receiver unheard for PeerTimeout.
+				c.startBurst(now)
+			}
 			c.drain(now) // a receiver may have stopped being live
 		}
 		if c.phase == flushing && !now.Before(c.stuckAt) && len(c.backlog) > 0 {

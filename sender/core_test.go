@@ -403,3 +403,33 @@ func TestCoreNextIsInTheFuture(t *testing.T) {
 		}
 	})
 }
+
+// A receiver acks an idle sender about once a second (PROTOCOL.md §9).
+// Once a live receiver has been quiet for 60 % of PeerTimeout, the regular
+// resend starts a burst, which the receiver acks at once: one lost idle
+// ack does not bring it to the edge of not live.
+func TestCoreAsksQuietReceiverForAnAck(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true, PeerTimeout: 2 * time.Second})
+	r.c.Start(t0)
+	r.ack(at(ms(40)), 1, 0, 0, 0) // SRTT 40ms: burst gap 10ms
+	for now := r.c.Next(); now.Before(at(ms(1200))); now = r.c.Next() {
+		r.c.Tick(now)
+		if next := r.c.Next(); next.Sub(now) != 100*time.Millisecond {
+			t.Fatalf("at +%v, heard %v ago: next call in %v, want the resend in 100ms (no probe yet)", now.Sub(t0), now.Sub(at(ms(40))), next.Sub(now))
+		}
+	}
+	r.c.Tick(at(ms(1300))) // heard 1.26s ago: quiet
+	if got := r.c.Next(); !got.Equal(at(ms(1310))) {
+		t.Fatalf("quiet receiver: Next = +%v, want a burst step at +1310ms", got.Sub(t0))
+	}
+	n := len(r.sent)
+	r.c.Tick(at(ms(1310)))
+	if len(r.sent) != n+1 {
+		t.Fatalf("the burst step sent %d packets, want 1", len(r.sent)-n)
+	}
+	r.ack(at(ms(1330)), uint64(len(r.sent)), 0, 0, 0)
+	r.c.Tick(at(ms(1330)))
+	if got := r.c.Next(); !got.Equal(at(ms(1400))) {
+		t.Fatalf("after the ack: Next = +%v, want the resend at +1400ms", got.Sub(t0))
+	}
+}

@@ -62,6 +62,20 @@ func (c *Core) inGrace(now time.Time) bool {
 	return len(c.peers) == 0 && c.cfg.Feedback && now.Sub(c.start) < c.cfg.PeerTimeout
 }
 
+// quiet reports whether a live receiver has not been heard for over 60 %
+// of PeerTimeout. A receiver acks an idle sender only about once a second
+// (PROTOCOL.md §9, receiver.IdleAckInterval), so with the default 2 s
+// timeout a single lost ack would otherwise bring it to the edge of not
+// live; the sender then asks for an ack (Core.Tick).
+func (c *Core) quiet(now time.Time) bool {
+	for _, p := range c.peers {
+		if c.live(p, now) && now.Sub(p.LastHeard) > c.cfg.PeerTimeout*6/10 {
+			return true
+		}
+	}
+	return false
+}
+
 // minAcked returns the oldest stamp that every live receiver has applied,
 // and whether any receiver is live (or assumed, inGrace).
 func (c *Core) minAcked(now time.Time) (uint64, bool) {
