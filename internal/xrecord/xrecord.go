@@ -9,9 +9,23 @@
 // of the display from the Xauthority file), sends EnableContext on it and
 // reads the replies; the context itself is created and later disabled over
 // an ordinary xgb connection.
+//
+// The server sends what a context recorded only when it flushes its
+// clients' output after recording it, and it flushes only when some client
+// has new output: a key that no client receives would stay in its buffer
+// until any client gets output, for seconds (on a bare Xvfb, say). So the
+// data connection also selects the key events of the root window, which
+// gets the keys nobody else takes while the focus is on the root or follows
+// the pointer (no window manager): they are read and dropped, and the
+// recorded key comes in the same flush. (XInput 2's raw events, which
+// every key sends to the root window, come too early: the server may flush
+// them before it records the key.) A key sent to a focused window that
+// does not listen to keys can still wait; on a desktop there is nearly
+// always a client that gets it.
 package xrecord
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,6 +36,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/record"
@@ -44,9 +59,13 @@ type Key struct {
 type Stream struct {
 	ctrl *xgb.Conn
 	data net.Conn
+	in   *bufio.Reader // data, read a whole flush at a time
 	ctx  record.Context
 
-	pending []Key // keys parsed, not yet returned
+	head    [32]byte
+	body    []byte
+	pending []Key // keys parsed; those from next on not yet returned
+	next    int
 	once    sync.Once
 	closed  atomic.Bool
 }
@@ -77,6 +96,12 @@ func Open(ctrl *xgb.Conn, display string) (*Stream, error) {
 		record.FreeContext(ctrl, ctx)
 		return nil, err
 	}
+	s := &Stream{ctrl: ctrl, data: data, in: bufio.NewReaderSize(data, 4096), ctx: ctx}
+	if err := s.selectKeys(ctrl); err != nil {
+		data.Close()
+		record.FreeContext(ctrl, ctx)
+		return nil, fmt.Errorf("unable to start recording on DISPLAY=%s: %w", display, err)
+	}
 	// EnableContext (RECORD request 5): opcode, minor, length 2, context.
 	req := make([]byte, 8)
 	req[0], req[1] = opcode, 5
@@ -87,20 +112,62 @@ func Open(ctrl *xgb.Conn, display string) (*Stream, error) {
 		record.FreeContext(ctrl, ctx)
 		return nil, fmt.Errorf("unable to start recording on DISPLAY=%s: %w", display, err)
 	}
-	return &Stream{ctrl: ctrl, data: data, ctx: ctx}, nil
+	return s, nil
 }
+
+// selectKeys makes the data connection itself receive the key events that
+// reach the root window, so that a key no other client receives gives
+// output all the same (the package doc says why). It waits for the
+// server's answer (a round trip), so that nothing but the stream comes
+// later; a refusal (an X error) is no failure: the stream works without.
+func (s *Stream) selectKeys(ctrl *xgb.Conn) error {
+	root := xproto.Setup(ctrl).DefaultScreen(ctrl).Root
+	// ChangeWindowAttributes: root, event mask KeyPress|KeyRelease (several
+	// clients may select those on one window); then GetInputFocus, whose
+	// reply (sequence 2) comes after any error.
+	req := []byte{changeWindowAttributes, 0, 4, 0}
+	req = binary.LittleEndian.AppendUint32(req, uint32(root))
+	req = binary.LittleEndian.AppendUint32(req, xproto.CwEventMask)
+	req = binary.LittleEndian.AppendUint32(req, xproto.EventMaskKeyPress|xproto.EventMaskKeyRelease)
+	req = append(req, getInputFocus, 0, 1, 0)
+	s.data.SetDeadline(time.Now().Add(3 * time.Second))
+	defer s.data.SetDeadline(time.Time{})
+	if _, err := s.data.Write(req); err != nil {
+		return err
+	}
+	for {
+		h := s.head[:]
+		if _, err := io.ReadFull(s.in, h); err != nil {
+			return err
+		}
+		if h[0] == 1 || h[0]&0x7f == genericEvent {
+			if _, err := s.in.Discard(4 * int(binary.LittleEndian.Uint32(h[4:]))); err != nil {
+				return err
+			}
+		}
+		if h[0] <= 1 && binary.LittleEndian.Uint16(h[2:]) == 2 {
+			return nil
+		}
+	}
+}
+
+// Core requests' opcodes.
+const (
+	changeWindowAttributes = 2
+	getInputFocus          = 43
+)
 
 // Next returns the next recorded key event. It returns io.EOF once the
 // stream is closed, and another error if the server went away or said no.
 func (s *Stream) Next() (Key, error) {
-	for len(s.pending) == 0 {
+	for s.next == len(s.pending) {
+		s.pending, s.next = s.pending[:0], 0
 		if err := s.readReply(); err != nil {
 			return Key{}, err
 		}
 	}
-	k := s.pending[0]
-	s.pending = s.pending[1:]
-	return k, nil
+	s.next++
+	return s.pending[s.next-1], nil
 }
 
 // RECORD reply categories (record.xml).
@@ -110,33 +177,46 @@ const (
 	categoryEndOfData   = 5
 )
 
+// genericEvent is the type of X events longer than 32 bytes (XInput 2's):
+// none is selected, but one must not make the stream lose its place.
+const genericEvent = 35
+
 // readReply reads one reply (32 bytes and 4·length more) and queues its key
-// events.
+// events, or reads and drops one event.
 func (s *Stream) readReply() error {
-	head := make([]byte, 32)
-	if _, err := io.ReadFull(s.data, head); err != nil {
+	head := s.head[:]
+	if _, err := io.ReadFull(s.in, head); err != nil {
 		return s.ended(err)
+	}
+	n := binary.LittleEndian.Uint32(head[4:]) // words more, of a reply or a generic event
+	if n > 1<<22 && (head[0] == 1 || head[0]&0x7f == genericEvent) {
+		return fmt.Errorf("X reply or event of %d words: not an X server", n)
 	}
 	switch head[0] {
 	case 1: // a reply
 	case 0: // an X error on the data connection
 		return fmt.Errorf("the X server refused to record: error code %d", head[1])
-	default: // an event: none is expected on this connection
+	default: // an event: selectKeys's key events, or one every client
+		// gets (MappingNotify), dropped
+		if head[0]&0x7f == genericEvent {
+			if _, err := s.in.Discard(4 * int(n)); err != nil {
+				return s.ended(err)
+			}
+		}
 		return nil
 	}
-	n := binary.LittleEndian.Uint32(head[4:])
-	if n > 1<<22 {
-		return fmt.Errorf("RECORD reply of %d words: not an X server", n)
+	if cap(s.body) < 4*int(n) {
+		s.body = make([]byte, 4*int(n))
 	}
-	body := make([]byte, 4*int(n))
-	if _, err := io.ReadFull(s.data, body); err != nil {
+	body := s.body[:4*n]
+	if _, err := io.ReadFull(s.in, body); err != nil {
 		return s.ended(err)
 	}
 	switch head[1] {
 	case categoryEndOfData:
 		return io.EOF
 	case categoryFromServer:
-		s.pending = append(s.pending, ParseEvents(body)...)
+		s.pending = appendEvents(s.pending, body)
 	}
 	return nil
 }
@@ -153,8 +233,10 @@ func (s *Stream) ended(err error) error {
 // FromServer reply: whole 32-byte X events (the context has no element
 // headers), of which only KeyPress (2) and KeyRelease (3) are kept. A
 // trailing partial event is ignored.
-func ParseEvents(b []byte) []Key {
-	var out []Key
+func ParseEvents(b []byte) []Key { return appendEvents(nil, b) }
+
+// appendEvents appends the key events of b (ParseEvents) to out.
+func appendEvents(out []Key, b []byte) []Key {
 	for ; len(b) >= 32; b = b[32:] {
 		switch t := b[0] & 0x7f; t {
 		case xproto.KeyPress, xproto.KeyRelease:

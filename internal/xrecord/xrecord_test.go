@@ -1,11 +1,13 @@
 package xrecord
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +97,53 @@ func TestParseEvents(t *testing.T) {
 	want := []Key{{38, true, 7}, {38, false, 9}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("ParseEvents = %+v, want %+v", got, want)
+	}
+}
+
+// TestStreamSkipsEvents: events on the data connection (the root window's
+// keys, MappingNotify, a generic event longer than 32 bytes) are dropped,
+// and the key events of the RECORD replies around them come in order.
+func TestStreamSkipsEvents(t *testing.T) {
+	ev := func(typ, kc byte) []byte {
+		b := make([]byte, 32)
+		b[0], b[1] = typ, kc
+		return b
+	}
+	reply := func(category byte, events ...[]byte) []byte {
+		b := make([]byte, 32)
+		b[0], b[1] = 1, category
+		body := bytes.Join(events, nil)
+		binary.LittleEndian.PutUint32(b[4:], uint32(len(body)/4))
+		return append(b, body...)
+	}
+	generic := ev(35, 131)
+	binary.LittleEndian.PutUint32(generic[4:], 2)
+	generic = append(generic, 0xff, 0xff, 0xff, 0xff, 2, 38, 0, 0) // not a key
+	stream := bytes.Join([][]byte{
+		reply(categoryStartOfData),
+		ev(2, 38), // the root window's KeyPress
+		reply(categoryFromServer, ev(2, 38)),
+		ev(34, 0), // MappingNotify
+		generic,
+		reply(categoryFromServer, ev(3, 38), ev(2, 50)),
+		reply(categoryEndOfData),
+	}, nil)
+	client, server := net.Pipe()
+	go func() { server.Write(stream); server.Close() }()
+	s := &Stream{data: client, in: bufio.NewReader(client)}
+	var got []string
+	for {
+		k, err := s.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("Next: %v, want io.EOF at the end of data", err)
+			}
+			break
+		}
+		got = append(got, fmt.Sprintf("%s%d", map[bool]string{true: "+", false: "-"}[k.Down], k.Keycode))
+	}
+	if strings.Join(got, " ") != "+38 -38 +50" {
+		t.Errorf("recorded %v, want +38 -38 +50", got)
 	}
 }
 
@@ -197,6 +246,58 @@ func TestRecordKeys(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Next did not return after Close")
+	}
+}
+
+// TestRecordPromptly: a key that no client receives (a bare Xvfb: nothing
+// has the focus) is recorded at once, not when some other client next gets
+// output from the server; the client pressing it makes no round trip.
+func TestRecordPromptly(t *testing.T) {
+	xquiet.Quiet()
+	display := xvfbtest.Start(t)
+	ctrl, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	s, err := Open(ctrl, display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	typer, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer typer.Close()
+	if err := xtest.Init(typer); err != nil {
+		t.Fatal(err)
+	}
+	root := xproto.Setup(typer).DefaultScreen(typer).Root
+	got := make(chan Key)
+	go func() {
+		for {
+			k, err := s.Next()
+			if err != nil {
+				return
+			}
+			got <- k
+		}
+	}()
+	for i, down := range []bool{true, false, true, false} {
+		typ := byte(xproto.KeyRelease)
+		if down {
+			typ = xproto.KeyPress
+		}
+		xtest.FakeInput(typer, typ, 38, 0, root, 0, 0, 0)
+		select {
+		case k := <-got:
+			if k.Keycode != 38 || k.Down != down {
+				t.Fatalf("key %d: recorded %+v, want keycode 38 down %v", i, k, down)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("key %d (down %v) not recorded within 2 s", i, down)
+		}
 	}
 }
 
