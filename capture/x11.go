@@ -139,17 +139,18 @@ func (x *X11) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 		return err
 	}
 	x.readLocks()
-	events := make(chan x11Event, 64)
 	if !x.Grab {
 		stream, err := xrecord.Open(c, x.display)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrNoX11, err)
 		}
 		defer stream.Close()
-		go recordEvents(stream, x.display, events)
+		// Closing the stream is what ends a Next that waits.
+		stop := context.AfterFunc(ctx, func() { stream.Close() })
+		defer stop()
 		x.relaying.Store(true)
 		x.status("capturing keys of DISPLAY=%s → %s (keys act here too; Ctrl+C or SIGTERM ends)", x.display, x.Label)
-		return x.relay(ctx, events, emit, nil)
+		return x.relay(ctx, recordEvents(ctx, stream, x.display), emit, nil)
 	}
 
 	hotkey := x.Hotkey
@@ -175,29 +176,34 @@ func (x *X11) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 		}
 		return nil
 	}
+	events := make(chan x11Event, 64)
 	go grabEvents(c, x.display, events)
 	if err := x.own(true, grabs); err != nil {
 		return err
 	}
 	x.status("relaying to %s: the keyboard is grabbed (%v for local use; Ctrl+C or SIGTERM ends)", x.Label, hotkey)
 	defer x.own(false, nil)
-	return x.relay(ctx, events, emit, sw)
-}
-
-// relay turns X key events into key events, through sw when grabbing.
-func (x *X11) relay(ctx context.Context, events <-chan x11Event, emit func(keys.Key, bool) error, sw *Switch) error {
-	var held []xproto.Keycode // X's auto-repeat is a press of a held key
-	for {
-		var ev x11Event
+	next := func() x11Event {
 		select {
 		case <-ctx.Done():
-			if sw != nil {
+			return x11Event{err: ctx.Err()}
+		case ev := <-events:
+			return ev
+		}
+	}
+	return x.relay(ctx, next, emit, sw)
+}
+
+// relay turns the X key events next returns into key events, through sw
+// when grabbing, until next returns an error: ctx's when ctx is done.
+func (x *X11) relay(ctx context.Context, next func() x11Event, emit func(keys.Key, bool) error, sw *Switch) error {
+	var held []xproto.Keycode // X's auto-repeat is a press of a held key
+	for {
+		ev := next()
+		if ev.err != nil {
+			if sw != nil && ctx.Err() != nil {
 				sw.ReleaseAll()
 			}
-			return ctx.Err()
-		case ev = <-events:
-		}
-		if ev.err != nil {
 			return ev.err
 		}
 		if ev.down && slices.Contains(held, ev.keycode) {
@@ -248,18 +254,21 @@ func xGone(display string) error {
 	return fmt.Errorf("%w: the X server of DISPLAY=%s went away (it stopped, or the session ended); no keys can be captured from it", ErrNoX11, display)
 }
 
-// recordEvents forwards a RECORD stream's key events.
-func recordEvents(s *xrecord.Stream, display string, events chan<- x11Event) {
-	for {
+// recordEvents reads a RECORD stream's key events in the caller's
+// goroutine: no hand-off to another goroutine on the way to emit. The
+// stream ends with ctx's error once ctx is done (Play closes it then).
+func recordEvents(ctx context.Context, s *xrecord.Stream, display string) func() x11Event {
+	return func() x11Event {
 		k, err := s.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = xGone(display)
-			}
-			events <- x11Event{err: err}
-			return
+		switch {
+		case err == nil:
+			return x11Event{keycode: xproto.Keycode(k.Keycode), down: k.Down}
+		case ctx.Err() != nil:
+			return x11Event{err: ctx.Err()}
+		case errors.Is(err, io.EOF):
+			return x11Event{err: xGone(display)}
 		}
-		events <- x11Event{keycode: xproto.Keycode(k.Keycode), down: k.Down}
+		return x11Event{err: err}
 	}
 }
 
