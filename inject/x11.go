@@ -18,6 +18,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/internal/keysym"
 	"github.com/keyrelay/keyrelay/internal/xquiet"
+	"github.com/keyrelay/keyrelay/internal/xrecord"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -33,7 +34,8 @@ var ErrKeycodes = errors.New("X server keycodes are not evdev")
 // Xwayland, Xvfb) number keys; NewX11 checks the server's rules. So the
 // receiver's own layout decides the character, AltGr is the AltGr of that
 // layout, and the ISO and JIS keys work. One XTEST request per key event,
-// with no round trip.
+// with no round trip, written to a connection of X11's own straight from
+// Inject (keyConn).
 //
 // A character is typed as that character whatever the layout: X11 looks it
 // up in the server's keymap and presses its key with the Shift and AltGr
@@ -56,7 +58,9 @@ var ErrKeycodes = errors.New("X server keycodes are not evdev")
 //
 // Inject and Close must be called from one goroutine at a time.
 type X11 struct {
-	conn    *xgb.Conn
+	conn    *xgb.Conn // reads the keymap and its changes
+	keys    *keyConn  // presses keys, remaps spares, reads the lock state
+	xtestOp byte
 	root    xproto.Window
 	display string
 	layout  string // XKB layout names, from _XKB_RULES_NAMES
@@ -65,8 +69,11 @@ type X11 struct {
 	logf    func(format string, args ...any)
 	skipped skipped
 
-	// closed is closed when the X connection is gone.
-	closed chan struct{}
+	// closed is closed when an X connection is gone; eventsDone when
+	// readEvents has returned.
+	closed     chan struct{}
+	closeOnce  sync.Once
+	eventsDone chan struct{}
 	// stale is set when the server announces a keymap change not our own.
 	stale atomic.Bool
 	// ownChanges counts, per keycode, the mapping changes X11 made whose
@@ -179,7 +186,7 @@ func NewX11(logf func(format string, args ...any)) (*X11, error) {
 	case <-time.After(displayTimeout):
 		go func() {
 			if r := <-done; r.x != nil {
-				r.x.conn.Close()
+				r.x.closeConns()
 			}
 		}()
 		return nil, fmt.Errorf("%w: DISPLAY=%s did not answer within %v", ErrNoDisplay, display, displayTimeout)
@@ -195,22 +202,51 @@ func dialX11(display string, logf func(string, ...any)) (*X11, error) {
 	if err := xtest.Init(c); err != nil {
 		return fail(fmt.Errorf("the X server of DISPLAY=%s lacks the XTEST extension --inject x11 needs: %v", display, err))
 	}
+	raw, err := xrecord.Dial(display)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrNoDisplay, err))
+	}
 	setup := xproto.Setup(c)
 	x := &X11{
-		conn: c, root: setup.DefaultScreen(c).Root, display: display,
+		conn: c, keys: newKeyConn(raw), xtestOp: c.Extensions["XTEST"],
+		root: setup.DefaultScreen(c).Root, display: display,
 		minKC: setup.MinKeycode, maxKC: setup.MaxKeycode, logf: logf,
-		closed:  make(chan struct{}),
+		closed: make(chan struct{}), eventsDone: make(chan struct{}),
 		spareOf: map[rune]xproto.Keycode{}, lastUse: map[xproto.Keycode]uint64{},
 		down: map[xproto.Keycode]keys.Key{}, charKC: map[rune]xproto.Keycode{},
 	}
-	if err := x.checkRules(); err != nil {
-		return fail(err)
+	go x.keys.read(x.keyError)
+	go func() { <-x.keys.done; x.gone() }()
+	err = x.checkRules()
+	if err == nil {
+		err = x.loadKeymap()
 	}
-	if err := x.loadKeymap(); err != nil {
-		return fail(err)
+	if err != nil {
+		close(x.eventsDone) // readEvents never ran
+		x.closeConns()
+		return nil, err
 	}
 	go x.readEvents()
 	return x, nil
+}
+
+// gone notes that an X connection ended: closed is closed.
+func (x *X11) gone() { x.closeOnce.Do(func() { close(x.closed) }) }
+
+// closeConns closes both connections and waits for their readers.
+func (x *X11) closeConns() {
+	x.keys.conn.Close()
+	x.conn.Close()
+	<-x.keys.done
+	<-x.eventsDone
+}
+
+// keyError logs an X error of a request sent without waiting (FakeInput,
+// ChangeKeyboardMapping).
+func (x *X11) keyError(code, major byte, minor uint16) {
+	if x.logf != nil {
+		x.logf("X server of DISPLAY=%s reported an error: X error %d (request %d.%d)", x.display, code, major, minor)
+	}
 }
 
 // checkRules reads the XKB rules the server's keymap was made with: only
@@ -242,10 +278,15 @@ func (x *X11) checkRules() error {
 	}
 }
 
-// loadKeymap reads the keyboard and modifier mappings (two round trips) and
+// loadKeymap reads the keyboard and modifier mappings (three round trips) and
 // indexes them. Spare keycodes X11 mapped keep their characters when the
 // server still has them as X11 left them.
 func (x *X11) loadKeymap() error {
+	// The keymap is read on the xgb connection, our remappings go on the
+	// other: first wait until the server has done those.
+	if err := x.keys.sync(); err != nil {
+		return fmt.Errorf("unable to read the keymap of DISPLAY=%s: %w", x.display, err)
+	}
 	count := int(x.maxKC) - int(x.minKC) + 1
 	km, err := xproto.GetKeyboardMapping(x.conn, x.minKC, byte(count)).Reply()
 	if err != nil {
@@ -388,11 +429,11 @@ func levelRank(col int) int {
 	return len(levelColumns)
 }
 
-// readEvents watches the connection: keymap changes make the keymap stale;
-// X errors (which XTEST requests without a round trip report here) are
-// logged; the end of the connection closes x.closed.
+// readEvents watches the xgb connection: keymap changes make the keymap
+// stale; X errors are logged; the end of the connection closes x.closed.
 func (x *X11) readEvents() {
-	defer close(x.closed)
+	defer close(x.eventsDone)
+	defer x.gone()
 	for {
 		ev, err := x.conn.WaitForEvent()
 		switch {
@@ -510,14 +551,15 @@ func (x *X11) press(kc xproto.Keycode, key keys.Key, down bool) {
 	x.fake(kc, true)
 }
 
-// fake sends one XTEST key event, without waiting for a reply: errors come
-// back as events (readEvents).
+// fake sends one XTEST key event, without waiting for a reply: errors are
+// logged (keyError). A failed write is the connection's end, which Inject
+// reports next.
 func (x *X11) fake(kc xproto.Keycode, down bool) {
 	t := byte(xproto.KeyRelease)
 	if down {
 		t = xproto.KeyPress
 	}
-	xtest.FakeInput(x.conn, t, byte(kc), xproto.TimeCurrentTime, x.root, 0, 0, 0)
+	x.keys.fakeInput(x.xtestOp, t, kc, x.root)
 }
 
 // charDown presses the key that types r on the server's layout, with the
@@ -593,8 +635,8 @@ func (x *X11) turnCapsOff() {
 
 // capsLock asks the server whether Caps Lock is on (the Lock modifier).
 func (x *X11) capsLock() bool {
-	p, err := xproto.QueryPointer(x.conn, x.root).Reply()
-	return err == nil && p.Mask&xproto.ModMaskLock != 0
+	mask, err := x.keys.queryPointer(x.root)
+	return err == nil && mask&xproto.ModMaskLock != 0
 }
 
 // setLevel makes Shift and AltGr as a character needs them, pressing or
@@ -691,7 +733,7 @@ func (x *X11) spare(r rune) (xproto.Keycode, bool) {
 func (x *X11) remap(kc xproto.Keycode, syms []xproto.Keysym) {
 	n, _ := x.ownChanges.LoadOrStore(kc, new(atomic.Int32))
 	n.(*atomic.Int32).Add(1)
-	xproto.ChangeKeyboardMapping(x.conn, 1, kc, byte(x.keymap.per), syms)
+	x.keys.changeKeyboardMapping(kc, syms)
 	copy(x.keymap.syms[int(kc-x.minKC)*x.keymap.per:], syms)
 }
 
@@ -716,7 +758,7 @@ func (x *X11) SetLocks(l keys.Locks, _ uint64) error {
 		return err
 	}
 	x.revert()
-	p, err := xproto.QueryPointer(x.conn, x.root).Reply()
+	mask, err := x.keys.queryPointer(x.root)
 	if err != nil {
 		return fmt.Errorf("unable to read the lock state of DISPLAY=%s: %w", x.display, err)
 	}
@@ -729,7 +771,7 @@ func (x *X11) SetLocks(l keys.Locks, _ uint64) error {
 		{l&keys.LockNum != 0, x.keymap.numMask, keys.NumLock},
 	} {
 		kc, ok := x.Keycode(lk.code)
-		if !ok || lk.mask == 0 || (p.Mask&lk.mask != 0) == lk.want {
+		if !ok || lk.mask == 0 || (mask&lk.mask != 0) == lk.want {
 			continue
 		}
 		if _, held := x.down[kc]; held {
@@ -746,6 +788,7 @@ func (x *X11) SetLocks(l keys.Locks, _ uint64) error {
 // anyway).
 func (x *X11) Close() error {
 	if x.alive() != nil {
+		x.closeConns()
 		return nil
 	}
 	x.revert()
@@ -759,8 +802,7 @@ func (x *X11) Close() error {
 	clear(x.spareOf)
 	// A round trip, so everything above reached the server before the
 	// connection goes.
-	xproto.GetInputFocus(x.conn).Reply()
-	x.conn.Close()
-	<-x.closed
+	x.keys.sync()
+	x.closeConns()
 	return nil
 }

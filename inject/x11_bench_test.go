@@ -5,8 +5,6 @@ package inject
 import (
 	"testing"
 
-	"github.com/jezek/xgb/xproto"
-
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -40,7 +38,7 @@ func BenchmarkX11VsRobotgo(b *testing.B) {
 		b.Fatal(err)
 	}
 	sync := func(b *testing.B) {
-		if _, err := xproto.GetInputFocus(x.conn).Reply(); err != nil {
+		if err := x.keys.sync(); err != nil {
 			b.Fatal(err)
 		}
 	}

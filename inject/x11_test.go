@@ -68,7 +68,7 @@ func keymapOf(t *testing.T, c *xgb.Conn) []xproto.Keysym {
 }
 
 // sync makes sure the server has processed what x sent.
-func (x *X11) sync() { xproto.GetInputFocus(x.conn).Reply() }
+func (x *X11) sync() { x.keys.sync() }
 
 func newX11(t *testing.T) *X11 {
 	t.Helper()
