@@ -64,9 +64,6 @@ func New(n int) (*Queue, error) {
 	return &Queue{ev: make([]Event, n)}, nil
 }
 
-// Len is the fixed length N of the queue.
-func (q *Queue) Len() int { return len(q.ev) }
-
 // Events returns the queue, newest first. The slice is the queue's own: it is
 // valid until the next Add and must not be modified.
 func (q *Queue) Events() []Event { return q.ev }

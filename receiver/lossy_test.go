@@ -3,36 +3,16 @@ package receiver_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
 )
-
-// lossyConn drops each datagram it is asked to write with probability
-// loss, from a seeded generator: a lossy link on real loopback sockets.
-type lossyConn struct {
-	net.PacketConn
-	loss float64
-	mu   sync.Mutex
-	rng  *rand.Rand
-}
-
-func (c *lossyConn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	c.mu.Lock()
-	drop := c.rng.Float64() < c.loss
-	c.mu.Unlock()
-	if drop {
-		return len(b), nil
-	}
-	return c.PacketConn.WriteTo(b, addr)
-}
 
 // BenchmarkLossyLoopback is what a lost packet costs on a short-RTT link
 // (issue 14 must-have 4: p99 extra delay ≤ 3 ms at 10 % loss on loopback
@@ -50,12 +30,14 @@ func BenchmarkLossyLoopback(b *testing.B) {
 }
 
 func lossyLoopback(b *testing.B, loss float64) {
-	listen := func(seed uint64) *lossyConn {
+	// netsim.Wrap drops the writes of a real socket (with no delay, the
+	// others go out at once, from the writer's goroutine).
+	listen := func(seed uint64) net.PacketConn {
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 		if err != nil {
 			b.Fatal(err)
 		}
-		return &lossyConn{PacketConn: pc, loss: loss, rng: rand.New(rand.NewPCG(seed, 1))}
+		return netsim.Wrap(pc, netsim.Config{Loss: loss, Seed: seed})
 	}
 	rc, sc := listen(1), listen(2)
 	defer sc.Close()
@@ -69,7 +51,7 @@ func lossyLoopback(b *testing.B, loss float64) {
 	go func() { defer close(recvDone); r.Run(ctx) }()
 	src := make(chanSource)
 	s, err := sender.New(sender.Config{Conn: sc, Dests: []net.Addr{rc.LocalAddr()}, Linger: -1, PSK: relayKey,
-		Feedback: []net.PacketConn{sc.PacketConn}})
+		Feedback: []net.PacketConn{sc}})
 	if err != nil {
 		b.Fatal(err)
 	}
