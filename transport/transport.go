@@ -82,7 +82,8 @@ func isDirectedBroadcast(ip net.IP, addrs []net.Addr) bool {
 // work. Its sockets also receive the receivers' acks (Sockets). WriteTo is
 // safe for concurrent use, as a net.PacketConn's is.
 type Conn struct {
-	v4, v6 net.PacketConn
+	v4, v6     net.PacketConn
+	raw4, raw6 *rawWriter // nil: plain WriteTo (sendto_linux.go says why)
 }
 
 // Open opens the sockets that dests (*net.UDPAddr, as Resolve gives) need:
@@ -104,15 +105,28 @@ func Open(dests []net.Addr) (*Conn, error) {
 			return nil, fmt.Errorf("unable to open a UDP socket for %v: %w", d, err)
 		}
 	}
+	if c.v4 != nil {
+		c.raw4 = newRawWriter(c.v4)
+	}
+	if c.v6 != nil {
+		c.raw6 = newRawWriter(c.v6)
+	}
 	return c, nil
 }
 
 // WriteTo sends b to addr from the socket of addr's family.
 func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
-	if ua, ok := addr.(*net.UDPAddr); ok && ua.IP.To4() == nil {
-		return c.v6.WriteTo(b, addr)
+	ua, _ := addr.(*net.UDPAddr)
+	pc, raw, v6 := c.v4, c.raw4, false
+	if ua != nil && ua.IP.To4() == nil {
+		pc, raw, v6 = c.v6, c.raw6, true
 	}
-	return c.v4.WriteTo(b, addr)
+	if raw != nil && ua != nil {
+		if n, ok, err := raw.writeTo(b, ua, v6); ok {
+			return n, err
+		}
+	}
+	return pc.WriteTo(b, addr)
 }
 
 // Sockets are the open sockets, which also receive the receivers' acks.
