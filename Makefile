@@ -101,7 +101,8 @@ man:
 # desktop-to-desktop benchmark needs Xvfb (make deps) and is skipped without.
 bench:
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem ./... && \
-	  $(GO) test -tags e2e -run '^$$' -bench HookToDisplay -benchtime 300x ./e2e/; } 2>&1 | tee bench.out
+	  $(GO) test -tags e2e -run '^$$' -bench HookToDisplay -benchtime 300x ./e2e/ && \
+	  $(GO) test -tags e2e -run '^$$' -bench IdlePair -benchtime 1x ./e2e/; } 2>&1 | tee bench.out
 	KEYRELAY_REPORT=1 KEYRELAY_BENCH_OUT=$(CURDIR)/bench.out $(GO) test -count=1 -timeout 30m -run '^TestWriteReport$$' -v ./internal/report/
 	@echo "make bench: wrote BENCHMARKS.md and benchmarks.png"
 

@@ -259,6 +259,7 @@ func TestWriteReport(t *testing.T) {
 			t.Fatalf("%s: no benchmark results", path)
 		}
 		md.WriteString(desktopSection(rs))
+		md.WriteString(senderSection(rs))
 		md.WriteString("\n## go test -bench\n\n" + benchIntro + "\n\n" + benchTable(rs))
 	}
 
@@ -484,6 +485,60 @@ func desktopSection(rs []benchResult) string {
 	return out.String()
 }
 
+// senderSection is the figures issue 14 (must-have 4) sets targets for,
+// each from its benchmark in this run, with the target and whether it is
+// met.
+func senderSection(rs []benchResult) string {
+	find := func(name string) (benchResult, bool) {
+		for _, r := range rs {
+			if r.name == name {
+				return r, true
+			}
+		}
+		return benchResult{}, false
+	}
+	type row struct {
+		what, bench, unit, target string
+		limit                     float64
+		format                    string
+	}
+	rows := []row{
+		{"idle connected pair, send + recv (sealed, feedback on; real binaries, 10 s)", "IdlePair", "pair-%cpu", "≤ 0.6 % of one core", 0.6, "%.2f %% (send %s %%, recv %s %%)"},
+		{"acks per second to an idle sender", "IdlePair", "idle-acks/s", "≤ 1", 1, "%.2f"},
+		{"extra delay a loss adds, p99 (real loopback, no added delay, 10 % loss both ways)", "LossyLoopback/loss=10%", "extra-p99-µs", "≤ 3000 µs", 3000, "%.0f µs"},
+		{"allocations per key event on the send path (source to socket)", "KeyEvent", "allocs/op", "0", 0, "%.0f"},
+		{"CPU per key event on the send path (source to socket)", "KeyEvent", "ns/op", "no higher than before the sender core (about 1.9–2.3 µs on this machine)", -1, "%.0f ns"},
+	}
+	var out strings.Builder
+	out.WriteString("\n## The sender's targets\n\nIssue 14's performance targets, each from a benchmark of this run (`BenchmarkIdlePair`: e2e, run with `-benchtime 1x`; `BenchmarkLossyLoopback`: receiver; `BenchmarkKeyEvent`: sender; their doc comments say what they measure). The machine is shared: idle CPU varies by about a tenth of a percent between runs.\n\n")
+	out.WriteString("| figure | this run | target | |\n|---|---|---|---|\n")
+	for _, w := range rows {
+		r, ok := find(w.bench)
+		v, vok := r.get(w.unit)
+		if !ok || !vok {
+			fmt.Fprintf(&out, "| %s | not measured | %s | |\n", w.what, w.target)
+			continue
+		}
+		var got string
+		if w.unit == "pair-%cpu" {
+			sv, _ := r.get("send-%cpu")
+			rv, _ := r.get("recv-%cpu")
+			got = fmt.Sprintf(w.format, v, strconv.FormatFloat(sv, 'f', 2, 64), strconv.FormatFloat(rv, 'f', 2, 64))
+		} else {
+			got = fmt.Sprintf(w.format, v)
+		}
+		verdict := "met"
+		switch {
+		case w.limit < 0:
+			verdict = "compare"
+		case v > w.limit:
+			verdict = "**not met**"
+		}
+		fmt.Fprintf(&out, "| %s | %s | %s | %s |\n", w.what, got, w.target, verdict)
+	}
+	return out.String()
+}
+
 // duration formats nanoseconds with a readable unit.
 func duration(ns float64) string {
 	switch {
@@ -620,5 +675,27 @@ ok  	github.com/keyrelay/keyrelay/e2e	11.472s
 	}
 	if tbl := benchTable(rs); !strings.Contains(tbl, "| e2e | HookToDisplayLatency/x11 | 1.0 ms |  |  | 105.8 floor-p50-µs, ") {
 		t.Errorf("bench table:\n%s", tbl)
+	}
+}
+
+// TestSenderSection: issue 14's figures are read from their benchmarks'
+// lines, each against its target; one over its target says so, and a
+// benchmark missing from the run is "not measured".
+func TestSenderSection(t *testing.T) {
+	out := `pkg: github.com/keyrelay/keyrelay/e2e
+BenchmarkIdlePair-2   	       1	12634941645 ns/op	         0.9166 idle-acks/s	         0.5136 pair-%cpu	         0.2171 recv-%cpu	         0.2964 send-%cpu
+pkg: github.com/keyrelay/keyrelay/receiver
+BenchmarkLossyLoopback/loss=10%-2        	     400	  20000371 ns/op	      3302 extra-p99-µs	       127.0 p50-µs	     2430 p99-µs
+`
+	got := senderSection(parseBench(out))
+	for _, want := range []string{
+		"| 0.51 % (send 0.30 %, recv 0.22 %) | ≤ 0.6 % of one core | met |",
+		"| 0.92 | ≤ 1 | met |",
+		"| 3302 µs | ≤ 3000 µs | **not met** |",
+		"| allocations per key event on the send path (source to socket) | not measured | 0 | |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sender section lacks %q:\n%s", want, got)
+		}
 	}
 }
