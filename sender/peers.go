@@ -122,30 +122,49 @@ func (c *Core) awaitingAck(counter uint64, now time.Time) bool {
 	return !c.allAcked(counter, now)
 }
 
-// reorderMargin: a packet's fate is read from the ack bits only once the
-// receiver's newest is this many packets past it, so a packet overtaken by
-// the next ones is not counted lost.
+// A packet's fate is read from the ack bits only once the receiver has
+// acked a packet both reorderMargin counters past it and sent at least
+// reorderTime after it, so a packet overtaken by later ones is not counted
+// lost. The time threshold is RFC 9002's (§6.1.2), 9/8 of the larger of
+// SRTT and the latest RTT, or TCP's retransmission timeout (RFC 6298 §2:
+// SRTT + 4·RTTVAR) when the round trip varies more than that, at least
+// 1 ms: only an estimate depends on it, so waiting longer costs nothing but
+// a late figure. The counter margin alone was not enough once bursts send
+// every millisecond or so: a reordering of a few ms spans more than 8
+// packets (issue 15: reordering read as loss).
 const reorderMargin = 8
 
+func (c *Core) reorderTime(p *peer) time.Duration {
+	return max(max(p.rtt.SRTT, p.rtt.Latest)*9/8, p.rtt.SRTT+4*p.rtt.RTTVar, time.Millisecond)
+}
+
 // settle counts the fate of the packets an ack tells about for the first
-// time, by its ack bits, up to reorderMargin before its newest.
-func (p *peer) settle(a *wire.Ack) {
+// time, by its ack bits, up to the last that both reorder thresholds allow.
+func (c *Core) settle(p *peer, a *wire.Ack) {
 	if a.Newest <= reorderMargin {
 		return
 	}
-	last := a.Newest - reorderMargin
+	newestAt, known := c.sentAt(a.Newest)
+	wait := c.reorderTime(p)
 	first := p.counted + 1
 	if a.Newest > wire.AckBits {
 		first = max(first, a.Newest-wire.AckBits)
 	}
-	for c := first; c <= last; c++ {
+	last := first - 1
+	for n := first; n <= a.Newest-reorderMargin; n++ {
+		// Packets older than the record of send times are long settled
+		// by any threshold.
+		if at, ok := c.sentAt(n); ok && known && newestAt.Sub(at) < wait {
+			break // this one and the later ones may still arrive
+		}
 		lost := 0.0
-		if !a.Received(c) {
+		if !a.Received(n) {
 			lost = 1
 			p.Lost++
 		}
 		p.Settled++
 		p.Loss += lossAlpha * (lost - p.Loss)
+		last = n
 	}
 	p.counted = max(p.counted, last)
 }
@@ -172,7 +191,7 @@ func (c *Core) handleAck(b []byte, from string, now time.Time) error {
 		}
 		p.Newest = a.Newest
 	}
-	p.settle(a)
+	c.settle(p, a)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import "time"
 type RTT struct {
 	SRTT   time.Duration // smoothed round-trip time; 0 before a sample
 	RTTVar time.Duration // its mean deviation
+	Latest time.Duration // the last sample
 	known  bool
 }
 
@@ -18,6 +19,7 @@ func (r *RTT) Known() bool { return r.known }
 // Sample feeds one measurement: the first sets SRTT to it and RTTVar to half
 // of it (RFC 6298 §2.2), later ones move them by 1/8 and 1/4 (§2.3).
 func (r *RTT) Sample(m time.Duration) {
+	r.Latest = m
 	if !r.known {
 		r.SRTT, r.RTTVar, r.known = m, m/2, true
 		return
