@@ -15,22 +15,18 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"
 	"github.com/keyrelay/keyrelay/sender"
 )
-
-type nopInjector struct{}
-
-func (nopInjector) Inject(inject.Event) error { return nil }
-func (nopInjector) Close() error              { return nil }
 
 // skewedRecv is a real receiver on loopback whose clock runs shift ahead
 // of ours (Handle takes the time), with a --max-skew large enough to
 // accept us: what a peer without NTP looks like.
 func skewedRecv(t *testing.T, key []byte, shift time.Duration) string {
 	t.Helper()
-	addr, _, _ := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: nopInjector{}, PSK: key, MaxSkew: time.Hour}, shift)
+	addr, _, _ := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, MaxSkew: time.Hour}, shift)
 	return addr
 }
 
@@ -225,7 +221,7 @@ func TestDoctorRoles(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv(secret.Env, filepath.Join(dir, "k"))
-			recv, _, _ := recvOn(t, "127.0.0.1:0", key, nopInjector{})
+			recv, _, _ := recvOn(t, "127.0.0.1:0", key, fake.Nop{})
 			if tc.config != "" {
 				writeFile(t, filepath.Join(dir, "config.toml"), strings.ReplaceAll(tc.config, "RECV", recv))
 			}
@@ -340,7 +336,7 @@ func TestDoctorProbesSendTo(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv(secret.Env, filepath.Join(dir, "k"))
-			live, _, _ := recvOn(t, "127.0.0.1:0", key, nopInjector{})
+			live, _, _ := recvOn(t, "127.0.0.1:0", key, fake.Nop{})
 			silent, err := net.ListenPacket("udp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -383,12 +379,6 @@ func TestDoctorProbesSendTo(t *testing.T) {
 		})
 	}
 }
-
-// countInjector counts the key events a receiver injects.
-type countInjector struct{ n int }
-
-func (c *countInjector) Inject(inject.Event) error { c.n++; return nil }
-func (c *countInjector) Close() error              { return nil }
 
 // recvOn runs a real receiver on listen (PSK key, plaintext if nil) until
 // the returned stop; after stop the test owns the receiver.
@@ -459,11 +449,11 @@ func TestDoctorPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
-	ours, _, _ := recvOn(t, "127.0.0.1:0", key, nopInjector{})
-	plain, _, _ := recvOn(t, "127.0.0.1:0", nil, nopInjector{})
-	theirs, _, _ := recvOn(t, "127.0.0.1:0", other, nopInjector{})
+	ours, _, _ := recvOn(t, "127.0.0.1:0", key, fake.Nop{})
+	plain, _, _ := recvOn(t, "127.0.0.1:0", nil, fake.Nop{})
+	theirs, _, _ := recvOn(t, "127.0.0.1:0", other, fake.Nop{})
 	// recv's default: every address (doctor probes it on loopback).
-	wild, _, _ := recvOn(t, ":0", key, nopInjector{})
+	wild, _, _ := recvOn(t, ":0", key, fake.Nop{})
 	wild = ":" + portOf(wild)
 
 	for _, tc := range []struct {
@@ -528,7 +518,7 @@ func TestDoctorPeerFixNamesPort(t *testing.T) {
 // out).
 func TestDoctorProbeHoldsNoKey(t *testing.T) {
 	key, _ := secret.Generate()
-	var inj countInjector
+	var inj fake.Recorder
 	var logs []string
 	addr, r, stop := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: &inj, PSK: key,
 		Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}, 0)
@@ -539,10 +529,10 @@ func TestDoctorProbeHoldsNoKey(t *testing.T) {
 	if s := r.Stats(); s.Accepted < 1 || s.Sessions != 1 {
 		t.Fatalf("the probe did not reach the receiver as one session: %v", s)
 	}
-	pressed, held := inj.n, r.Held()
+	pressed, held := len(inj.Events()), r.Held()
 	r.Expire(time.Now().Add(time.Minute))
-	if pressed != 0 || len(held) != 0 || inj.n != pressed {
-		t.Errorf("the probe typed %d key events and held %v; its silence released %d more; want none", pressed, held, inj.n-pressed)
+	if pressed != 0 || len(held) != 0 || len(inj.Events()) != pressed {
+		t.Errorf("the probe typed %d key events and held %v; its silence released %d more; want none", pressed, held, len(inj.Events())-pressed)
 	}
 	if l := strings.Join(logs, "\n"); !strings.Contains(l, "new session") {
 		t.Errorf("receiver log:\n%s", l)
