@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/replay"
@@ -52,7 +53,7 @@ func TestWhatIsNews(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn := &ackConn{}
-			r, err := New(Config{Conn: conn, Injector: &recorder{}, Timeout: 3 * time.Second})
+			r, err := New(Config{Conn: conn, Injector: &fake.Recorder{}, Timeout: 3 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +115,7 @@ func runAckLog(t *testing.T) (*ackLog, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Conn: rc, Injector: &syncRecorder{}, PSK: psk})
+	r, err := New(Config{Conn: rc, Injector: &fake.Recorder{}, PSK: psk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,12 @@ package receiver
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/netsim"
-	"github.com/keyrelay/keyrelay/sink"
 )
 
 // TestNextIsTheNextDeadline: Next names when Expire is next due (a live
@@ -17,7 +16,7 @@ import (
 // receiver is not woken.
 func TestNextIsTheNextDeadline(t *testing.T) {
 	conn := &ackConn{}
-	r, err := New(Config{Conn: conn, Injector: &recorder{}, Timeout: time.Second})
+	r, err := New(Config{Conn: conn, Injector: &fake.Recorder{}, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,25 +43,6 @@ func TestNextIsTheNextDeadline(t *testing.T) {
 	}
 }
 
-// syncRecorder is a recorder for a receiver that Runs: the test reads it
-// from another goroutine.
-type syncRecorder struct {
-	mu  sync.Mutex
-	rec recorder
-}
-
-func (s *syncRecorder) Inject(e sink.Event) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rec.Inject(e)
-}
-
-func (s *syncRecorder) take() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rec.take()
-}
-
 // TestRunReleasesWhenDue (DESIGN.md invariant 5): Run arms its timer for
 // Next, so a silent session's keys are released when its timeout is due,
 // not at the next tick of a periodic check.
@@ -77,7 +57,7 @@ func TestRunReleasesWhenDue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := &syncRecorder{}
+		rec := &fake.Recorder{} // read here while Run injects
 		r, err := New(Config{Conn: rc, Injector: rec, Timeout: time.Second, NoAcks: true})
 		if err != nil {
 			t.Fatal(err)
@@ -88,17 +68,17 @@ func TestRunReleasesWhenDue(t *testing.T) {
 		time.Sleep(13 * time.Millisecond) // off any 50 ms grid
 		sc.WriteTo(packet(t, 1, 1, 10, dn(kA, 1)), rc.LocalAddr())
 		synctest.Wait()
-		if got := rec.take(); got != "KeyA down" {
+		if got := rec.Take().String(); got != "KeyA down" {
 			t.Fatalf("injected %q", got)
 		}
 		time.Sleep(time.Second - time.Nanosecond)
 		synctest.Wait()
-		if got := rec.take(); got != "" {
+		if got := rec.Take().String(); got != "" {
 			t.Errorf("before the timeout: injected %q", got)
 		}
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		if got := rec.take(); got != "KeyA up(timeout)" {
+		if got := rec.Take().String(); got != "KeyA up(timeout)" {
 			t.Errorf("at the timeout: injected %q, want KeyA released", got)
 		}
 		cancel()

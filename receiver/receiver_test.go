@@ -9,33 +9,11 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sink"
 	"github.com/keyrelay/keyrelay/wire"
 )
-
-// recorder is an Injector that remembers what it was given.
-type recorder struct{ got []sink.Event }
-
-func (r *recorder) Inject(k sink.Event) error { r.got = append(r.got, k); return nil }
-func (r *recorder) Close() error              { return nil }
-
-// take renders and forgets what was injected: "KeyA down, KeyA up(timeout)".
-func (r *recorder) take() string {
-	var s []string
-	for _, k := range r.got {
-		a := k.Key.String() + " up"
-		if k.Down {
-			a = k.Key.String() + " down"
-		}
-		if c := k.Cause.String(); c != "" {
-			a += "(" + c + ")"
-		}
-		s = append(s, a)
-	}
-	r.got = nil
-	return strings.Join(s, ", ")
-}
 
 var (
 	addr1 = &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1001}
@@ -70,9 +48,9 @@ func up(c keys.Key, s uint64) eventqueue.Event {
 	return eventqueue.Event{Key: c, Kind: eventqueue.Up, Stamp: s}
 }
 
-func newReceiver(t *testing.T) (*Receiver, *recorder) {
+func newReceiver(t *testing.T) (*Receiver, *fake.Recorder) {
 	t.Helper()
-	rec := &recorder{}
+	rec := &fake.Recorder{}
 	r, err := New(Config{Conn: nopConn{}, Injector: rec, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -97,9 +75,11 @@ func (c *ackConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 	return len(b), nil
 }
 
-func expect(t *testing.T, rec *recorder, want string) {
+// expect checks what was injected since the last expect, rendered as
+// "KeyA down, KeyA up(timeout)".
+func expect(t *testing.T, rec *fake.Recorder, want string) {
 	t.Helper()
-	if got := rec.take(); got != want {
+	if got := rec.Take().String(); got != want {
 		t.Errorf("injected %q, want %q", got, want)
 	}
 }
@@ -183,7 +163,7 @@ func TestSilenceReleases(t *testing.T) {
 // out, and the log says how many keys it released.
 func TestSilenceAfterReleaseIsAnEnd(t *testing.T) {
 	var log []string
-	rec := &recorder{}
+	rec := &fake.Recorder{}
 	r, err := New(Config{Conn: nopConn{}, Injector: rec, Timeout: time.Second,
 		Logf: func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }})
 	if err != nil {
@@ -249,23 +229,12 @@ func TestReleaseAllOnShutdown(t *testing.T) {
 	}
 }
 
-// cannotType is an Injector that cannot type characters, as uinput cannot.
-type cannotType struct{ recorder }
-
-func (c *cannotType) Inject(k sink.Event) error {
-	c.recorder.Inject(k)
-	if k.Key.IsChar() {
-		return fmt.Errorf("%w %v", sink.ErrCannotType, k.Key)
-	}
-	return nil
-}
-
 // TestCharactersAnInjectorCannotType: characters travel like keys (issue 11:
 // a character-down stays until its character-up, and a lost character-up is
 // still released); an injector that cannot type them is not a failure: each
 // character-down is counted as not typable, and keys go on.
 func TestCharactersAnInjectorCannotType(t *testing.T) {
-	inj := &cannotType{}
+	inj := &fake.CannotType{}
 	r, err := New(Config{Conn: nopConn{}, Injector: inj, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +243,7 @@ func TestCharactersAnInjectorCannotType(t *testing.T) {
 	r.Handle(packet(t, 1, 1, 10, dn(kA, 3), dn(e, 2)), addr1, t0)
 	// The character-up was lost: the next queue no longer mentions 'é'.
 	r.Handle(packet(t, 1, 3, 20, up(kA, 9), dn(kA, 3)), addr1, t0)
-	expect(t, &inj.recorder, "'é' down, KeyA down, 'é' up(missing), KeyA up")
+	expect(t, &inj.Recorder, "'é' down, KeyA down, 'é' up(missing), KeyA up")
 	if st := r.Stats(); st.NotTyped != 1 || st.InjectErr != 0 || st.Injected != 4 {
 		t.Errorf("stats %+v, want 1 not typable, 0 failed, 4 injected", st)
 	}
@@ -286,12 +255,13 @@ func TestCharactersAnInjectorCannotType(t *testing.T) {
 	}
 }
 
-// lockRecorder records key events and the lock states it is asked to set.
-type lockRecorder struct{ recorder }
+// lockRecorder records key events and the lock states it is asked to set,
+// each as a key-down of key 0xFF00 | state among the key events, so that
+// their order shows.
+type lockRecorder struct{ fake.Recorder }
 
 func (l *lockRecorder) SetLocks(locks keys.Locks, session uint64) error {
-	l.got = append(l.got, sink.Event{Key: keys.Key(0xFF00 | uint16(locks)), Down: true, Session: session})
-	return nil
+	return l.Inject(sink.Event{Key: keys.Key(0xFF00 | uint16(locks)), Down: true, Session: session})
 }
 
 // TestLocksFollowTheSender: the receiver matches the sender's Caps Lock and
@@ -306,14 +276,13 @@ func TestLocksFollowTheSender(t *testing.T) {
 		t.Fatal(err)
 	}
 	sets := func() (n int, last keys.Locks, firstKey bool) {
-		for i, e := range inj.got {
+		for i, e := range inj.Take() {
 			if e.Key&0xFF00 == 0xFF00 {
 				n++
 				last = keys.Locks(e.Key & 0xFF)
 				firstKey = i == 0
 			}
 		}
-		inj.got = nil
 		return
 	}
 	pkt := func(counter, clock uint64, locks keys.Locks, events ...eventqueue.Event) []byte {
@@ -341,7 +310,7 @@ func TestLocksFollowTheSender(t *testing.T) {
 		t.Errorf("relaying resumed (epoch flipped): %d sets, want one", n)
 	}
 	r.Expire(t0.Add(2 * time.Second)) // the session times out
-	inj.got = nil
+	inj.Take()
 	r.Handle(pkt(4, 3000, caps|keys.LockEpoch, up(kA, 6), dn(kA, 5)), addr1, t0.Add(3*time.Second))
 	if n, _, _ := sets(); n != 1 {
 		t.Errorf("session back after a timeout: %d sets, want one", n)
@@ -353,33 +322,14 @@ func TestLocksFollowTheSender(t *testing.T) {
 	}
 }
 
-// goneInjector is an injector whose backend goes away: after closing gone
-// every Inject fails with ErrGone, as the X injector does once its server
-// stopped.
-type goneInjector struct {
-	recorder
-	gone   chan struct{}
-	closed bool
-}
-
-func (g *goneInjector) Inject(k sink.Event) error {
-	select {
-	case <-g.gone:
-		return g.GoneErr()
-	default:
-		return g.recorder.Inject(k)
-	}
-}
-func (g *goneInjector) Gone() <-chan struct{} { return g.gone }
-func (g *goneInjector) GoneErr() error {
-	return fmt.Errorf("the X server of DISPLAY=:99 went away; %w", sink.ErrGone)
-}
+// xGone is the error of an X injector whose server stopped.
+var xGone = fmt.Errorf("the X server of DISPLAY=:99 went away; %w", sink.ErrGone)
 
 // TestInjectorGoneStopsRecv (issue 13 must-have 2: lost backends are
 // fatal and named): once the injector's backend is gone, the receiver
 // acks nothing more (an ack would say "typed") and Gone reports why.
 func TestInjectorGoneStopsRecv(t *testing.T) {
-	inj := &goneInjector{gone: make(chan struct{})}
+	inj := &fake.Watched{Err: xGone}
 	conn := &ackConn{}
 	r, err := New(Config{Conn: conn, Injector: inj, Timeout: time.Second})
 	if err != nil {
@@ -389,7 +339,7 @@ func TestInjectorGoneStopsRecv(t *testing.T) {
 	if len(conn.sent) != 1 || r.Gone() != nil {
 		t.Fatalf("before: %d acks, Gone %v", len(conn.sent), r.Gone())
 	}
-	close(inj.gone)
+	inj.Vanish()
 	r.Handle(packet(t, 1, 2, 20, dn(kB, 2), dn(kA, 1)), addr1, t0.Add(time.Second))
 	if err := r.Gone(); !errors.Is(err, sink.ErrGone) || !strings.Contains(err.Error(), "DISPLAY=:99") {
 		t.Errorf("Gone = %v, want the injector's ErrGone", err)
@@ -407,14 +357,14 @@ func TestRunStopsWhenInjectorGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inj := &goneInjector{gone: make(chan struct{})}
+	inj := &fake.Watched{Err: xGone}
 	r, err := New(Config{Conn: conn, Injector: inj, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error)
 	go func() { _, err := r.Run(t.Context()); done <- err }()
-	close(inj.gone)
+	inj.Vanish()
 	if err := <-done; !errors.Is(err, sink.ErrGone) {
 		t.Errorf("Run = %v, want ErrGone", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -44,9 +45,9 @@ func sealedAt(t *testing.T, key []byte, session, counter, clock uint64, at time.
 	return b
 }
 
-func newSecureReceiver(t *testing.T, allow ...netip.Prefix) (*Receiver, *recorder) {
+func newSecureReceiver(t *testing.T, allow ...netip.Prefix) (*Receiver, *fake.Recorder) {
 	t.Helper()
-	rec := &recorder{}
+	rec := &fake.Recorder{}
 	r, err := New(Config{Conn: nopConn{}, Injector: rec, PSK: psk, Allow: allow})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestAllowList(t *testing.T) {
 // flushed by Expire.
 func TestAcks(t *testing.T) {
 	conn := &ackConn{}
-	rec := &recorder{}
+	rec := &fake.Recorder{}
 	r, err := New(Config{Conn: conn, Injector: rec, PSK: psk})
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +203,7 @@ func TestAcks(t *testing.T) {
 // replay window still refuses what it accepted before.
 func TestSessionKeysLastTheSession(t *testing.T) {
 	conn := &ackConn{}
-	r, err := New(Config{Conn: conn, Injector: &recorder{}, PSK: psk, Timeout: time.Second})
+	r, err := New(Config{Conn: conn, Injector: &fake.Recorder{}, PSK: psk, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
