@@ -5,7 +5,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/sender"
 )
 
@@ -14,23 +14,6 @@ import (
 type discard struct{ n int }
 
 func (d *discard) WriteTo(b []byte, _ net.Addr) (int, error) { d.n++; return len(b), nil }
-
-// typing emits n key events: taps of rotating letters, Shift held over
-// every fourth, as a person types.
-type typing struct{ n int }
-
-func (s typing) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
-	for i := 0; i < s.n; i += 2 {
-		k := keys.Key(keys.KeyA) + keys.Key(i/2%26)
-		if err := emit(k, true); err != nil {
-			return err
-		}
-		if err := emit(k, false); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // BenchmarkKeyEvent is the sender's CPU and allocations per key event
 // (issue 14 must-have 4): a source's event through Run into the queue, the
@@ -45,7 +28,8 @@ func BenchmarkKeyEvent(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	if _, err := s.Run(context.Background(), typing{b.N}); err != nil {
+	// b.N key events: taps of rotating letters, back to back.
+	if _, err := s.Run(context.Background(), fake.Taps{N: (b.N + 1) / 2}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(w.n)/float64(b.N), "packets/event")

@@ -2,85 +2,46 @@ package sender_test
 
 import (
 	"context"
-	"net"
 	"slices"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/relaytest"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
 )
 
-// tapSource taps n keys, one every gap, holding each for hold, and records
-// when each key-down was emitted.
-type tapSource struct {
-	n         int
-	gap, hold time.Duration
-	mu        *sync.Mutex
-	emitted   map[keys.Key][]time.Time
-}
-
-func (s tapSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
-	for i := range s.n {
-		c := keys.Key(keys.KeyA) + keys.Key(i%26)
-		s.mu.Lock()
-		s.emitted[c] = append(s.emitted[c], time.Now())
-		s.mu.Unlock()
-		emit(c, true)
-		time.Sleep(s.hold)
-		emit(c, false)
-		time.Sleep(s.gap - s.hold)
-	}
-	return nil
-}
-
-// downTimes is an Injector recording when each key-down arrives.
-type downTimes struct {
-	mu      *sync.Mutex
-	arrived map[keys.Key][]time.Time
-}
-
-func (d downTimes) Inject(k inject.Event) error {
-	if k.Down && k.Cause == 0 {
-		d.mu.Lock()
-		d.arrived[k.Key] = append(d.arrived[k.Key], time.Now())
-		d.mu.Unlock()
-	}
-	return nil
-}
-func (downTimes) Close() error { return nil }
-
 // keyDownLatencies relays 200 taps over link (both directions), with or
 // without feedback, and returns the sorted key-down delivery latencies and
 // how many key-downs never arrived.
 func keyDownLatencies(t *testing.T, link netsim.Config, feedback bool) (lat []time.Duration, lost int) {
 	synctest.Test(t, func(t *testing.T) {
-		nw := netsim.NewNetwork(link)
-		rc, _ := nw.Listen("10.0.0.2:7575")
-		sc, _ := nw.Listen("10.0.0.1:40000")
-		mu := &sync.Mutex{}
-		arrived := map[keys.Key][]time.Time{}
-		r, _ := receiver.New(receiver.Config{Conn: rc, Injector: downTimes{mu, arrived}, PSK: key, Timeout: time.Hour})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { r.Run(ctx); close(done) }()
-		cfg := sender.Config{Conn: sc, Dests: []net.Addr{rc.LocalAddr()}, PSK: key, Linger: 300 * time.Millisecond}
-		if feedback {
-			cfg.Feedback = []net.PacketConn{sc}
-		}
-		s, _ := sender.New(cfg)
-		src := tapSource{n: 200, gap: 150 * time.Millisecond, hold: 50 * time.Millisecond, mu: mu, emitted: map[keys.Key][]time.Time{}}
-		s.Run(context.Background(), src)
+		rec := &fake.Recorder{}
+		rl := relaytest.Start(t, relaytest.Config{Net: netsim.NewNetwork(link), PSK: key, Feedback: feedback,
+			Receiver: receiver.Config{Injector: rec, Timeout: time.Hour}, Sender: sender.Config{Linger: 300 * time.Millisecond}})
+		src := fake.Taps{N: 200, Gap: 150 * time.Millisecond, Hold: 50 * time.Millisecond}.Trace()
+		rl.Sender.Run(context.Background(), src)
 		time.Sleep(time.Second)
-		sc.Close()
-		cancel()
-		<-done
-		for c, sent := range src.emitted {
+		rl.Stop()
+		// The i-th key-down of a key sent is the i-th of it to arrive.
+		emitted := map[keys.Key][]time.Time{}
+		for i, at := range src.Emitted() {
+			if st := src.Steps[i]; st.Down {
+				emitted[st.Key] = append(emitted[st.Key], at)
+			}
+		}
+		arrived := map[keys.Key][]time.Time{}
+		for _, a := range rec.Events() {
+			if a.Down && a.Cause == eventqueue.Sent {
+				arrived[a.Key] = append(arrived[a.Key], a.At)
+			}
+		}
+		for c, sent := range emitted {
 			got := arrived[c]
 			lost += len(sent) - len(got)
 			for i := range min(len(sent), len(got)) {

@@ -3,14 +3,14 @@ package sender_test
 import (
 	"context"
 	"math"
-	"net"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/keyrelay/keyrelay/capture"
-	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/relaytest"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -19,53 +19,20 @@ import (
 
 var key = []byte("feedback-test-key-0123456789abcd")
 
-type nopInjector struct{}
-
-func (nopInjector) Inject(inject.Event) error { return nil }
-func (nopInjector) Close() error              { return nil }
-
-// hookSource plays a script, then calls check, then waits for ctx.
-type hookSource struct {
-	script *capture.Script
-	check  func()
-}
-
-func (h hookSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
-	if err := h.script.Play(ctx, emit); err != nil {
-		return err
-	}
-	h.check()
-	return nil
-}
-
 // relay runs a sender with feedback and a receiver on nw, plays src, and
-// returns the sender (for Peers) after Run.
+// returns the sender (for Peers) after Run; mk is given it before.
 func relay(t *testing.T, nw *netsim.Network, src sender.Source, mk func(*sender.Sender)) *sender.Sender {
 	t.Helper()
-	rc, _ := nw.Listen("10.0.0.2:7575")
-	sc, _ := nw.Listen("10.0.0.1:40000")
-	r, err := receiver.New(receiver.Config{Conn: rc, Injector: nopInjector{}, PSK: key, Timeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { r.Run(ctx); close(done) }()
-	s, err := sender.New(sender.Config{Conn: sc, Dests: []net.Addr{rc.LocalAddr()}, PSK: key,
-		Feedback: []net.PacketConn{sc}, Linger: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rl := relaytest.Start(t, relaytest.Config{Net: nw, PSK: key, Feedback: true,
+		Receiver: receiver.Config{Timeout: time.Hour}, Sender: sender.Config{Linger: -1}})
 	if mk != nil {
-		mk(s)
+		mk(rl.Sender)
 	}
-	if _, err := s.Run(context.Background(), src); err != nil {
+	if _, err := rl.Sender.Run(context.Background(), src); err != nil {
 		t.Fatal(err)
 	}
-	sc.Close()
-	cancel()
-	<-done
-	return s
+	rl.Stop()
+	return rl.Sender
 }
 
 func script(t *testing.T, text string) *capture.Script {
@@ -83,7 +50,7 @@ func script(t *testing.T, text string) *capture.Script {
 func TestRTTEstimate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nw := netsim.NewNetwork(netsim.Config{Delay: 20 * time.Millisecond})
-		s := relay(t, nw, hookSource{script(t, "pace 30ms\ntype \"round trip time\"\nsleep 2s"), func() {}}, nil)
+		s := relay(t, nw, script(t, "pace 30ms\ntype \"round trip time\"\nsleep 2s"), nil)
 		ps := s.Peers()
 		if len(ps) != 1 {
 			t.Fatalf("peers %+v", ps)
@@ -110,7 +77,7 @@ func TestRTTEstimate(t *testing.T) {
 func TestReorderingIsNotLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nw := netsim.NewNetwork(netsim.Config{Delay: 10 * time.Millisecond, Jitter: 10 * time.Millisecond, Reorder: 0.3, Seed: 3})
-		s := relay(t, nw, hookSource{script(t, "pace 20ms\ntype \"the quick brown fox jumps over the lazy dog, again and again and again\"\nsleep 3s"), func() {}}, nil)
+		s := relay(t, nw, script(t, "pace 20ms\ntype \"the quick brown fox jumps over the lazy dog, again and again and again\"\nsleep 3s"), nil)
 		p := s.Peers()[0]
 		t.Logf("settled %d, lost %d, smoothed %.4f", p.Settled, p.Lost, p.Loss)
 		if p.Settled < 100 || p.Loss >= 0.01 || p.Lost > p.Settled/100 {
@@ -125,8 +92,8 @@ func TestReorderingIsNotLoss(t *testing.T) {
 func TestLossEstimate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nw := netsim.NewNetwork(netsim.Config{})
-		nw.SetLink("10.0.0.1:40000", "10.0.0.2:7575", netsim.Config{Loss: 0.25, Seed: 5})
-		s := relay(t, nw, hookSource{script(t, "sleep 200s"), func() {}}, nil)
+		nw.SetLink(relaytest.SendAddr, relaytest.RecvAddr, netsim.Config{Loss: 0.25, Seed: 5})
+		s := relay(t, nw, script(t, "sleep 200s"), nil)
 		p := s.Peers()[0]
 		got := float64(p.Lost) / float64(p.Settled)
 		if p.Settled < 1900 || math.Abs(got-0.25) > 0.03 || math.Abs(p.Loss-0.25) > 0.2 {
@@ -146,21 +113,28 @@ func TestLiveness(t *testing.T) {
 		var s *sender.Sender
 		live := func() bool { return len(s.Peers()) == 1 && s.Peers()[0].Live }
 		var trace []bool
-		src := hookSource{script(t, "sleep 500ms"), func() {
+		// The source looks at the sender (and cuts the link) as it plays:
+		// half a second in, then 1.4 s, 1.6 s and 1.9 s later.
+		wait := script(t, "sleep 500ms")
+		src := fake.Func(func(ctx context.Context, emit func(keys.Key, bool) error) error {
+			if err := wait.Play(ctx, emit); err != nil {
+				return err
+			}
 			synctest.Wait()
 			trace = append(trace, live())
-			nw.Partition("10.0.0.2:7575", "10.0.0.1:40000", true)
+			nw.Partition(relaytest.RecvAddr, relaytest.SendAddr, true)
 			time.Sleep(1400 * time.Millisecond)
 			synctest.Wait()
 			trace = append(trace, live())
 			time.Sleep(200 * time.Millisecond)
 			synctest.Wait()
 			trace = append(trace, live())
-			nw.Partition("10.0.0.2:7575", "10.0.0.1:40000", false)
+			nw.Partition(relaytest.RecvAddr, relaytest.SendAddr, false)
 			time.Sleep(300 * time.Millisecond)
 			synctest.Wait()
 			trace = append(trace, live())
-		}}
+			return nil
+		})
 		relay(t, nw, src, func(x *sender.Sender) { s = x })
 		if got := trace; len(got) != 4 || !got[0] || !got[1] || got[2] || !got[3] {
 			t.Errorf("live: %v, want [true true false true] (before, 1.9s and 2.1s after the last ack, 300ms after the outage)", got)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/wire"
@@ -179,7 +180,14 @@ func TestDroppedEventsCounted(t *testing.T) {
 func TestSourceErrorStillReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		boom := errors.New("boom")
-		_, err, got := run(t, Config{Linger: -1}, failing{boom}, context.Background())
+		// A source that presses KeyZ, then fails.
+		src := fake.Func(func(ctx context.Context, emit func(keys.Key, bool) error) error {
+			if err := emit(keys.Key(keys.KeyZ), true); err != nil {
+				return err
+			}
+			return boom
+		})
+		_, err, got := run(t, Config{Linger: -1}, src, context.Background())
 		if !errors.Is(err, boom) {
 			t.Errorf("Run = %v, want the source's error", err)
 		}
@@ -188,15 +196,6 @@ func TestSourceErrorStillReleases(t *testing.T) {
 			t.Errorf("last event %+v, want the release of KeyZ", last)
 		}
 	})
-}
-
-type failing struct{ err error }
-
-func (f failing) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
-	if err := emit(keys.Key(keys.KeyZ), true); err != nil {
-		return err
-	}
-	return f.err
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {

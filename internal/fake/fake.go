@@ -1,6 +1,6 @@
 // Package fake holds the test doubles keyrelay's tests share, one of each
 // kind: sources for sender.Source (Func, Chan, Trace, Taps) and injectors
-// for receiver.Injector (Nop, Recorder, CannotType, Watched). Package
+// for receiver.Injector (Nop, Recorder, OS, CannotType, Watched). Package
 // relaytest runs a real sender and receiver with them.
 //
 // It imports neither sender nor receiver, so those packages' own

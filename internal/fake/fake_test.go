@@ -144,6 +144,28 @@ func TestRecorder(t *testing.T) {
 	})
 }
 
+// TestOSFindsUnbalancedEvents: the OS model holds keys and names each
+// violation of DESIGN.md invariant 2.
+func TestOSFindsUnbalancedEvents(t *testing.T) {
+	var o fake.OS
+	for _, e := range []sink.Event{
+		{Key: kA, Down: true}, {Key: kB, Down: true, Cause: eventqueue.Resync},
+		{Key: kA, Down: true}, {Key: kB}, {Key: kB, Cause: eventqueue.Timeout},
+	} {
+		o.Inject(e)
+	}
+	if h := o.Held(); !slices.Equal(h, []keys.Key{kA}) {
+		t.Errorf("held %v, want KeyA", h)
+	}
+	if d := o.SentDowns(); !slices.Equal(d, []keys.Key{kA, kA}) {
+		t.Errorf("sent downs %v, want KeyA twice (not the resync's KeyB)", d)
+	}
+	want := []string{"second key-down of held KeyA", "key-up of unheld KeyB (timeout)"}
+	if p := o.Problems(); !slices.Equal(p, want) {
+		t.Errorf("problems %q, want %q", p, want)
+	}
+}
+
 // TestFailingInjectors: CannotType fails characters (and records them);
 // Watched fails everything once its backend vanished.
 func TestFailingInjectors(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sink"
 )
 
@@ -90,6 +92,72 @@ func (r *Recorder) Take() Arrivals {
 	got := r.got
 	r.got = nil
 	return got
+}
+
+// OS is an Injector that models what the OS holds, and checks DESIGN.md
+// invariant 2 as events come: a key-down of a key already held or a
+// key-up of a key not held is a problem (Problems). It also keeps the
+// key-downs the sender sent (cause eventqueue.Sent), in order. Safe for
+// concurrent use; the zero value is ready.
+type OS struct {
+	mu       sync.Mutex
+	held     map[keys.Key]bool
+	downs    []keys.Key
+	problems []string
+}
+
+// Inject applies e to the held keys.
+func (o *OS) Inject(e sink.Event) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.held == nil {
+		o.held = map[keys.Key]bool{}
+	}
+	if e.Down {
+		if o.held[e.Key] {
+			o.problems = append(o.problems, fmt.Sprintf("second key-down of held %v", e.Key))
+		}
+		o.held[e.Key] = true
+		if e.Cause == eventqueue.Sent {
+			o.downs = append(o.downs, e.Key)
+		}
+	} else {
+		if !o.held[e.Key] {
+			o.problems = append(o.problems, fmt.Sprintf("key-up of unheld %v (%v)", e.Key, e.Cause))
+		}
+		delete(o.held, e.Key)
+	}
+	return nil
+}
+
+// Close does nothing.
+func (o *OS) Close() error { return nil }
+
+// Held is the keys held now, sorted.
+func (o *OS) Held() []keys.Key {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]keys.Key, 0, len(o.held))
+	for k := range o.held {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SentDowns is the key-downs injected because the sender sent them (not
+// a resync's), in order.
+func (o *OS) SentDowns() []keys.Key {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.downs)
+}
+
+// Problems is every violation of invariant 2 seen, in order.
+func (o *OS) Problems() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.problems)
 }
 
 // CannotType is a Recorder that cannot type characters, as uinput cannot:

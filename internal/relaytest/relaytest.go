@@ -1,0 +1,125 @@
+// Package relaytest runs a real receiver and the sender that feeds it, for
+// tests: over a netsim network (in a testing/synctest bubble, virtual
+// time) or over sockets the test gives (real loopback UDP). The doubles it
+// uses are package fake's, which is apart because the sender's and the
+// receiver's in-package tests use them and cannot import this package (it
+// imports theirs). Only tests import it.
+package relaytest
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/netsim"
+	"github.com/keyrelay/keyrelay/receiver"
+	"github.com/keyrelay/keyrelay/sender"
+)
+
+// The addresses the two ends listen on in Config.Net, for SetLink and
+// Partition.
+const (
+	RecvAddr = "10.0.0.2:7575"
+	SendAddr = "10.0.0.1:40000"
+)
+
+// Config says how to set up a Relay.
+type Config struct {
+	// Net is the network the ends listen on (at RecvAddr and SendAddr)
+	// when RecvConn or SendConn is nil.
+	Net *netsim.Network
+	// RecvConn and SendConn are the receiver's and the sender's sockets,
+	// when the test makes them itself.
+	RecvConn, SendConn net.PacketConn
+	// PSK seals the packets: Receiver.PSK and Sender.PSK where they are nil.
+	PSK []byte
+	// Feedback: the sender reads acks on SendConn, unless Sender.Feedback
+	// names the sockets already.
+	Feedback bool
+	// Receiver is the receiver's config; Conn is RecvConn, and a nil
+	// Injector is fake.Nop.
+	Receiver receiver.Config
+	// Sender is the sender's config; Conn is SendConn, and no Dests is
+	// the receiver's address.
+	Sender sender.Config
+}
+
+// Relay is a receiver running in its own goroutine and a sender made to
+// feed it; the test runs the sender (Sender.Run) and then calls Stop.
+type Relay struct {
+	Receiver *receiver.Receiver
+	Sender   *sender.Sender
+
+	sendConn net.PacketConn
+	stop     context.CancelFunc
+	done     chan struct{}
+	err      error
+}
+
+// Start listens (where cfg gives no sockets), starts the receiver and makes
+// the sender. A failure to do so fails tb.
+func Start(tb testing.TB, cfg Config) *Relay {
+	tb.Helper()
+	listen := func(c net.PacketConn, addr string) net.PacketConn {
+		if c != nil {
+			return c
+		}
+		c, err := cfg.Net.Listen(addr)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return c
+	}
+	rc := listen(cfg.RecvConn, RecvAddr)
+	sc := listen(cfg.SendConn, SendAddr)
+
+	rcfg := cfg.Receiver
+	rcfg.Conn = rc
+	if rcfg.Injector == nil {
+		rcfg.Injector = fake.Nop{}
+	}
+	if rcfg.PSK == nil {
+		rcfg.PSK = cfg.PSK
+	}
+	r, err := receiver.New(rcfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	rl := &Relay{Receiver: r, sendConn: sc, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(rl.done)
+		_, rl.err = r.Run(ctx)
+	}()
+
+	scfg := cfg.Sender
+	scfg.Conn = sc
+	if len(scfg.Dests) == 0 {
+		scfg.Dests = []net.Addr{rc.LocalAddr()}
+	}
+	if scfg.PSK == nil {
+		scfg.PSK = cfg.PSK
+	}
+	if cfg.Feedback && len(scfg.Feedback) == 0 {
+		scfg.Feedback = []net.PacketConn{sc}
+	}
+	rl.Sender, err = sender.New(scfg)
+	if err != nil {
+		stop()
+		<-rl.done
+		tb.Fatal(err)
+	}
+	return rl
+}
+
+// Stop closes the sender's socket (acks still in flight find it closed),
+// stops the receiver and waits for it, and returns its Run error. The
+// receiver releases what it holds as it stops: a Recorder's Notify channel
+// must still be read.
+func (rl *Relay) Stop() error {
+	rl.sendConn.Close()
+	rl.stop()
+	<-rl.done
+	return rl.err
+}
