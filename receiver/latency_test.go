@@ -7,40 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/internal/flood"
+	"github.com/keyrelay/keyrelay/internal/relaytest"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
-	"github.com/keyrelay/keyrelay/sink"
 )
-
-// chanSource emits the key events it is given.
-type chanSource chan struct {
-	code keys.Key
-	down bool
-}
-
-func (c chanSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
-	for {
-		select {
-		case ev, ok := <-c:
-			if !ok {
-				return nil
-			}
-			if err := emit(ev.code, ev.down); err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// signalInjector reports every injected key on a channel, stamped.
-type signalInjector chan time.Time
-
-func (s signalInjector) Inject(sink.Event) error { s <- time.Now(); return nil }
-func (s signalInjector) Close() error            { return nil }
 
 // BenchmarkLoopbackLatency measures, over real loopback UDP sockets, the time
 // from a key event entering the sender to the receiver handing it to its
@@ -62,22 +35,13 @@ func loopbackLatency(b *testing.B, flooded bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer sc.Close()
-	injected := make(signalInjector, 16)
-	r, err := receiver.New(receiver.Config{Conn: rc, Injector: injected, Timeout: time.Hour, PSK: relayKey})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	recvDone := make(chan struct{})
-	go func() { defer close(recvDone); r.Run(ctx) }()
-	src := make(chanSource)
-	s, err := sender.New(sender.Config{Conn: sc, Dests: []net.Addr{rc.LocalAddr()}, Linger: -1, PSK: relayKey})
-	if err != nil {
-		b.Fatal(err)
-	}
+	injected := make(chan fake.Arrival, 16)
+	rl := relaytest.Start(b, relaytest.Config{RecvConn: rc, SendConn: sc, PSK: relayKey,
+		Receiver: receiver.Config{Injector: &fake.Recorder{Notify: injected}, Timeout: time.Hour},
+		Sender:   sender.Config{Linger: -1}})
+	src := make(fake.Chan)
 	sendDone := make(chan struct{})
-	go func() { defer close(sendDone); s.Run(ctx, src) }()
+	go func() { defer close(sendDone); rl.Sender.Run(context.Background(), src) }()
 
 	floodDone := make(chan int)
 	stopFlood := make(chan struct{})
@@ -106,13 +70,10 @@ func loopbackLatency(b *testing.B, flooded bool) {
 	for i := 0; b.Loop(); i++ {
 		for _, down := range []bool{true, false} {
 			t0 := time.Now()
-			src <- struct {
-				code keys.Key
-				down bool
-			}{keys.Key(4 + i%26), down}
+			src <- fake.Event{Key: keys.Key(4 + i%26), Down: down}
 			select {
-			case t1 := <-injected:
-				lat = append(lat, t1.Sub(t0))
+			case a := <-injected:
+				lat = append(lat, a.At.Sub(t0))
 			case <-time.After(5 * time.Second):
 				b.Fatal("a key event did not arrive within 5s on loopback")
 			}
@@ -125,13 +86,12 @@ func loopbackLatency(b *testing.B, flooded bool) {
 	}
 	close(src)
 	<-sendDone
-	cancel()
 	// Drain what shutdown releases.
 	go func() {
 		for range injected {
 		}
 	}()
-	<-recvDone
+	rl.Stop()
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/relaytest"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -39,24 +41,13 @@ func lossyLoopback(b *testing.B, loss float64) {
 		}
 		return netsim.Wrap(pc, netsim.Config{Loss: loss, Seed: seed})
 	}
-	rc, sc := listen(1), listen(2)
-	defer sc.Close()
-	injected := make(signalInjector, 16)
-	r, err := receiver.New(receiver.Config{Conn: rc, Injector: injected, Timeout: time.Hour, PSK: relayKey})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	recvDone := make(chan struct{})
-	go func() { defer close(recvDone); r.Run(ctx) }()
-	src := make(chanSource)
-	s, err := sender.New(sender.Config{Conn: sc, Dests: []net.Addr{rc.LocalAddr()}, Linger: -1, PSK: relayKey,
-		Feedback: []net.PacketConn{sc}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	injected := make(chan fake.Arrival, 16)
+	rl := relaytest.Start(b, relaytest.Config{RecvConn: listen(1), SendConn: listen(2), PSK: relayKey, Feedback: true,
+		Receiver: receiver.Config{Injector: &fake.Recorder{Notify: injected}, Timeout: time.Hour},
+		Sender:   sender.Config{Linger: -1}})
+	src := make(fake.Chan)
 	sendDone := make(chan struct{})
-	go func() { defer close(sendDone); s.Run(ctx, src) }()
+	go func() { defer close(sendDone); rl.Sender.Run(context.Background(), src) }()
 	pace := time.NewTicker(10 * time.Millisecond)
 	defer pace.Stop()
 	var lat []time.Duration
@@ -64,13 +55,10 @@ func lossyLoopback(b *testing.B, loss float64) {
 		for _, down := range []bool{true, false} {
 			<-pace.C
 			t0 := time.Now()
-			src <- struct {
-				code keys.Key
-				down bool
-			}{keys.Key(4 + i%26), down}
+			src <- fake.Event{Key: keys.Key(4 + i%26), Down: down}
 			select {
-			case t1 := <-injected:
-				lat = append(lat, t1.Sub(t0))
+			case a := <-injected:
+				lat = append(lat, a.At.Sub(t0))
 			case <-time.After(5 * time.Second):
 				b.Fatal("a key event did not arrive within 5s")
 			}
@@ -79,12 +67,11 @@ func lossyLoopback(b *testing.B, loss float64) {
 	b.StopTimer()
 	close(src)
 	<-sendDone
-	cancel()
 	go func() {
 		for range injected {
 		}
 	}()
-	<-recvDone
+	rl.Stop()
 	slices.Sort(lat)
 	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 	b.ReportMetric(float64(p50.Microseconds()), "p50-µs")

@@ -13,98 +13,17 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/relaytest"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
-	"github.com/keyrelay/keyrelay/sink"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
 // relayKey seals the relay's packets, as in normal use.
 var relayKey = []byte("0123456789abcdef0123456789abcdef")
-
-// step is one key event of a trace and the pause before it.
-type step struct {
-	wait time.Duration
-	code keys.Key
-	down bool
-}
-
-// traceSource plays steps in virtual time, then stays quiet for quiet and
-// signals quietStart before that pause, so the test can look at the state
-// "after one packet sent after the last event".
-type traceSource struct {
-	steps []step
-	quiet time.Duration
-	atEnd func()
-}
-
-func (s traceSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
-	for _, st := range s.steps {
-		if err := pause(ctx, st.wait); err != nil {
-			return err
-		}
-		if err := emit(st.code, st.down); err != nil {
-			return err
-		}
-	}
-	s.atEnd()
-	return pause(ctx, s.quiet)
-}
-
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// osState is an Injector that keeps what the OS would hold and checks
-// DESIGN.md invariant 2 as events come.
-type osState struct {
-	mu       sync.Mutex
-	held     map[keys.Key]bool
-	downs    []keys.Key // key-downs the sender sent (Cause Sent), in order
-	problems []string
-}
-
-func (o *osState) Inject(k sink.Event) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if k.Down {
-		if o.held[k.Key] {
-			o.problems = append(o.problems, fmt.Sprintf("second key-down of held %v", k.Key))
-		}
-		o.held[k.Key] = true
-		if k.Cause == eventqueue.Sent {
-			o.downs = append(o.downs, k.Key)
-		}
-	} else {
-		if !o.held[k.Key] {
-			o.problems = append(o.problems, fmt.Sprintf("key-up of unheld %v (%v)", k.Key, k.Cause))
-		}
-		delete(o.held, k.Key)
-	}
-	return nil
-}
-
-func (o *osState) Close() error { return nil }
-
-func (o *osState) heldKeys() []keys.Key {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []keys.Key
-	for c := range o.held {
-		out = append(out, c)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // counterConn records the newest packet counter that went through it and
 // when the last datagram was read.
@@ -165,12 +84,12 @@ func TestRelayUnderLoss(t *testing.T) {
 		}
 		n := rapid.IntRange(1, 16).Draw(rt, "queue")
 		alphabet := rapid.IntRange(1, 12).Draw(rt, "keys")
-		var steps []step
+		var steps []fake.Step
 		for range rapid.IntRange(0, 40).Draw(rt, "steps") {
-			steps = append(steps, step{
-				wait: time.Duration(rapid.IntRange(0, 150).Draw(rt, "waitMs")) * time.Millisecond,
-				code: relayAlphabet(rapid.IntRange(0, alphabet-1).Draw(rt, "key")),
-				down: rapid.Bool().Draw(rt, "down"),
+			steps = append(steps, fake.Step{
+				Wait: time.Duration(rapid.IntRange(0, 150).Draw(rt, "waitMs")) * time.Millisecond,
+				Key:  relayAlphabet(rapid.IntRange(0, alphabet-1).Draw(rt, "key")),
+				Down: rapid.Bool().Draw(rt, "down"),
 			})
 		}
 		crash := rapid.Bool().Draw(rt, "crash")
@@ -194,17 +113,17 @@ func relayAlphabet(i int) keys.Key {
 
 // runRelay plays steps through a sender and receiver and returns what went
 // wrong, or "".
-func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash, feedback bool) string {
+func runRelay(t *testing.T, cfg netsim.Config, n int, steps []fake.Step, crash, feedback bool) string {
 	// The model of the sender: the same queue fed the same events.
 	model, _ := eventqueue.New(n)
 	var sentDowns []keys.Key
 	for i, st := range steps {
 		k := eventqueue.Up
-		if st.down {
+		if st.Down {
 			k = eventqueue.Down
 		}
-		if r, _ := model.Add(eventqueue.Event{Key: st.code, Kind: k, Stamp: uint64(i + 1)}); r == eventqueue.Added && st.down {
-			sentDowns = append(sentDowns, st.code)
+		if r, _ := model.Add(eventqueue.Event{Key: st.Key, Kind: k, Stamp: uint64(i + 1)}); r == eventqueue.Added && st.Down {
+			sentDowns = append(sentDowns, st.Key)
 		}
 	}
 	wantHeld := model.HeldKeys(nil)
@@ -215,32 +134,31 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash, feedb
 	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	synctest.Test(t, func(t *testing.T) {
 		nw := netsim.NewNetwork(cfg)
-		rc, err := nw.Listen("10.0.0.2:7575")
+		rc, err := nw.Listen(relaytest.RecvAddr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc, err := nw.Listen("10.0.0.1:40000")
+		sc, err := nw.Listen(relaytest.SendAddr)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Both ends count packets on their own socket; acks reach the
+		// sender on sc itself.
 		rconn, sconn := &counterConn{PacketConn: rc}, &counterConn{PacketConn: sc}
-		osk := &osState{held: map[keys.Key]bool{}}
-		r, err := receiver.New(receiver.Config{Conn: rconn, Injector: osk, Timeout: timeout, PSK: relayKey})
-		if err != nil {
-			t.Fatal(err)
+		osk := &fake.OS{}
+		scfg := sender.Config{QueueLen: n}
+		if feedback {
+			scfg.Feedback = []net.PacketConn{sc}
 		}
-		ctx, stopRecv := context.WithCancel(context.Background())
-		recvDone := make(chan struct{})
-		go func() {
-			defer close(recvDone)
-			if _, err := r.Run(ctx); err != nil {
-				fail("receiver: %v", err)
-			}
-		}()
+		rl := relaytest.Start(t, relaytest.Config{RecvConn: rconn, SendConn: sconn, PSK: relayKey,
+			Receiver: receiver.Config{Injector: osk, Timeout: timeout}, Sender: scfg})
+		snd := rl.Sender
 
-		var snd *sender.Sender
-		src := traceSource{steps: steps, quiet: 4 * time.Second}
-		src.atEnd = func() {
+		// The source stays quiet for 4 s after the last event; before that
+		// pause it looks at the state "after one packet sent after the last
+		// event".
+		src := &fake.Trace{Steps: steps, Quiet: 4 * time.Second}
+		src.AtEnd = func() {
 			// The packet carrying the last event is out once the sender's
 			// backlog (events waiting for acks) has drained.
 			synctest.Wait()
@@ -256,7 +174,7 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash, feedb
 			// arrived (and the session has not timed out since), the
 			// receiver holds what the sender holds.
 			if got >= last && time.Since(lastRead) < timeout {
-				if h := osk.heldKeys(); !slices.Equal(h, wantHeld) {
+				if h := osk.Held(); !slices.Equal(h, wantHeld) {
 					fail("at rest: receiver holds %v, sender %v", h, wantHeld)
 				}
 			}
@@ -265,26 +183,17 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash, feedb
 				// keys must be released within the timeout (invariant 5).
 				// Datagrams already in flight may still arrive for up to
 				// the link's longest delay; the timeout counts from the last.
-				nw.Partition("10.0.0.1:40000", "10.0.0.2:7575", true)
+				nw.Partition(relaytest.SendAddr, relaytest.RecvAddr, true)
 				inFlight := cfg.Delay + cfg.Jitter + max(2*cfg.Jitter, 10*time.Millisecond)
 				time.Sleep(inFlight + timeout) // a timeout is noticed when due (Next)
 				synctest.Wait()
-				if h := osk.heldKeys(); len(h) != 0 {
+				if h := osk.Held(); len(h) != 0 {
 					_, lastRead := rconn.get()
 					fail("%v after the last datagram arrived: still held %v", time.Since(lastRead), h)
 				}
 			}
 		}
-		scfg := sender.Config{Conn: sconn, Dests: []net.Addr{rc.LocalAddr()}, QueueLen: n, PSK: relayKey}
-		if feedback {
-			scfg.Feedback = []net.PacketConn{sc}
-		}
-		s, err := sender.New(scfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snd = s
-		if _, err := s.Run(context.Background(), src); err != nil {
+		if _, err := snd.Run(context.Background(), src); err != nil {
 			fail("sender: %v", err)
 		}
 		// Acks still in flight find the sender's socket closed.
@@ -298,36 +207,36 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []step, crash, feedb
 		sent, _ := sconn.get()
 		got, _ := rconn.get()
 		if !crash && got == sent {
-			if h := osk.heldKeys(); len(h) != 0 {
+			if h := osk.Held(); len(h) != 0 {
 				fail("the sender ended cleanly and its last packet arrived, but %v are held", h)
 			}
 		}
 		// And after at most a timeout, nothing is held whatever was lost.
 		time.Sleep(timeout)
 		synctest.Wait()
-		if h := osk.heldKeys(); len(h) != 0 {
+		if h := osk.Held(); len(h) != 0 {
 			fail("after the sender ended: still held %v", h)
 		}
-		stopRecv()
-		<-recvDone
-		osk.mu.Lock()
-		defer osk.mu.Unlock()
-		problems = append(problems, osk.problems...) // invariant 2
+		if err := rl.Stop(); err != nil {
+			fail("receiver: %v", err)
+		}
+		problems = append(problems, osk.Problems()...) // invariant 2
 		// Invariant 3: injected key-downs are a subsequence of the sender's.
+		downs := osk.SentDowns()
 		j := 0
-		for _, d := range osk.downs {
+		for _, d := range downs {
 			for j < len(sentDowns) && sentDowns[j] != d {
 				j++
 			}
 			if j == len(sentDowns) {
-				fail("key-downs %v are not a subsequence of the sent %v", osk.downs, sentDowns)
+				fail("key-downs %v are not a subsequence of the sent %v", downs, sentDowns)
 				break
 			}
 			j++
 		}
 		// A perfect in-order link loses no key-down.
-		if cfg.Loss == 0 && cfg.BurstEnter == 0 && cfg.Jitter == 0 && cfg.Reorder == 0 && !slices.Equal(osk.downs, sentDowns) {
-			fail("lossless link: injected key-downs %v, sent %v", osk.downs, sentDowns)
+		if cfg.Loss == 0 && cfg.BurstEnter == 0 && cfg.Jitter == 0 && cfg.Reorder == 0 && !slices.Equal(downs, sentDowns) {
+			fail("lossless link: injected key-downs %v, sent %v", downs, sentDowns)
 		}
 	})
 	if len(problems) > 0 {
