@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -27,7 +26,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/relaytest"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -69,36 +69,17 @@ func typingTrace() []ev {
 	return out
 }
 
-type traceSource []ev
-
-func (tr traceSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
-	start := time.Now()
-	for _, e := range tr {
-		time.Sleep(e.at - time.Since(start))
-		emit(e.code, e.down)
+// steps is the trace as a fake.Trace plays it: each event a wait after the
+// one before.
+func steps(trace []ev) []fake.Step {
+	var out []fake.Step
+	var last time.Duration
+	for _, e := range trace {
+		out = append(out, fake.Step{Wait: e.at - last, Key: e.code, Down: e.down})
+		last = e.at
 	}
-	return nil
+	return out
 }
-
-// arrivals records when the receiver injects each key event.
-type arrivals struct {
-	mu         sync.Mutex
-	downs, ups map[keys.Key][]time.Duration
-	start      time.Time
-}
-
-func (a *arrivals) Inject(k inject.Event) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	at := time.Since(a.start)
-	if k.Down {
-		a.downs[k.Key] = append(a.downs[k.Key], at)
-	} else {
-		a.ups[k.Key] = append(a.ups[k.Key], at)
-	}
-	return nil
-}
-func (a *arrivals) Close() error { return nil }
 
 // line is one curve of the chart.
 type line struct {
@@ -126,25 +107,23 @@ func simulate(t *testing.T, link netsim.Config, feedback bool) cell {
 	trace := typingTrace()
 	var c cell
 	synctest.Test(t, func(t *testing.T) {
-		nw := netsim.NewNetwork(link)
-		rc, _ := nw.Listen("10.0.0.2:7575")
-		sc, _ := nw.Listen("10.0.0.1:40000")
-		arr := &arrivals{downs: map[keys.Key][]time.Duration{}, ups: map[keys.Key][]time.Duration{}, start: time.Now()}
-		r, _ := receiver.New(receiver.Config{Conn: rc, Injector: arr, PSK: key})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { r.Run(ctx); close(done) }()
-		cfg := sender.Config{Conn: sc, Dests: []net.Addr{rc.LocalAddr()}, PSK: key}
-		if feedback {
-			cfg.Feedback = []net.PacketConn{sc}
-		}
-		s, _ := sender.New(cfg)
-		st, _ := s.Run(context.Background(), traceSource(trace))
-		elapsed := time.Since(arr.start)
+		rec := &fake.Recorder{}
+		rl := relaytest.Start(t, relaytest.Config{Net: netsim.NewNetwork(link), PSK: key, Feedback: feedback,
+			Receiver: receiver.Config{Injector: rec}})
+		start := time.Now()
+		st, _ := rl.Sender.Run(context.Background(), &fake.Trace{Steps: steps(trace)})
+		elapsed := time.Since(start)
 		time.Sleep(3 * time.Second)
-		sc.Close()
-		cancel()
-		<-done
+		rl.Stop()
+		// When the receiver injected each key event.
+		gotDowns, gotUps := map[keys.Key][]time.Duration{}, map[keys.Key][]time.Duration{}
+		for _, a := range rec.Events() {
+			if a.Down {
+				gotDowns[a.Key] = append(gotDowns[a.Key], a.At.Sub(start))
+			} else {
+				gotUps[a.Key] = append(gotUps[a.Key], a.At.Sub(start))
+			}
+		}
 		c.packetsPerSec = float64(st.Packets) / elapsed.Seconds()
 		c.bytesPerSec = float64(st.Bytes) / elapsed.Seconds()
 		// Match the i-th key-down (key-up) of a key at the sender with the
@@ -154,8 +133,8 @@ func simulate(t *testing.T, link netsim.Config, feedback bool) cell {
 			if e.down {
 				i := seenDown[e.code]
 				seenDown[e.code]++
-				if i < len(arr.downs[e.code]) {
-					c.downs = append(c.downs, arr.downs[e.code][i]-e.at)
+				if i < len(gotDowns[e.code]) {
+					c.downs = append(c.downs, gotDowns[e.code][i]-e.at)
 				} else {
 					c.lostDowns++
 				}
@@ -163,8 +142,8 @@ func simulate(t *testing.T, link netsim.Config, feedback bool) cell {
 			}
 			i := seenUp[e.code]
 			seenUp[e.code]++
-			if i < len(arr.ups[e.code]) {
-				d := arr.ups[e.code][i] - e.at
+			if i < len(gotUps[e.code]) {
+				d := gotUps[e.code][i] - e.at
 				c.ups = append(c.ups, d)
 				c.maxStuck = max(c.maxStuck, d)
 			}
@@ -563,56 +542,41 @@ func hostDesc() string {
 	return "unknown CPU"
 }
 
-// signal reports each injection.
-type signal chan time.Time
-
-func (s signal) Inject(inject.Event) error { s <- time.Now(); return nil }
-func (s signal) Close() error              { return nil }
-
-type feed chan [2]any
-
-func (f feed) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
-	for {
-		select {
-		case e, ok := <-f:
-			if !ok {
-				return nil
-			}
-			emit(e[0].(keys.Key), e[1].(bool))
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+// loopback is a relay on real loopback sockets, with feedback and no
+// linger.
+func loopback(t *testing.T, inj receiver.Injector) *relaytest.Relay {
+	rc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	sc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return relaytest.Start(t, relaytest.Config{RecvConn: rc, SendConn: sc, PSK: key, Feedback: true,
+		Receiver: receiver.Config{Injector: inj}, Sender: sender.Config{Linger: -1}})
 }
 
 // loopbackLatency runs a sender and receiver on real loopback sockets.
 func loopbackLatency(t *testing.T, n int) (p50, p99 time.Duration) {
-	rc, _ := net.ListenPacket("udp", "127.0.0.1:0")
-	sc, _ := net.ListenPacket("udp", "127.0.0.1:0")
-	defer sc.Close()
-	got := make(signal, 16)
-	r, _ := receiver.New(receiver.Config{Conn: rc, Injector: got, PSK: key})
-	ctx, cancel := context.WithCancel(context.Background())
-	rdone := make(chan struct{})
-	go func() { r.Run(ctx); close(rdone) }()
-	src := make(feed)
-	s, _ := sender.New(sender.Config{Conn: sc, Dests: []net.Addr{rc.LocalAddr()}, PSK: key, Feedback: []net.PacketConn{sc}, Linger: -1})
+	got := make(chan fake.Arrival, 16)
+	rl := loopback(t, &fake.Recorder{Notify: got})
+	src := make(fake.Chan)
 	sdone := make(chan struct{})
-	go func() { s.Run(ctx, src); close(sdone) }()
+	go func() { rl.Sender.Run(context.Background(), src); close(sdone) }()
 	var lat []time.Duration
 	for i := range n {
 		t0 := time.Now()
-		src <- [2]any{keys.Key(keys.KeyA) + keys.Key(i/2%26), i%2 == 0}
-		lat = append(lat, (<-got).Sub(t0))
+		src <- fake.Event{Key: keys.Key(keys.KeyA) + keys.Key(i/2%26), Down: i%2 == 0}
+		lat = append(lat, (<-got).At.Sub(t0))
 	}
 	close(src)
 	<-sdone
-	cancel()
 	go func() {
 		for range got {
 		}
 	}()
-	<-rdone
+	rl.Stop()
 	slices.Sort(lat)
 	return lat[n/2], lat[n*99/100]
 }
@@ -620,17 +584,10 @@ func loopbackLatency(t *testing.T, n int) (p50, p99 time.Duration) {
 // idleCPU measures this process's CPU time while a sender and a receiver
 // idle on loopback for d.
 func idleCPU(t *testing.T, d time.Duration) float64 {
-	rc, _ := net.ListenPacket("udp", "127.0.0.1:0")
-	sc, _ := net.ListenPacket("udp", "127.0.0.1:0")
-	defer sc.Close()
-	r, _ := receiver.New(receiver.Config{Conn: rc, Injector: signal(make(chan time.Time, 64)), PSK: key})
-	ctx, cancel := context.WithCancel(context.Background())
-	rdone := make(chan struct{})
-	go func() { r.Run(ctx); close(rdone) }()
-	s, _ := sender.New(sender.Config{Conn: sc, Dests: []net.Addr{rc.LocalAddr()}, PSK: key, Feedback: []net.PacketConn{sc}, Linger: -1})
+	rl := loopback(t, fake.Nop{})
 	sdone := make(chan struct{})
 	sctx, scancel := context.WithCancel(context.Background())
-	go func() { s.Run(sctx, feed(make(chan [2]any))); close(sdone) }()
+	go func() { rl.Sender.Run(sctx, make(fake.Chan)); close(sdone) }()
 	time.Sleep(500 * time.Millisecond) // settle
 	var before, after syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
@@ -640,8 +597,7 @@ func idleCPU(t *testing.T, d time.Duration) float64 {
 	wall := time.Since(start)
 	scancel()
 	<-sdone
-	cancel()
-	<-rdone
+	rl.Stop()
 	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
 	return 100 * float64(cpu) / float64(wall)
 }
