@@ -109,6 +109,12 @@ bench:
 lint:
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e
+	$(GO) vet -tags vmtest ./vmtest
+	@# Dead code (issue 14): nothing unreachable from main or any test, the
+	@# e2e and vmtest ones included. Pinned, fetched by go run like gotestsum.
+	@out=$$($(GO) run golang.org/x/tools/cmd/deadcode@v0.39.0 -test -tags e2e,vmtest ./...); \
+	  if [ -n "$$out" ]; then echo "dead code:"; echo "$$out"; exit 1; fi
 	@cp go.mod /tmp/keyrelay-go.mod; cp go.sum /tmp/keyrelay-go.sum; $(GO) mod tidy; \
 	  if ! cmp -s go.mod /tmp/keyrelay-go.mod || ! cmp -s go.sum /tmp/keyrelay-go.sum; then \
 	    echo "go mod tidy changed go.mod/go.sum"; git diff go.mod go.sum; exit 1; fi
