@@ -29,6 +29,7 @@ type SendOptions struct {
 	Queue     int
 	Linger    time.Duration
 	Timeout   time.Duration
+	Outage    time.Duration
 	Feedback  bool
 	Grab      bool
 	Hotkey    string
@@ -123,6 +124,7 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
 	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue at least this long before exiting (longer until live receivers ack it)")
 	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "liveness: a receiver that has not acked for this long is named as silent (no answer: exit status 3); it releases nothing (recv's --timeout does)")
+	f.DurationVar(&opts.Outage, "outage", sender.DefaultOutage, "lossless typing through an outage up to this long: keys typed while a receiver that answered before is silent wait and go out when it answers again (and the end waits for it); past it, older keys may be lost")
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11 or evdev): keys reach the receiver only; --hotkey switches to local use and back")
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab: the keys (W3C names joined by +) that switch between relaying and local use")
@@ -235,6 +237,10 @@ func (o *SendOptions) validate() error {
 	if o.Timeout < 10*time.Millisecond {
 		return badValue("timeout", "too short (minimum 10ms)", fmt.Sprintf("--timeout %v is too short (minimum 10ms)", o.Timeout))
 	}
+	if o.Outage < o.Timeout {
+		want := fmt.Sprintf("at least --timeout (%v): a receiver is owed keys at least as long as it counts as live", o.Timeout)
+		return badValue("outage", want, fmt.Sprintf("--outage %v is shorter than --timeout %v", o.Outage, o.Timeout))
+	}
 	switch {
 	case o.Input == "" && o.Script != "":
 		o.Input = "script"
@@ -323,7 +329,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 
 	cfg := sender.Config{
 		Conn: conn, Dests: dests, QueueLen: o.Queue, Interval: o.Interval,
-		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout,
+		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage,
 	}
 	if o.Feedback {
 		cfg.Feedback = conn.Sockets()

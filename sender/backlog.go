@@ -10,12 +10,13 @@ import (
 // pushed it out, received or not: a burst of typing longer than the queue
 // during an outage loses key-downs for good. While feedback flows, the
 // sender holds a new event back, in a backlog, whenever adding it would push
-// out an event that some live receiver has not applied yet (its acked stamp
-// is older), and adds it when the acks move on. With no live receiver (no
-// feedback: one-way, broadcast, or all receivers silent for PeerTimeout) the
+// out an event that some receiver owed events has not applied yet (its acked stamp
+// is older), and adds it when the acks move on. With no receiver owed
+// events (no feedback: one-way, broadcast; or every receiver silent for
+// Outage, 5 s by default, though reported silent after PeerTimeout) the
 // plain queue behaviour applies and the backlog drains at once. A sender
 // that reads feedback assumes a receiver during its first PeerTimeout
-// (peers.go, live).
+// (peers.go: owed, inGrace).
 
 // BacklogLimit bounds the events waiting for acks. Past it the oldest
 // waiting event is added anyway (plain queue behaviour), counted in
@@ -50,7 +51,7 @@ func (c *Core) hold(ev keyEvent, now time.Time) {
 
 // drain adds the waiting events, in order, as far as the acks allow. While
 // flushing, progress restarts the stuck deadline: the backlog is given up
-// only after PeerTimeout without any.
+// only after Outage without any.
 func (c *Core) drain(now time.Time) {
 	n := 0
 	for n < len(c.backlog) && c.mayAdd(c.backlog[n], now) {
@@ -65,6 +66,6 @@ func (c *Core) drain(now time.Time) {
 		c.backlog = nil
 	}
 	if c.phase == flushing {
-		c.stuckAt = now.Add(c.cfg.PeerTimeout)
+		c.stuckAt = now.Add(c.patience())
 	}
 }

@@ -21,8 +21,8 @@ import (
 // the resend every Interval, redundant bursts after an event (burst.go),
 // lossless typing (backlog.go), the receivers it hears and which of them
 // are live (peers.go), and the end of a session: backlog flushed, every key
-// released, the final state resent until acked or Linger (+ PeerTimeout)
-// has passed.
+// released, the final state resent until acked or Linger (+ PeerTimeout,
+// or + Outage while a receiver heard before is silent) has passed.
 type Core struct {
 	cfg   CoreConfig
 	keys  sessionKeys
@@ -39,14 +39,15 @@ type Core struct {
 	backlog []keyEvent
 	burst   burst
 
-	phase    phase
-	tickAt   time.Time // the next regular resend
-	stuckAt  time.Time // flushing: the backlog has not shrunk since PeerTimeout before this
-	minEnd   time.Time // lingering: Linger is over then
-	lingered bool      // lingering: minEnd has passed
-	maxEnd   time.Time // lingering: given up then
-	final    uint64    // the counter of the packet that carried the final state
-	held     []keys.Key
+	phase       phase
+	tickAt      time.Time // the next regular resend
+	stuckAt     time.Time // flushing: the backlog has not shrunk since Outage before this
+	minEnd      time.Time // lingering: Linger is over then
+	lingered    bool      // lingering: minEnd has passed
+	maxEnd      time.Time // lingering: given up then
+	final       uint64    // the counter of the packet that carried the final state
+	interrupted bool      // Stop(Interrupted): the end does not wait out an outage
+	held        []keys.Key
 }
 
 // CoreConfig configures a Core. Zero durations take the defaults of Config.
@@ -55,8 +56,11 @@ type CoreConfig struct {
 	Interval    time.Duration
 	Linger      time.Duration
 	PeerTimeout time.Duration
-	Session     uint64
-	PSK         []byte
+	// Outage: key events wait (lossless typing) for a receiver unheard up
+	// to this long (DefaultOutage if 0; never less than PeerTimeout).
+	Outage  time.Duration
+	Session uint64
+	PSK     []byte
 	// Feedback: acks are expected (Ack will be called). Without, the
 	// sender is one-way: no bursts, no lossless typing, no grace.
 	Feedback bool
@@ -99,6 +103,10 @@ func NewCore(cfg CoreConfig, now time.Time) (*Core, error) {
 	if cfg.PeerTimeout == 0 {
 		cfg.PeerTimeout = DefaultPeerTimeout
 	}
+	if cfg.Outage == 0 {
+		cfg.Outage = DefaultOutage
+	}
+	cfg.Outage = max(cfg.Outage, cfg.PeerTimeout)
 	if cfg.Output == nil {
 		return nil, errors.New("sender: no output")
 	}
@@ -177,16 +185,40 @@ func (c *Core) Ack(b []byte, from string, now time.Time) error {
 	return nil
 }
 
+// Why a session ends (Stop).
+type StopReason int
+
+const (
+	// SourceEnded: the source had no more keys (a script's end). The end
+	// waits for a receiver in an outage it may come back from (Outage).
+	SourceEnded StopReason = iota
+	// Interrupted: a signal, or the source failed (its X server went
+	// away). The end waits for receivers only as long as it did before
+	// Outage existed (PeerTimeout): the process must exit soon, so that
+	// a person or a service manager sees it.
+	Interrupted
+)
+
 // Stop ends the source's part at now: the backlog drains with the acks
-// (flushing), then every held key is released and the final state is
-// resent (lingering) until Done.
-func (c *Core) Stop(now time.Time) {
+// (flushing; given up after Outage without progress), then every held key
+// is released and the final state is resent (lingering) until Done.
+func (c *Core) Stop(now time.Time, why StopReason) {
 	if c.phase != running {
 		return
 	}
+	c.interrupted = why == Interrupted
 	c.phase = flushing
-	c.stuckAt = now.Add(c.cfg.PeerTimeout)
+	c.stuckAt = now.Add(c.patience())
 	c.flushed(now)
+}
+
+// patience is how long the end waits for a silent receiver: Outage for
+// one that was heard, unless the session was interrupted.
+func (c *Core) patience() time.Duration {
+	if c.interrupted {
+		return c.cfg.PeerTimeout
+	}
+	return c.cfg.Outage
 }
 
 // Done reports whether the session is over: Run returns.
@@ -239,8 +271,8 @@ func (c *Core) Tick(now time.Time) {
 			c.drain(now) // a receiver may have stopped being live
 		}
 		if c.phase == flushing && !now.Before(c.stuckAt) && len(c.backlog) > 0 {
-			// No ack let the backlog shrink for PeerTimeout: add what is
-			// left as the plain queue would.
+			// No ack let the backlog shrink for Outage: add what is left
+			// as the plain queue would.
 			for _, ev := range c.backlog {
 				c.addNow(ev, now)
 			}
@@ -293,7 +325,14 @@ func (c *Core) flushed(now time.Time) {
 	}
 	c.phase = lingering
 	c.minEnd = now.Add(c.cfg.Linger)
-	c.maxEnd = c.minEnd.Add(c.cfg.PeerTimeout)
+	// A receiver in an outage it may come back from (owed) gets the
+	// final state, and what was typed before it, when it does: the end
+	// waits up to Outage for it. One never heard, up to PeerTimeout.
+	wait := c.cfg.PeerTimeout
+	if c.anyOwed(now) {
+		wait = c.patience()
+	}
+	c.maxEnd = c.minEnd.Add(wait)
 	c.send(now)
 	c.final = c.keys.nonce
 	c.tickAt = now.Add(c.lingerPeriod())

@@ -308,7 +308,7 @@ func TestCoreStopReleasesAndLingers(t *testing.T) {
 	r.c.Start(t0)
 	r.ack(at(ms(1)), 1, 0, 0, 0)
 	r.c.Key(kA, true, at(ms(10)))
-	r.c.Stop(at(ms(20)))
+	r.c.Stop(at(ms(20)), sender.SourceEnded)
 	final := r.c.Final()
 	if final == 0 {
 		t.Fatal("no final packet after Stop")
@@ -332,22 +332,23 @@ func TestCoreStopReleasesAndLingers(t *testing.T) {
 	}
 }
 
-// A receiver that never acks the final state holds the end for Linger +
-// PeerTimeout at most.
+// A receiver that never acks the final state holds the end while it is
+// owed events (heard within Outage), at most Linger + Outage.
 func TestCoreLingerGivesUp(t *testing.T) {
-	r := newRig(t, sender.CoreConfig{Feedback: true, Linger: 300 * time.Millisecond, PeerTimeout: time.Second})
+	r := newRig(t, sender.CoreConfig{Feedback: true, Linger: 300 * time.Millisecond, PeerTimeout: time.Second, Outage: 1500 * time.Millisecond})
 	r.c.Start(t0)
 	r.ack(at(ms(1)), 1, 0, 0, 0)
-	r.c.Stop(at(ms(500)))
+	r.c.Stop(at(ms(500)), sender.SourceEnded)
 	var end time.Time
 	for now := r.c.Next(); !r.c.Done(); now = r.c.Next() {
 		r.c.Tick(now)
 		end = now
 	}
-	// The receiver was last heard at +1ms: live until +1001ms, so the
-	// linger ends at its first tick after Linger (+800ms) once it is not.
-	if end.Before(at(ms(1001))) || end.After(at(ms(1800))) {
-		t.Fatalf("lingering ended at +%v, want between +1001ms (receiver no longer live) and +1800ms (Linger+PeerTimeout)", end.Sub(t0))
+	// The receiver was last heard at +1ms: owed until +1501ms (reported
+	// silent from +1001ms), so the linger ends at its first tick after
+	// that, before Linger+Outage (+2300ms).
+	if end.Before(at(ms(1501))) || end.After(at(ms(2300))) {
+		t.Fatalf("lingering ended at +%v, want between +1501ms (receiver no longer owed) and +2300ms (Linger+Outage)", end.Sub(t0))
 	}
 }
 
@@ -374,7 +375,7 @@ func TestCoreNextIsInTheFuture(t *testing.T) {
 				}
 			case 3:
 				if !stopped && rapid.IntRange(0, 9).Draw(rt, "stop") == 0 {
-					r.c.Stop(now)
+					r.c.Stop(now, sender.StopReason(rapid.IntRange(0, 1).Draw(rt, "why")))
 					stopped = true
 				}
 			default:
@@ -431,5 +432,60 @@ func TestCoreAsksQuietReceiverForAnAck(t *testing.T) {
 	r.c.Tick(at(ms(1330)))
 	if got := r.c.Next(); !got.Equal(at(ms(1400))) {
 		t.Fatalf("after the ack: Next = +%v, want the resend at +1400ms", got.Sub(t0))
+	}
+}
+
+// Outages (issue 15 must-have 4): a receiver that was live and falls
+// silent is reported silent after PeerTimeout, but key events wait for it
+// until Outage has passed; only then does the backlog drain as the plain
+// queue would.
+func TestCoreBacklogWaitsThroughAnOutage(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true, QueueLen: 1, PeerTimeout: time.Second, Outage: 3 * time.Second})
+	r.c.Start(t0)
+	r.ack(at(ms(1)), 1, 0, 0, 0) // then silence
+	r.c.Key(kA, true, at(ms(1500)))
+	r.c.Key(kA, false, at(ms(1510))) // would push out the unacked key-down
+	if r.peer(at(ms(1510))).Live {
+		t.Fatal("heard 1.5s ago with a 1s timeout: still live")
+	}
+	if r.c.Pending() != 1 {
+		t.Fatalf("in the outage: pending %d, want 1 (the receiver is owed the key-down)", r.c.Pending())
+	}
+	for now := r.c.Next(); now.Before(at(ms(3001))); now = r.c.Next() {
+		r.c.Tick(now)
+		if r.c.Pending() != 1 {
+			t.Fatalf("the backlog drained at +%v, inside the 3s outage bound", now.Sub(t0))
+		}
+	}
+	r.c.Tick(at(ms(3100)))
+	if r.c.Pending() != 0 {
+		t.Fatal("the backlog did not drain after the outage bound")
+	}
+}
+
+// An interrupted end (a signal, a failed source) waits for a silent
+// receiver only PeerTimeout, not Outage: the process must exit soon.
+func TestCoreInterruptedEndDoesNotWaitOutAnOutage(t *testing.T) {
+	for _, tc := range []struct {
+		why      sender.StopReason
+		min, max time.Duration
+	}{
+		// Heard at +1ms, stopped at +500ms, Linger 300ms: owed until +5001ms.
+		{sender.SourceEnded, ms(5001), ms(5900)},
+		// Not live from +2001ms; Linger+PeerTimeout is +2800ms.
+		{sender.Interrupted, ms(2001), ms(2800)},
+	} {
+		r := newRig(t, sender.CoreConfig{Feedback: true, Linger: 300 * time.Millisecond})
+		r.c.Start(t0)
+		r.ack(at(ms(1)), 1, 0, 0, 0)
+		r.c.Stop(at(ms(500)), tc.why)
+		var end time.Time
+		for now := r.c.Next(); !r.c.Done(); now = r.c.Next() {
+			r.c.Tick(now)
+			end = now
+		}
+		if end.Before(at(tc.min)) || end.After(at(tc.max)) {
+			t.Errorf("stop reason %d: ended at +%v, want +%v..+%v", tc.why, end.Sub(t0), tc.min, tc.max)
+		}
 	}
 }

@@ -11,6 +11,14 @@ import (
 // lossless (backlog.go).
 const DefaultPeerTimeout = 2 * time.Second
 
+// DefaultOutage is how long a receiver that was live may go unheard and
+// still be owed every key event (lossless typing, backlog.go): an outage
+// up to it, a Wi-Fi hand-over or a router restart, loses no key typed
+// meanwhile; the events wait and go out when the receiver answers again.
+// It is longer than PeerTimeout, after which the receiver is reported as
+// silent (issue 15 must-have 4).
+const DefaultOutage = 5 * time.Second
+
 // maxPeers bounds the receivers tracked (a broadcast reaches many).
 const maxPeers = 64
 
@@ -46,7 +54,7 @@ type peer struct {
 
 // IsLive is the one definition of a live receiver: heard within timeout
 // of now. (Before any receiver is heard, a sender with feedback also
-// assumes one during its first PeerTimeout: Core.minAcked.)
+// assumes one during its first Outage: Core.inGrace.)
 func IsLive(lastHeard, now time.Time, timeout time.Duration) bool {
 	return !lastHeard.IsZero() && now.Sub(lastHeard) < timeout
 }
@@ -55,9 +63,17 @@ func (c *Core) live(p *peer, now time.Time) bool {
 	return IsLive(p.LastHeard, now, c.cfg.PeerTimeout)
 }
 
+// owed reports whether p is owed every key event: heard within Outage.
+// A receiver in an outage shorter than that gets what was typed during it
+// when it comes back; past it, the plain queue's behaviour applies.
+func (c *Core) owed(p *peer, now time.Time) bool {
+	return IsLive(p.LastHeard, now, c.cfg.Outage)
+}
+
 // inGrace: a sender that reads feedback and has heard no receiver yet
 // assumes one for its first PeerTimeout, so typing right at the start is as
-// safe as later; after that, silence means one-way use.
+// safe as later; after that, silence means one-way use. (Outage is for a
+// receiver that was heard: owed.)
 func (c *Core) inGrace(now time.Time) bool {
 	return len(c.peers) == 0 && c.cfg.Feedback && now.Sub(c.start) < c.cfg.PeerTimeout
 }
@@ -76,8 +92,9 @@ func (c *Core) quiet(now time.Time) bool {
 	return false
 }
 
-// minAcked returns the oldest stamp that every live receiver has applied,
-// and whether any receiver is live (or assumed, inGrace).
+// minAcked returns the oldest stamp that every receiver owed events
+// (owed) has applied, and whether there is one (or one is assumed,
+// inGrace).
 func (c *Core) minAcked(now time.Time) (uint64, bool) {
 	if c.inGrace(now) {
 		return 0, true
@@ -85,7 +102,7 @@ func (c *Core) minAcked(now time.Time) (uint64, bool) {
 	var acked uint64
 	live := false
 	for _, p := range c.peers {
-		if !c.live(p, now) {
+		if !c.owed(p, now) {
 			continue
 		}
 		if !live || p.Stamp < acked {
@@ -113,8 +130,18 @@ func (c *Core) allAcked(counter uint64, now time.Time) bool {
 	return live
 }
 
-// awaitingAck reports whether a live receiver (or, inGrace, one assumed)
-// has not acked counter yet.
+// anyOwed reports whether a receiver that was heard is still owed events.
+func (c *Core) anyOwed(now time.Time) bool {
+	for _, p := range c.peers {
+		if c.owed(p, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitingAck reports whether a receiver owed events (or, inGrace, one
+// assumed) has not acked counter yet.
 func (c *Core) awaitingAck(counter uint64, now time.Time) bool {
 	if _, live := c.minAcked(now); !live {
 		return false

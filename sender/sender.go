@@ -82,6 +82,9 @@ type Config struct {
 	// PeerTimeout: a receiver unheard this long is not live
 	// (DefaultPeerTimeout if 0).
 	PeerTimeout time.Duration
+	// Outage: key events wait for a receiver unheard up to this long
+	// (DefaultOutage if 0): typing through a shorter outage loses nothing.
+	Outage time.Duration
 	// Logf reports send errors (at most one line per destination and
 	// error message). Nil: silent.
 	Logf func(format string, args ...any)
@@ -147,7 +150,7 @@ func New(cfg Config) (*Sender, error) {
 	s := &Sender{cfg: cfg, errSeen: map[string]bool{}}
 	core, err := NewCore(CoreConfig{
 		QueueLen: cfg.QueueLen, Interval: cfg.Interval, Linger: cfg.Linger,
-		PeerTimeout: cfg.PeerTimeout, Session: cfg.Session, PSK: cfg.PSK,
+		PeerTimeout: cfg.PeerTimeout, Outage: cfg.Outage, Session: cfg.Session, PSK: cfg.PSK,
 		Feedback: len(cfg.Feedback) > 0, Output: s.output, Logf: cfg.Logf,
 	}, time.Now())
 	if err != nil {
@@ -267,14 +270,18 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 			played = nil
 			stopping = nil
 			now = s.step(lockSrc)
-			c.Stop(now)
+			why := SourceEnded
+			if srcErr != nil {
+				why = Interrupted // the source failed: exit soon, named
+			}
+			c.Stop(now, why)
 		case <-stopping:
 			stopping = nil
 			stopPlay()
 			srcErr = <-played
 			played = nil
 			now = s.step(lockSrc)
-			c.Stop(now)
+			c.Stop(now, Interrupted)
 		}
 	}
 	if errors.Is(srcErr, context.Canceled) && ctx.Err() != nil {
