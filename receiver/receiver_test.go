@@ -369,3 +369,67 @@ func TestRunStopsWhenInjectorGone(t *testing.T) {
 		t.Errorf("Run = %v, want ErrGone", err)
 	}
 }
+
+// TestHeavyLossDoesNotReleaseAHeldKey (issue 15 must-have 4): a sender
+// resends every 100 ms; at 90 % loss its packets arrive about a second
+// apart, which the 1 s --timeout alone read as silence, releasing a held
+// key and pressing it again between packets. The silence that ends a
+// session is 8 mean gaps when that is longer than the timeout (at most 10
+// timeouts); without loss the timeout rules as before. The session runs
+// 5 s before the key goes down (a receiver learns the pace from the gaps),
+// then the key is held 20 s.
+func TestHeavyLossDoesNotReleaseAHeldKey(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		every    time.Duration // between packets that arrive
+		min, max time.Duration // when the key is released after the last
+	}{
+		{"no loss", 100 * time.Millisecond, time.Second, time.Second},
+		{"80% loss", 500 * time.Millisecond, 3 * time.Second, 4 * time.Second},
+		{"90% loss", time.Second, 7 * time.Second, 8 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, rec := newReceiver(t)
+			now := t0
+			counter := uint64(1)
+			idle := packet(t, 1, counter, 0)
+			r.Handle(idle, addr1, now)
+			// step delivers the next packet that gets through, with Expire
+			// called before it as Run would, and reports what was injected.
+			step := func(events ...eventqueue.Event) string {
+				next := now.Add(tc.every)
+				for at := r.Next(); !at.IsZero() && at.Before(next); at = r.Next() {
+					r.Expire(at)
+				}
+				now = next
+				counter += uint64(tc.every / (100 * time.Millisecond))
+				r.Handle(packet(t, 1, counter, uint64(now.Sub(t0)/time.Millisecond), events...), addr1, now)
+				got := rec.Take().String()
+				return got
+			}
+			for now.Sub(t0) < 5*time.Second {
+				step()
+			}
+			if got := step(dn(kA, 1)); got != "KeyA down" {
+				t.Fatalf("pressed: injected %q", got)
+			}
+			held := now
+			for now.Sub(held) < 20*time.Second {
+				if got := step(dn(kA, 1)); got != "" {
+					t.Fatalf("%v into the hold: injected %q, want nothing (never released and pressed again)", now.Sub(held), got)
+				}
+			}
+			last := now
+			for at := r.Next(); !at.IsZero(); at = r.Next() {
+				r.Expire(at)
+				if got := rec.Take(); len(got) > 0 {
+					if d := at.Sub(last); d < tc.min || d > tc.max {
+						t.Errorf("released %v after the last packet, want %v..%v", d, tc.min, tc.max)
+					}
+					return
+				}
+			}
+			t.Fatal("never released")
+		})
+	}
+}
