@@ -79,7 +79,7 @@ exits 0.`,
 	f := c.Flags()
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "UDP address to listen on")
 	f.StringVar(&opts.Inject, "inject", "auto", "where keys go (see above)")
-	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release the keys of a sender silent this long (the stuck-key guard; up to 10 times longer under heavy loss, when its packets arrive far apart; send's --timeout is only about liveness)")
+	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release the keys of a sender silent this long (the stuck-key guard; send's --timeout is only about liveness)")
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
 	opts.Key.register(f)
 	f.StringArrayVar(&opts.Allow, "allow", nil, "accept packets only from this network or address (repeatable; e.g. 192.168.1.0/24, 10.0.0.7, fd00::/8)")

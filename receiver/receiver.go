@@ -164,9 +164,8 @@ type session struct {
 	counter   uint64            // newest packet counter applied
 	clock     uint64            // its sender clock (ms), for the sender's pace
 	lastHeard time.Time
-	gap       time.Duration // smoothed time between its packets (silence)
-	live      bool          // false once timed out or ended (keys released)
-	replaced  bool          // a newer session from the same address took over
+	live      bool // false once timed out or ended (keys released)
+	replaced  bool // a newer session from the same address took over
 
 	from       net.Addr // where acks go
 	lastAck    time.Time
@@ -408,19 +407,6 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.setLocks(s, l)
 		news = true
 	}
-	if s.counter != 0 {
-		// The pace packets arrive at: a sender resends every --interval,
-		// so a long mean gap means heavy loss, and a silence of a few
-		// gaps is no sign that the sender is gone (silence). A session
-		// that comes back after a timeout was alive all along: its gap
-		// counts too.
-		g := min(now.Sub(s.lastHeard), maxSilenceTimes*r.cfg.Timeout) // an outage weighs no more than the cap
-		if s.gap == 0 {
-			s.gap = g
-		} else {
-			s.gap += (g - s.gap) / 8
-		}
-	}
 	s.counter = h.Counter
 	s.clock = r.pkt.Clock
 	s.lastHeard = now
@@ -579,33 +565,13 @@ func (r *Receiver) Next() time.Time {
 	}
 	for _, s := range r.sessions {
 		if s.live {
-			earliest(s.lastHeard.Add(r.silence(s)))
+			earliest(s.lastHeard.Add(r.cfg.Timeout))
 		}
 		if s.ackPending {
 			earliest(s.lastAck.Add(MinAckInterval))
 		}
 	}
 	return next
-}
-
-// Bounds of the silence that ends a session under heavy loss (silence).
-const (
-	gapsOfSilence   = 8
-	maxSilenceTimes = 10
-)
-
-// silence is how long session s may be silent before it ends and its keys
-// are released: the --timeout, or, under loss heavy enough that its
-// packets arrive far apart, gapsOfSilence mean gaps between them, at most
-// maxSilenceTimes the timeout (issue 15 must-have 4). A sender resends
-// every 100 ms, so without loss 8 gaps are 0.8 s and the timeout (1 s)
-// rules; at 90 % loss the mean gap is about 1 s, and a key held through it
-// is not released and pressed again between the packets that get through
-// (a gap over 8 means has a chance of 0.9^80, about 2 in 10,000). The cost:
-// a sender that dies during such loss has its keys released after up to
-// 8 gaps (8 s at 90 %, 10 s at most by default) instead of 1 s.
-func (r *Receiver) silence(s *session) time.Duration {
-	return max(r.cfg.Timeout, min(gapsOfSilence*s.gap, maxSilenceTimes*r.cfg.Timeout))
 }
 
 // Expire ends the live sessions silent for longer than the timeout
@@ -617,7 +583,7 @@ func (r *Receiver) Expire(now time.Time) {
 		if s.ackPending {
 			r.ack(s, now, true)
 		}
-		if s.live && now.Sub(s.lastHeard) >= r.silence(s) {
+		if s.live && now.Sub(s.lastHeard) >= r.cfg.Timeout {
 			// A sender that ends cleanly leaves every key released, then
 			// falls silent: that is an end, not a loss. Only silence with
 			// keys held is a timeout, and says what it released.
