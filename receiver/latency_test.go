@@ -1,9 +1,7 @@
 package receiver_test
 
 import (
-	"context"
 	"net"
-	"slices"
 	"testing"
 	"time"
 
@@ -39,9 +37,7 @@ func loopbackLatency(b *testing.B, flooded bool) {
 	rl := relaytest.Start(b, relaytest.Config{RecvConn: rc, SendConn: sc, PSK: relayKey,
 		Receiver: receiver.Config{Injector: &fake.Recorder{Notify: injected}, Timeout: time.Hour},
 		Sender:   sender.Config{Linger: -1}})
-	src := make(fake.Chan)
-	sendDone := make(chan struct{})
-	go func() { defer close(sendDone); rl.Sender.Run(context.Background(), src) }()
+	feed := rl.Feed(injected)
 
 	floodDone := make(chan int)
 	stopFlood := make(chan struct{})
@@ -69,14 +65,7 @@ func loopbackLatency(b *testing.B, flooded bool) {
 	var lat []time.Duration
 	for i := 0; b.Loop(); i++ {
 		for _, down := range []bool{true, false} {
-			t0 := time.Now()
-			src <- fake.Event{Key: keys.Key(4 + i%26), Down: down}
-			select {
-			case a := <-injected:
-				lat = append(lat, a.At.Sub(t0))
-			case <-time.After(5 * time.Second):
-				b.Fatal("a key event did not arrive within 5s on loopback")
-			}
+			lat = append(lat, feed.Latency(b, fake.Event{Key: keys.Key(4 + i%26), Down: down}))
 		}
 	}
 	b.StopTimer()
@@ -84,15 +73,8 @@ func loopbackLatency(b *testing.B, flooded bool) {
 		close(stopFlood)
 		b.ReportMetric(float64(<-floodDone)/b.Elapsed().Seconds(), "flood-datagrams/s")
 	}
-	close(src)
-	<-sendDone
-	// Drain what shutdown releases.
-	go func() {
-		for range injected {
-		}
-	}()
-	rl.Stop()
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	feed.Close()
+	p50, p99 := relaytest.Percentiles(lat)
+	b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
+	b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
 }

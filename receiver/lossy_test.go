@@ -1,10 +1,8 @@
 package receiver_test
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"slices"
 	"testing"
 	"time"
 
@@ -45,35 +43,19 @@ func lossyLoopback(b *testing.B, loss float64) {
 	rl := relaytest.Start(b, relaytest.Config{RecvConn: listen(1), SendConn: listen(2), PSK: relayKey, Feedback: true,
 		Receiver: receiver.Config{Injector: &fake.Recorder{Notify: injected}, Timeout: time.Hour},
 		Sender:   sender.Config{Linger: -1}})
-	src := make(fake.Chan)
-	sendDone := make(chan struct{})
-	go func() { defer close(sendDone); rl.Sender.Run(context.Background(), src) }()
+	feed := rl.Feed(injected)
 	pace := time.NewTicker(10 * time.Millisecond)
 	defer pace.Stop()
 	var lat []time.Duration
 	for i := 0; b.Loop(); i++ {
 		for _, down := range []bool{true, false} {
 			<-pace.C
-			t0 := time.Now()
-			src <- fake.Event{Key: keys.Key(4 + i%26), Down: down}
-			select {
-			case a := <-injected:
-				lat = append(lat, a.At.Sub(t0))
-			case <-time.After(5 * time.Second):
-				b.Fatal("a key event did not arrive within 5s")
-			}
+			lat = append(lat, feed.Latency(b, fake.Event{Key: keys.Key(4 + i%26), Down: down}))
 		}
 	}
 	b.StopTimer()
-	close(src)
-	<-sendDone
-	go func() {
-		for range injected {
-		}
-	}()
-	rl.Stop()
-	slices.Sort(lat)
-	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+	feed.Close()
+	p50, p99 := relaytest.Percentiles(lat)
 	b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
 	b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
 	b.ReportMetric(float64((p99 - p50).Microseconds()), "extra-p99-µs")

@@ -9,7 +9,9 @@ package relaytest
 import (
 	"context"
 	"net"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/netsim"
@@ -122,4 +124,55 @@ func (rl *Relay) Stop() error {
 	rl.stop()
 	<-rl.done
 	return rl.err
+}
+
+// Feeder runs the relay's sender on a channel source and times key events
+// from entering the sender to their injection, which the receiver's
+// injector (a fake.Recorder with Notify) reports. The loopback latency
+// benchmarks and the report share it.
+type Feeder struct {
+	rl       *Relay
+	src      fake.Chan
+	injected chan fake.Arrival
+	done     chan struct{}
+}
+
+// Feed starts rl.Sender on a channel source; injected is the Notify
+// channel of the receiver's fake.Recorder.
+func (rl *Relay) Feed(injected chan fake.Arrival) *Feeder {
+	f := &Feeder{rl: rl, src: make(fake.Chan), injected: injected, done: make(chan struct{})}
+	go func() { defer close(f.done); rl.Sender.Run(context.Background(), f.src) }()
+	return f
+}
+
+// Latency sends ev and waits for its injection: the time between. It
+// fails tb if the event has not arrived within 5 s.
+func (f *Feeder) Latency(tb testing.TB, ev fake.Event) time.Duration {
+	t0 := time.Now()
+	f.src <- ev
+	select {
+	case a := <-f.injected:
+		return a.At.Sub(t0)
+	case <-time.After(5 * time.Second):
+		tb.Fatalf("%v did not arrive within 5s", ev.Key)
+		return 0
+	}
+}
+
+// Close ends the source, waits for the sender to finish, and stops the
+// relay, reading what the receiver releases as it stops.
+func (f *Feeder) Close() {
+	close(f.src)
+	<-f.done
+	go func() {
+		for range f.injected {
+		}
+	}()
+	f.rl.Stop()
+}
+
+// Percentiles sorts lat and returns its median and 99th percentile.
+func Percentiles(lat []time.Duration) (p50, p99 time.Duration) {
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100]
 }

@@ -560,25 +560,13 @@ func loopback(t *testing.T, inj receiver.Injector) *relaytest.Relay {
 // loopbackLatency runs a sender and receiver on real loopback sockets.
 func loopbackLatency(t *testing.T, n int) (p50, p99 time.Duration) {
 	got := make(chan fake.Arrival, 16)
-	rl := loopback(t, &fake.Recorder{Notify: got})
-	src := make(fake.Chan)
-	sdone := make(chan struct{})
-	go func() { rl.Sender.Run(context.Background(), src); close(sdone) }()
+	feed := loopback(t, &fake.Recorder{Notify: got}).Feed(got)
 	var lat []time.Duration
 	for i := range n {
-		t0 := time.Now()
-		src <- fake.Event{Key: keys.Key(keys.KeyA) + keys.Key(i/2%26), Down: i%2 == 0}
-		lat = append(lat, (<-got).At.Sub(t0))
+		lat = append(lat, feed.Latency(t, fake.Event{Key: keys.Key(keys.KeyA) + keys.Key(i/2%26), Down: i%2 == 0}))
 	}
-	close(src)
-	<-sdone
-	go func() {
-		for range got {
-		}
-	}()
-	rl.Stop()
-	slices.Sort(lat)
-	return lat[n/2], lat[n*99/100]
+	feed.Close()
+	return relaytest.Percentiles(lat)
 }
 
 // idleCPU measures this process's CPU time while a sender and a receiver
