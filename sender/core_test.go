@@ -80,6 +80,17 @@ func (r *rig) newestStamp() uint64 {
 	return q.Events[0].Stamp
 }
 
+// end calls Tick at every deadline the core names until it is Done, and
+// returns the time of the last call.
+func (r *rig) end() time.Time {
+	var end time.Time
+	for now := r.c.Next(); !r.c.Done(); now = r.c.Next() {
+		r.c.Tick(now)
+		end = now
+	}
+	return end
+}
+
 func (r *rig) peer(now time.Time) sender.PeerStatus {
 	r.t.Helper()
 	ps := r.c.Peers(nil, now)
@@ -321,11 +332,8 @@ func TestCoreStopReleasesAndLingers(t *testing.T) {
 		t.Fatalf("lingering: Next = +%v, want +70ms", got.Sub(t0))
 	}
 	r.ack(at(ms(25)), final, 0, q.Events[0].Stamp, 0)
-	for now := r.c.Next(); !r.c.Done(); now = r.c.Next() {
-		r.c.Tick(now)
-		if r.c.Done() && now.Before(at(ms(320))) {
-			t.Fatalf("done at +%v, before Linger", now.Sub(t0))
-		}
+	if end := r.end(); end.Before(at(ms(320))) {
+		t.Fatalf("done at +%v, before Linger", end.Sub(t0))
 	}
 	if r.c.Next() != (time.Time{}) {
 		t.Fatal("Next is not zero once Done")
@@ -339,11 +347,7 @@ func TestCoreLingerGivesUp(t *testing.T) {
 	r.c.Start(t0)
 	r.ack(at(ms(1)), 1, 0, 0, 0)
 	r.c.Stop(at(ms(500)), sender.SourceEnded)
-	var end time.Time
-	for now := r.c.Next(); !r.c.Done(); now = r.c.Next() {
-		r.c.Tick(now)
-		end = now
-	}
+	end := r.end()
 	// The receiver was last heard at +1ms: owed until +1501ms (reported
 	// silent from +1001ms), so the linger ends at its first tick after
 	// that, before Linger+Outage (+2300ms).
@@ -479,11 +483,7 @@ func TestCoreInterruptedEndDoesNotWaitOutAnOutage(t *testing.T) {
 		r.c.Start(t0)
 		r.ack(at(ms(1)), 1, 0, 0, 0)
 		r.c.Stop(at(ms(500)), tc.why)
-		var end time.Time
-		for now := r.c.Next(); !r.c.Done(); now = r.c.Next() {
-			r.c.Tick(now)
-			end = now
-		}
+		end := r.end()
 		if end.Before(at(tc.min)) || end.After(at(tc.max)) {
 			t.Errorf("stop reason %d: ended at +%v, want +%v..+%v", tc.why, end.Sub(t0), tc.min, tc.max)
 		}
