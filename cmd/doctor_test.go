@@ -30,6 +30,21 @@ func skewedRecv(t *testing.T, key []byte, shift time.Duration) string {
 	return addr
 }
 
+// keyInEnv writes a new key to dir/k and names it in $KEYRELAY_KEY_FILE, as
+// a machine set up per the README has it.
+func keyInEnv(t *testing.T, dir string) []byte {
+	t.Helper()
+	key, err := secret.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := secret.Write(filepath.Join(dir, "k"), key, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(secret.Env, filepath.Join(dir, "k"))
+	return key
+}
+
 // TestDoctorClockOffset (issue 6 must-have 2: "with --peer, a round trip
 // to a running recv (RTT, and clock offset if the replay defence depends
 // on clocks)"): the offset is measured from the ack's wall clock
@@ -213,14 +228,7 @@ func TestDoctorRoles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := isolate(t)
-			key, err := secret.Generate()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := secret.Write(filepath.Join(dir, "k"), key, false); err != nil {
-				t.Fatal(err)
-			}
-			t.Setenv(secret.Env, filepath.Join(dir, "k"))
+			key := keyInEnv(t, dir)
 			recv, _, _ := recvOn(t, "127.0.0.1:0", key, fake.Nop{})
 			if tc.config != "" {
 				writeFile(t, filepath.Join(dir, "config.toml"), strings.ReplaceAll(tc.config, "RECV", recv))
@@ -328,14 +336,7 @@ func TestDoctorProbesSendTo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := isolate(t)
-			key, err := secret.Generate()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := secret.Write(filepath.Join(dir, "k"), key, false); err != nil {
-				t.Fatal(err)
-			}
-			t.Setenv(secret.Env, filepath.Join(dir, "k"))
+			key := keyInEnv(t, dir)
 			live, _, _ := recvOn(t, "127.0.0.1:0", key, fake.Nop{})
 			silent, err := net.ListenPacket("udp", "127.0.0.1:0")
 			if err != nil {
