@@ -105,16 +105,23 @@ type ackLog struct {
 	at      []time.Time
 }
 
+// listenPair listens on nw at a receiver's address and a sender's.
+func listenPair(t *testing.T, nw *netsim.Network) (recv, send net.PacketConn) {
+	t.Helper()
+	recv, err := nw.Listen("10.0.0.2:7575")
+	if err != nil {
+		t.Fatal(err)
+	}
+	send, err = nw.Listen("10.0.0.1:40000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recv, send
+}
+
 func runAckLog(t *testing.T) (*ackLog, func()) {
 	nw := netsim.NewNetwork(netsim.Config{})
-	rc, err := nw.Listen("10.0.0.2:7575")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := nw.Listen("10.0.0.1:40000")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, sc := listenPair(t, nw)
 	r, err := New(Config{Conn: rc, Injector: &fake.Recorder{}, PSK: psk})
 	if err != nil {
 		t.Fatal(err)

@@ -49,14 +49,7 @@ func TestNextIsTheNextDeadline(t *testing.T) {
 func TestRunReleasesWhenDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nw := netsim.NewNetwork(netsim.Config{})
-		rc, err := nw.Listen("10.0.0.2:7575")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc, err := nw.Listen("10.0.0.1:40000")
-		if err != nil {
-			t.Fatal(err)
-		}
+		rc, sc := listenPair(t, nw)
 		rec := &fake.Recorder{} // read here while Run injects
 		r, err := New(Config{Conn: rc, Injector: rec, Timeout: time.Second, NoAcks: true})
 		if err != nil {
