@@ -180,24 +180,7 @@ func TestRecordKeys(t *testing.T) {
 		t.Fatalf("Dial without the cookie: %v, want a refusal", err)
 	}
 	t.Setenv("XAUTHORITY", auth)
-	ctrl, err := xgb.NewConnDisplay(display)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctrl.Close()
-	s, err := Open(ctrl, display)
-	if err != nil {
-		t.Fatal(err)
-	}
-	typer, err := xgb.NewConnDisplay(display)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer typer.Close()
-	if err := xtest.Init(typer); err != nil {
-		t.Fatal(err)
-	}
-	root := xproto.Setup(typer).DefaultScreen(typer).Root
+	s, typer, root := recording(t, display)
 	for _, e := range []struct {
 		kc   byte
 		down bool
@@ -252,28 +235,36 @@ func TestRecordKeys(t *testing.T) {
 // TestRecordPromptly: a key that no client receives (a bare Xvfb: nothing
 // has the focus) is recorded at once, not when some other client next gets
 // output from the server; the client pressing it makes no round trip.
-func TestRecordPromptly(t *testing.T) {
-	xquiet.Quiet()
-	display := xvfbtest.Start(t)
+// recording opens a RECORD stream of display's keys (its control
+// connection closed at the test's end) and a connection that types on it
+// with XTEST, with its root window.
+func recording(t *testing.T, display string) (*Stream, *xgb.Conn, xproto.Window) {
+	t.Helper()
 	ctrl, err := xgb.NewConnDisplay(display)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ctrl.Close()
+	t.Cleanup(ctrl.Close)
 	s, err := Open(ctrl, display)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
 	typer, err := xgb.NewConnDisplay(display)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer typer.Close()
+	t.Cleanup(typer.Close)
 	if err := xtest.Init(typer); err != nil {
 		t.Fatal(err)
 	}
-	root := xproto.Setup(typer).DefaultScreen(typer).Root
+	return s, typer, xproto.Setup(typer).DefaultScreen(typer).Root
+}
+
+func TestRecordPromptly(t *testing.T) {
+	xquiet.Quiet()
+	display := xvfbtest.Start(t)
+	s, typer, root := recording(t, display)
+	defer s.Close()
 	got := make(chan Key)
 	go func() {
 		for {
