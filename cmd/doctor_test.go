@@ -30,18 +30,30 @@ func skewedRecv(t *testing.T, key []byte, shift time.Duration) string {
 	return addr
 }
 
-// keyInEnv writes a new key to dir/k and names it in $KEYRELAY_KEY_FILE, as
-// a machine set up per the README has it.
-func keyInEnv(t *testing.T, dir string) []byte {
+// newKeyFile writes a new key to dir/k (a new temporary directory if dir
+// is "") and returns it and the file's path.
+func newKeyFile(t *testing.T, dir string) (key []byte, file string) {
 	t.Helper()
 	key, err := secret.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := secret.Write(filepath.Join(dir, "k"), key, false); err != nil {
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	file = filepath.Join(dir, "k")
+	if err := secret.Write(file, key, false); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(secret.Env, filepath.Join(dir, "k"))
+	return key, file
+}
+
+// keyInEnv writes a new key to dir/k and names it in $KEYRELAY_KEY_FILE, as
+// a machine set up per the README has it.
+func keyInEnv(t *testing.T, dir string) []byte {
+	t.Helper()
+	key, file := newKeyFile(t, dir)
+	t.Setenv(secret.Env, file)
 	return key
 }
 
@@ -52,14 +64,7 @@ func keyInEnv(t *testing.T, dir string) []byte {
 // the NTP fix.
 func TestDoctorClockOffset(t *testing.T) {
 	isolate(t)
-	key, err := secret.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "k")
-	if err := secret.Write(keyFile, key, false); err != nil {
-		t.Fatal(err)
-	}
+	key, keyFile := newKeyFile(t, "")
 	offsetRE := regexp.MustCompile(`clock offset to \S+: its clock is (?:(\S+) (ahead of|behind)|within 1ms of) ours`)
 	for _, tc := range []struct {
 		shift time.Duration
@@ -433,16 +438,9 @@ func serveRecv(t *testing.T, listen string, cfg receiver.Config, shift time.Dura
 // naming the port and how to find its holder.
 func TestDoctorPortInUse(t *testing.T) {
 	isolate(t)
-	key, err := secret.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, keyFile := newKeyFile(t, "")
 	other, err := secret.Generate()
 	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "k")
-	if err := secret.Write(keyFile, key, false); err != nil {
 		t.Fatal(err)
 	}
 	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -490,11 +488,7 @@ func TestDoctorPortInUse(t *testing.T) {
 // and its fix name PORT, not the default port.
 func TestDoctorPeerFixNamesPort(t *testing.T) {
 	isolate(t)
-	key, _ := secret.Generate()
-	keyFile := filepath.Join(t.TempDir(), "k")
-	if err := secret.Write(keyFile, key, false); err != nil {
-		t.Fatal(err)
-	}
+	_, keyFile := newKeyFile(t, "")
 	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
