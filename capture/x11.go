@@ -268,7 +268,10 @@ func recordEvents(ctx context.Context, s *xrecord.Stream, display string) func()
 		case errors.Is(err, io.EOF):
 			return x11Event{err: xGone(display)}
 		}
-		return x11Event{err: err}
+		// A connection the server reset is gone as surely as one it
+		// closed (which of the two a dying server leaves is a race): both
+		// name the display, with the cause.
+		return x11Event{err: fmt.Errorf("%w (%v)", xGone(display), err)}
 	}
 }
 
