@@ -129,7 +129,7 @@ func ParseAck(b []byte, dst *Ack) error {
 	if h.Flags&FlagSealed != 0 {
 		return ErrSealed
 	}
-	return parseAckBody(h, b[HeaderLen:], dst)
+	return parseAckBody(h, b[h.Len():], dst)
 }
 
 // OpenAck authenticates and decodes a sealed ack with aead (the session's

@@ -37,6 +37,11 @@ type Queue struct {
 	// packet; a receiver rejects packets too far from its own clock, which
 	// defeats the replay of a recorded old session (PROTOCOL.md §8).
 	Wall uint64
+	// Since replaces Wall in a handshaken session's packets (FlagTicket):
+	// a receiver that creates the session from this packet types only the
+	// events newer than Since and presses the keys held then (a receiver
+	// that restarted joins where it came in: PROTOCOL.md §8.3).
+	Since uint64
 	// Locks is the Caps Lock and Num Lock state the sender wants the
 	// receiver to have, or unknown (0): PROTOCOL.md §3.2.
 	Locks keys.Locks
@@ -47,23 +52,24 @@ type Queue struct {
 // MaxQueueLen is the largest encoding of a sealed queue packet of n entries:
 // every varint at its longest (10 bytes), every entry a character beyond
 // U+FFFF (4 bytes), plus the AEAD tag. For n = 64 it is
-// 22+10+10+1+1+10+64*4+63*10+16 = 956 bytes, so any 64-entry queue fits in
-// MaxPacketSize.
+// 22+12+10+10+1+1+10+64*4+63*10+16 = 968 bytes (with a ticket), so any
+// 64-entry queue fits in MaxPacketSize.
 func MaxQueueLen(n int) int {
+	const fixed = HeaderLen + TicketLen + 10 + 10 + 1 + 1 + TagLen
 	if n <= 0 {
-		return HeaderLen + 10 + 10 + 1 + 1 + TagLen
+		return fixed
 	}
-	return HeaderLen + 10 + 10 + 1 + 1 + 10 + n*maxEntryLen + (n-1)*10 + TagLen
+	return fixed + 10 + n*maxEntryLen + (n-1)*10
 }
 
 // MaxSafeEvents is the longest queue whose sealed packet fits in
 // MaxPacketSize whatever its stamps and keys: senders keep N at or below it.
-const MaxSafeEvents = 81
+const MaxSafeEvents = 80
 
 // Len is the encoded length of q in plaintext (add TagLen when sealed); it
 // assumes q is valid (Append checks).
 func (q *Queue) Len() int {
-	n := HeaderLen + uvarintLen(q.Clock) + uvarintLen(q.Wall) + 1 + 1
+	n := q.Header.Len() + uvarintLen(q.Clock) + uvarintLen(q.second()) + 1 + 1
 	for i, e := range q.Events {
 		n += entryLen(e.Key)
 		if i == 0 {
@@ -176,10 +182,19 @@ func (q *Queue) Append(b []byte) ([]byte, error) {
 	return q.appendBody(b), nil
 }
 
+// second is the body's second field: Since in a handshaken session's
+// packet, Wall in a one-way packet (PROTOCOL.md §3).
+func (q *Queue) second() uint64 {
+	if q.Header.Flags&FlagTicket != 0 {
+		return q.Since
+	}
+	return q.Wall
+}
+
 // appendBody appends the body of PROTOCOL.md §3.
 func (q *Queue) appendBody(b []byte) []byte {
 	b = binary.AppendUvarint(b, q.Clock)
-	b = binary.AppendUvarint(b, q.Wall)
+	b = binary.AppendUvarint(b, q.second())
 	b = append(b, byte(q.Locks))
 	b = append(b, byte(len(q.Events)))
 	for i, e := range q.Events {
@@ -256,7 +271,7 @@ func ParseQueue(b []byte, dst *Queue) error {
 	if h.Flags&FlagSealed != 0 {
 		return ErrSealed
 	}
-	return parseBody(h, b[HeaderLen:], dst)
+	return parseBody(h, b[h.Len():], dst)
 }
 
 // parseBody decodes the body of PROTOCOL.md §3 (plaintext) into dst.
@@ -268,8 +283,13 @@ func parseBody(h Header, p []byte, dst *Queue) error {
 		return fmt.Errorf("clock: %w", err)
 	}
 	p = p[n:]
-	if dst.Wall, n, err = uvarint(p); err != nil {
-		return fmt.Errorf("wall clock: %w", err)
+	second, n, err := uvarint(p)
+	if err != nil {
+		return fmt.Errorf("wall clock or since: %w", err)
+	}
+	dst.Wall, dst.Since = second, 0
+	if h.Flags&FlagTicket != 0 {
+		dst.Wall, dst.Since = 0, second
 	}
 	p = p[n:]
 	if len(p) < 1 {

@@ -114,7 +114,8 @@ func open(b []byte, want Type, aeadFor func(session uint64) (cipher.AEAD, error)
 		return h, scratch, err
 	}
 	n := nonce(h.Counter)
-	body, err := aead.Open(scratch[:0], n[:], b[HeaderLen:], b[:HeaderLen])
+	hl := h.Len()
+	body, err := aead.Open(scratch[:0], n[:], b[hl:], b[:hl])
 	if err != nil {
 		return h, scratch, ErrAuth
 	}

@@ -36,7 +36,7 @@ func sealedGolden(t testing.TB) []byte {
 // TestSealedGolden: PROTOCOL.md §8's worked example is the sealed golden
 // vector, and it opens to the plaintext golden packet.
 func TestSealedGolden(t *testing.T) {
-	want := readHex(t, "../testdata/golden/queue_v3_sealed.hex")
+	want := readHex(t, "../testdata/golden/queue_v4_sealed.hex")
 	got := sealedGolden(t)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("sealed % x\nwant   % x", got, want)

@@ -62,7 +62,7 @@ var golden = Queue{
 // TestGolden: the worked example of PROTOCOL.md §6 decodes field by field
 // and re-encodes to the same bytes.
 func TestGolden(t *testing.T) {
-	b := readHex(t, "../testdata/golden/queue_v3.hex")
+	b := readHex(t, "../testdata/golden/queue_v4.hex")
 	var q Queue
 	if err := ParseQueue(b, &q); err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ var goldenChars = Queue{
 // TestGoldenChars: the character example of PROTOCOL.md §6.1 decodes to
 // character events and re-encodes to the same bytes.
 func TestGoldenChars(t *testing.T) {
-	b := readHex(t, "../testdata/golden/queue_v3_chars.hex")
+	b := readHex(t, "../testdata/golden/queue_v4_chars.hex")
 	var q Queue
 	if err := ParseQueue(b, &q); err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestTruncatedPrefixes(t *testing.T) {
 
 // TestDecodeErrors: one case per decoding rule of PROTOCOL.md §4.
 func TestDecodeErrors(t *testing.T) {
-	hdr := "4b52 03 01 00 00 0123456789abcdef 000000000000002a"
+	hdr := "4b52 04 01 00 00 0123456789abcdef 000000000000002a"
 	tests := []struct {
 		name string
 		hex  string
@@ -155,17 +155,18 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown lock bit", hdr + "00 00 84 01 00 000000", ErrQueue},
 		{"no locks byte", hdr + "00 00", ErrTruncated},
 		{"overlong wall", hdr + "00 8000 01 00 000000", ErrVarint},
-		{"bad magic", "4b53 03 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrMagic},
-		{"version 4", "4b52 04 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
+		{"bad magic", "4b53 04 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrMagic},
+		{"version 5", "4b52 05 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
+		{"version 3 (keyrelay before the handshake)", "4b52 03 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
 		{"version 2 (keyrelay before characters)", "4b52 02 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
 		{"version 1 (plaintext keyrelay before keys)", "4b52 01 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
-		{"unknown type", "4b52 03 07 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
-		{"ack where a queue is expected", "4b52 03 02 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
-		{"unknown flag", "4b52 03 01 02 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
-		{"reserved byte set", "4b52 03 01 00 01 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
-		{"sealed", "4b52 03 01 01 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrSealed},
-		{"session 0", "4b52 03 01 00 00 0000000000000000 000000000000002a 00 00 00 01 00 000000", ErrHeader},
-		{"counter 0", "4b52 03 01 00 00 0123456789abcdef 0000000000000000 00 00 01 00 000000", ErrHeader},
+		{"unknown type", "4b52 04 07 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
+		{"ack where a queue is expected", "4b52 04 02 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
+		{"unknown flag", "4b52 04 01 04 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
+		{"reserved byte set", "4b52 04 01 00 01 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
+		{"sealed", "4b52 04 01 01 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrSealed},
+		{"session 0", "4b52 04 01 00 00 0000000000000000 000000000000002a 00 00 00 01 00 000000", ErrHeader},
+		{"counter 0", "4b52 04 01 00 00 0123456789abcdef 0000000000000000 00 00 01 00 000000", ErrHeader},
 		{"overlong clock", hdr + "8000 00 01 00 000000", ErrVarint},
 		{"clock overflow", hdr + "ffffffffffffffffff02 00 01 00 000000", ErrVarint},
 		{"zero entries", hdr + "00 00 00 00 00", ErrQueue},
@@ -298,12 +299,12 @@ func TestRoundTrip(t *testing.T) {
 // TestSizes backs PROTOCOL.md §5: N=64 always fits; the sizes of typical
 // typing queues.
 func TestSizes(t *testing.T) {
-	if m := MaxQueueLen(64); m != 956 || m > MaxPacketSize {
-		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 956 (< 1200)", m)
+	if m := MaxQueueLen(64); m != 968 || m > MaxPacketSize {
+		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 968 (< 1200)", m)
 	}
 	// The worst case is real: 64 characters beyond U+FFFF with stamps 2^63
-	// apart do make a 955-byte packet.
-	worst := Queue{Header: Header{Type: TypeQueue, Session: 1, Counter: 1}, Clock: ^uint64(0), Wall: ^uint64(0)}
+	// apart do make a 967-byte packet with a ticket.
+	worst := Queue{Header: Header{Type: TypeQueue, Flags: FlagTicket, Session: 1, Counter: 1}, Clock: ^uint64(0), Since: ^uint64(0)}
 	for i := range 64 {
 		worst.Events = append(worst.Events, eventqueue.Event{Key: keys.Char(0x10FFFD - rune(i)), Kind: eventqueue.Down, Stamp: ^uint64(0) - uint64(i)*(1<<57)})
 	}
