@@ -194,14 +194,27 @@ type Tracker struct {
 // are not typed again. After Release, the session resumes where it stopped:
 // newer events are dispatched and keys still held are pressed again.
 func (t *Tracker) Apply(dst []Dispatch, incoming []Event, join bool) []Dispatch {
+	if join && len(incoming) > 0 {
+		return t.ApplyFrom(dst, incoming, incoming[0].Stamp)
+	}
+	return t.ApplyFrom(dst, incoming, 0)
+}
+
+// ApplyFrom is Apply where the session's first queue says from which
+// stamp on the receiver is to type (0: all of it): the keys held at since
+// are pressed (Resync) and only the events newer than since are typed. A
+// handshaken session's packets carry it (PROTOCOL.md §8.3: a receiver that
+// restarts under a running sender types what was typed since it came up).
+// For later queues since is ignored.
+func (t *Tracker) ApplyFrom(dst []Dispatch, incoming []Event, since uint64) []Dispatch {
 	if len(incoming) == 0 {
 		// No wire packet carries an empty queue; an empty one says nothing.
 		return dst
 	}
 	balanced := !t.Unbalanced
 	switch {
-	case !t.started && join:
-		dst = Resume(dst, incoming[0].Stamp, incoming, balanced)
+	case !t.started && since > 0:
+		dst = Resume(dst, since, incoming, balanced)
 	case !t.started:
 		dst = Diff(dst, nil, incoming, balanced)
 	case t.released:

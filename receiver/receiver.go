@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/cipher"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -63,8 +64,15 @@ type Config struct {
 	// (DefaultMaxSkew if 0): the defence against replaying a recorded old
 	// session to a receiver that has forgotten it (PROTOCOL.md §8).
 	MaxSkew time.Duration
-	// NoAcks turns feedback off: no ack packets are sent back.
+	// NoAcks turns feedback off: no ack packets are sent back. Hellos are
+	// still answered with tickets: without one no handshaken session can
+	// start.
 	NoAcks bool
+	// NoOneWay refuses sessions without a handshake (recv --one-way=false):
+	// only senders that proved they know this receiver's current ticket
+	// can type, so no recording can ever be replayed here (PROTOCOL.md
+	// §8.4). One-way senders (broadcast, send --feedback=false) are refused.
+	NoOneWay bool
 	// Logf reports what happens (new sessions, timeouts, rejects at a
 	// bounded rate). Nil: silent.
 	Logf func(format string, args ...any)
@@ -118,6 +126,19 @@ const BusyGap = 75 * time.Millisecond
 // DefaultMaxSkew is the default Config.MaxSkew.
 const DefaultMaxSkew = 30 * time.Second
 
+// TicketLife is how long after it was issued a ticket may start a session
+// here (PROTOCOL.md §8.3). A sender uses its ticket within a round trip; a
+// session that exists keeps its ticket as long as it is kept. So a
+// recording of a session this receiver has forgotten (ended sessions are
+// forgotten once 1024 are kept) cannot start it again: it would need a
+// fresh ticket, which only its sender can use.
+const TicketLife = 10 * time.Second
+
+// ticketGap bounds the tickets sent to one session: at most one per gap,
+// so a flood of hellos (or of packets sealed for an earlier run) cannot be
+// turned into a flood of answers.
+const ticketGap = 10 * time.Millisecond
+
 // Stats are what a Receiver did.
 type Stats struct {
 	Packets    int // datagrams read
@@ -128,6 +149,9 @@ type Stats struct {
 	Forged     int // packets that did not authenticate, or of the wrong security mode
 	Replayed   int // authenticated packets seen before (replay window)
 	Skewed     int // authenticated packets whose wall clock is too far from ours
+	Foreign    int // authenticated packets sealed with a ticket this receiver did not issue (a restart, a replay) or that expired: answered with a ticket
+	Refused    int // one-way packets refused: --one-way=false, or for a handshaken session
+	Tickets    int // tickets sent (handshakes answered)
 	Injected   int // key events given to the injector
 	InjectErr  int // key events the injector failed
 	NotTyped   int // key-downs the injector cannot type (sink.ErrCannotType): a character on uinput
@@ -138,8 +162,8 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d forged, %d replayed, %d clock-skewed, %d not allowed), %d sessions (%d ended, %d timed out holding keys), %d keys injected (%d failed, %d not typable here), %d acks sent",
-		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.NotAllowed, s.Sessions, s.Ended, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks)
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d forged, %d replayed, %d clock-skewed, %d for another receiver run, %d one-way refused, %d not allowed), %d sessions (%d ended, %d timed out holding keys), %d keys injected (%d failed, %d not typable here), %d acks and %d tickets sent",
+		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.Foreign, s.Refused, s.NotAllowed, s.Sessions, s.Ended, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks, s.Tickets)
 }
 
 // sessionKeys are a session's keys and the counters that go with them,
@@ -147,9 +171,13 @@ func (s Stats) String() string {
 // filter: the key that opens the session's packets and the window of their
 // counters (PROTOCOL.md §8.2, §8.3), and the key that seals its acks with
 // the acks' own counter, their nonce (§9). Each key is derived once per
-// session; both are nil in plaintext (--insecure).
+// session; both are nil in plaintext (--insecure). A handshaken session's
+// keys come from its ticket (PROTOCOL.md §8.3), which its packets and acks
+// carry; a one-way session's from its id alone.
 type sessionKeys struct {
-	open   cipher.AEAD   // sender-to-receiver
+	handshaken bool
+	ticket     wire.Ticket
+	open       cipher.AEAD   // sender-to-receiver
 	replay replay.Filter // counters accepted; also what the acks report
 	seal   cipher.AEAD   // receiver-to-sender
 	acks   uint64        // acks sealed: the next one's counter is acks+1
@@ -191,6 +219,14 @@ type Receiver struct {
 	scratch    []byte
 	ackBuf     []byte
 
+	// The handshake (PROTOCOL.md §8.3): this instance's secret, drawn at
+	// New, makes and checks its tickets, so a restarted receiver knows
+	// none of the tickets recordings were sealed with. Tickets count their
+	// epoch from the first datagram.
+	secret   []byte
+	born     time.Time
+	ticketed map[uint64]time.Time // when each session was last sent a ticket
+
 	mu        sync.Mutex // guards status
 	status    []SessionStatus
 	published time.Time
@@ -217,11 +253,17 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.PSK != nil && len(cfg.PSK) != wire.KeyLen {
 		return nil, fmt.Errorf("pre-shared key is %d bytes, want %d", len(cfg.PSK), wire.KeyLen)
 	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("unable to draw the receiver's ticket secret: %w", err)
+	}
 	return &Receiver{
 		cfg:      cfg,
 		sessions: map[uint64]*session{},
 		byAddr:   map[string]*session{},
 		osHeld:   map[keys.Key]int{},
+		secret:   secret,
+		ticketed: map[uint64]time.Time{},
 	}, nil
 }
 
@@ -332,12 +374,23 @@ func (r *Receiver) Gone() error { return r.gone }
 // replay window, then staleness.
 func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	r.stats.Packets++
+	if r.born.IsZero() {
+		r.born = now
+	}
 	if len(r.cfg.Allow) > 0 && !r.allowed(from) {
 		r.stats.NotAllowed++
 		r.rejects.note(r.cfg.Logf, now, from, errNotAllowed)
 		return
 	}
-	fresh, err := r.decode(b)
+	var fresh *sessionKeys
+	h, err := wire.ParseHeader(b)
+	if err == nil && h.Type == wire.TypeHello {
+		r.hello(b, from, now)
+		return
+	}
+	if err == nil {
+		fresh, err = r.decode(b, h)
+	}
 	if err != nil {
 		if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrNotSealed) || errors.Is(err, wire.ErrSealed) {
 			r.stats.Forged++
@@ -347,24 +400,19 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.rejects.note(r.cfg.Logf, now, from, err)
 		return
 	}
-	h := r.pkt.Header
-	if r.cfg.PSK != nil {
-		// A recorded old session replayed to a receiver that has
-		// forgotten it carries old wall-clock times (authenticated).
-		skew := time.Duration(int64(r.pkt.Wall)-now.UnixMilli()) * time.Millisecond
-		if skew > r.cfg.MaxSkew || skew < -r.cfg.MaxSkew {
-			r.stats.Skewed++
-			r.rejects.note(r.cfg.Logf, now, from, fmt.Errorf("sender clock differs from ours by %v, more than --max-skew %v: a replay, or clocks out of sync (use NTP on both machines, or raise --max-skew)", skew.Round(time.Millisecond), r.cfg.MaxSkew))
-			return
-		}
+	h = r.pkt.Header
+	s := r.sessions[h.Session]
+	if !r.fresh(h, s, fresh, from, now) {
+		return
 	}
 	addr := from.String()
-	s := r.sessions[h.Session]
 	if s == nil {
 		// A new session from an address ends the one it replaces: the
 		// sender restarted, and its old keys must not stay down. The new
-		// session has authenticated by now.
-		if old := r.byAddr[addr]; old != nil {
+		// session has authenticated by now, and is as fresh as the one it
+		// replaces: a one-way session (replayable within --max-skew) never
+		// ends a handshaken one.
+		if old := r.byAddr[addr]; old != nil && (fresh.handshaken || !old.keys.handshaken) {
 			r.end(old, eventqueue.SessionEnd)
 			old.replaced = true
 			r.logf("session %016x from %s replaced by %016x", old.id, addr, h.Session)
@@ -389,7 +437,24 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.ack(s, now, false)
 		return
 	}
-	join := s.counter == 0 && time.Duration(r.pkt.Clock)*time.Millisecond > r.cfg.JoinAfter
+	if fresh != nil && s.keys != fresh {
+		// The sender took a new ticket from us (it had none, or ours had
+		// expired): the session goes on under the new keys, with its
+		// counters, so its replay window stays. Only now that the packet
+		// is new: an older ticket's recording can never switch back.
+		r.rekey(s, fresh)
+	}
+	// Where a session's first packet starts typing: a handshaken session
+	// says (Since, PROTOCOL.md §8.3); a one-way session that has run
+	// longer than JoinAfter is joined: only the keys it holds are pressed.
+	var since uint64
+	switch {
+	case s.counter != 0:
+	case s.keys.handshaken:
+		since = r.pkt.Since
+	case time.Duration(r.pkt.Clock)*time.Millisecond > r.cfg.JoinAfter && len(r.pkt.Events) > 0:
+		since = r.pkt.Events[0].Stamp
+	}
 	resumed := !s.live && s.counter != 0
 	if resumed {
 		r.logf("session %016x from %s is back", s.id, addr)
@@ -416,7 +481,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	r.stats.Accepted++
 	defer r.publish(now)
 	stamp := s.tracker.Newest()
-	r.ds = s.tracker.Apply(r.ds[:0], r.pkt.Events, join)
+	r.ds = s.tracker.ApplyFrom(r.ds[:0], r.pkt.Events, since)
 	for _, d := range r.ds {
 		r.inject(s, d.Key, d.Kind == eventqueue.Down, d.Cause)
 	}
@@ -448,19 +513,164 @@ func (r *Receiver) allowed(from net.Addr) bool {
 // has one, parsed as plaintext otherwise. A sealed packet of a session not
 // known yet opens with keys derived for it now, which decode returns: they
 // become the session's if Handle creates it, so they are derived once.
-func (r *Receiver) decode(b []byte) (fresh *sessionKeys, err error) {
+//
+// A packet keyed otherwise than its session (another ticket, or one-way
+// against handshaken) opens with keys derived for it too, returned as
+// fresh: Handle decides whether they may replace the session's.
+func (r *Receiver) decode(b []byte, h wire.Header) (fresh *sessionKeys, err error) {
+	handshaken := h.Flags&wire.FlagTicket != 0
+	same := func(s *session) bool {
+		return s != nil && s.keys.handshaken == handshaken && s.keys.ticket == h.Ticket
+	}
 	if r.cfg.PSK == nil {
-		return nil, wire.ParseQueue(b, &r.pkt)
+		if err := wire.ParseQueue(b, &r.pkt); err != nil {
+			return nil, err
+		}
+		if same(r.sessions[h.Session]) {
+			return nil, nil
+		}
+		return &sessionKeys{handshaken: handshaken, ticket: h.Ticket}, nil
 	}
 	r.scratch, err = wire.OpenQueue(b, func(id uint64) (cipher.AEAD, error) {
-		if s := r.sessions[id]; s != nil {
+		if s := r.sessions[id]; same(s) {
 			return s.keys.open, nil
 		}
-		a, err := wire.SessionAEAD(r.cfg.PSK, id, wire.SenderToReceiver)
-		fresh = &sessionKeys{open: a}
+		var a cipher.AEAD
+		var err error
+		if handshaken {
+			a, err = wire.TicketAEAD(r.cfg.PSK, id, h.Ticket, wire.SenderToReceiver)
+		} else {
+			a, err = wire.SessionAEAD(r.cfg.PSK, id, wire.SenderToReceiver)
+		}
+		fresh = &sessionKeys{handshaken: handshaken, ticket: h.Ticket, open: a}
 		return a, err
 	}, r.scratch, &r.pkt)
 	return fresh, err
+}
+
+var (
+	errForeignTicket = errors.New("sealed with a ticket this receiver did not issue (it restarted since, or the packet is a replay of a session with another receiver): answered with a new ticket, nothing typed")
+	errExpiredTicket = errors.New("its ticket is too old to start a session (a session this receiver has forgotten, or a replay): answered with a new ticket, nothing typed")
+	errOneWayRefused = errors.New("a one-way session (no handshake), refused by --one-way=false")
+	errDowngrade     = errors.New("a one-way packet for a handshaken session (a replay?): refused")
+)
+
+// fresh decides whether an authenticated queue packet is fresh enough to
+// apply (PROTOCOL.md §8.6 step 4). A handshaken packet is, when it carries
+// its session's ticket, or a ticket this instance issued at most
+// TicketLife ago; any other is answered with a new ticket for its sender
+// to take (a restarted receiver is followed at once), and nothing is
+// typed. A one-way packet needs its wall clock within MaxSkew of ours, and
+// one-way sessions allowed.
+func (r *Receiver) fresh(h wire.Header, s *session, fresh *sessionKeys, from net.Addr, now time.Time) bool {
+	if h.Flags&wire.FlagTicket != 0 {
+		if fresh == nil {
+			return true // the session's own ticket
+		}
+		var err error
+		switch {
+		case !h.Ticket.Minted(r.secret, h.Session):
+			err = errForeignTicket
+		case now.Sub(r.born.Add(time.Duration(h.Ticket.Epoch())*time.Second)) > TicketLife:
+			err = errExpiredTicket
+		default:
+			return true
+		}
+		r.stats.Foreign++
+		r.rejects.note(r.cfg.Logf, now, from, err)
+		r.sendTicket(h.Session, h.Counter, from, now)
+		return false
+	}
+	if r.cfg.NoOneWay || (s != nil && s.keys.handshaken) {
+		r.stats.Refused++
+		err := errOneWayRefused
+		if !r.cfg.NoOneWay {
+			err = errDowngrade
+		}
+		r.rejects.note(r.cfg.Logf, now, from, err)
+		return false
+	}
+	if r.cfg.PSK != nil {
+		// A recorded old one-way session replayed to a receiver that has
+		// forgotten it carries old wall-clock times (authenticated).
+		skew := time.Duration(int64(r.pkt.Wall)-now.UnixMilli()) * time.Millisecond
+		if skew > r.cfg.MaxSkew || skew < -r.cfg.MaxSkew {
+			r.stats.Skewed++
+			r.rejects.note(r.cfg.Logf, now, from, fmt.Errorf("sender clock differs from ours by %v, more than --max-skew %v: a replay, or clocks out of sync (use NTP on both machines, or raise --max-skew; a sender with feedback needs no clock: check it can hear this receiver)", skew.Round(time.Millisecond), r.cfg.MaxSkew))
+			return false
+		}
+	}
+	return true
+}
+
+// rekey moves session s to the keys k its latest packet opened with,
+// keeping its replay window (the counters go on); acks restart their own
+// count under the new key.
+func (r *Receiver) rekey(s *session, k *sessionKeys) {
+	k.replay = s.keys.replay
+	r.deriveSeal(s.id, k)
+	s.keys = k
+	r.logf("session %016x from %s now under a new ticket", s.id, s.addr)
+}
+
+// deriveSeal derives the key that seals k's acks.
+func (r *Receiver) deriveSeal(id uint64, k *sessionKeys) {
+	if k.open == nil {
+		return
+	}
+	// It cannot fail where the open key did not.
+	if k.handshaken {
+		k.seal, _ = wire.TicketAEAD(r.cfg.PSK, id, k.ticket, wire.ReceiverToSender)
+	} else {
+		k.seal, _ = wire.SessionAEAD(r.cfg.PSK, id, wire.ReceiverToSender)
+	}
+}
+
+// hello answers a sender's hello with a ticket (PROTOCOL.md §8.3). It
+// keeps no state: the ticket is made from this instance's secret, and
+// checked when the session's first ticketed packet comes.
+func (r *Receiver) hello(b []byte, from net.Addr, now time.Time) {
+	var keyFor func(uint64) ([]byte, error)
+	if r.cfg.PSK != nil {
+		keyFor = func(id uint64) ([]byte, error) { return wire.HandshakeKey(r.cfg.PSK, id) }
+	}
+	h, err := wire.ParseHello(b, keyFor)
+	if err != nil {
+		if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrNotSealed) || errors.Is(err, wire.ErrSealed) {
+			r.stats.Forged++
+		} else {
+			r.stats.Malformed++
+		}
+		r.rejects.note(r.cfg.Logf, now, from, err)
+		return
+	}
+	r.sendTicket(h.Session, h.Counter, from, now)
+}
+
+// sendTicket sends session a ticket answering its packet echo, at most one
+// per ticketGap.
+func (r *Receiver) sendTicket(session, echo uint64, to net.Addr, now time.Time) {
+	if last, ok := r.ticketed[session]; ok && now.Sub(last) < ticketGap {
+		return
+	}
+	if len(r.ticketed) >= maxSessions*4 {
+		clear(r.ticketed) // a bound on the rate limiter's memory
+	}
+	r.ticketed[session] = now
+	epoch := uint32(now.Sub(r.born) / time.Second)
+	t := wire.MintTicket(r.secret, session, epoch)
+	var key []byte
+	if r.cfg.PSK != nil {
+		var err error
+		if key, err = wire.HandshakeKey(r.cfg.PSK, session); err != nil {
+			return
+		}
+	}
+	b := wire.AppendTicket(r.ackBuf[:0], session, echo, t, key)
+	r.ackBuf = b
+	if _, err := r.cfg.Conn.WriteTo(b, to); err == nil {
+		r.stats.Tickets++
+	}
 }
 
 // newSession starts session id from addr with the keys its first packet
@@ -472,13 +682,10 @@ func (r *Receiver) newSession(id uint64, addr string, k *sessionKeys) *session {
 	if k == nil {
 		k = &sessionKeys{}
 	}
-	if k.open != nil {
-		// Derived only now that a packet of the session has authenticated,
-		// so a flood of forged packets for made-up sessions costs one
-		// derivation each, not two. It cannot fail where the open key
-		// did not.
-		k.seal, _ = wire.SessionAEAD(r.cfg.PSK, id, wire.ReceiverToSender)
-	}
+	// Derived only now that a packet of the session has authenticated, so
+	// a flood of forged packets for made-up sessions costs one derivation
+	// each, not two.
+	r.deriveSeal(id, k)
 	s := &session{id: id, addr: addr, keys: k, held: map[keys.Key]bool{}}
 	s.tracker.Unbalanced = r.cfg.Unbalanced
 	r.sessions[id] = s
@@ -527,12 +734,15 @@ func (r *Receiver) ack(s *session, now time.Time, news bool) {
 	s.lastAck = now
 	s.keys.acks++
 	a := wire.Ack{
-		Header: wire.Header{Type: wire.TypeAck, Session: s.id, Counter: s.keys.acks},
+		Header: wire.Header{Type: wire.TypeAck, Session: s.id, Counter: s.keys.acks, Ticket: s.keys.ticket},
 		Newest: s.keys.replay.Newest(),
 		Bits:   s.keys.replay.AckBits(),
 		Stamp:  s.tracker.Newest(),
 		Delay:  uint64(now.Sub(s.newestAt) / time.Microsecond),
 		Wall:   uint64(now.UnixMilli()),
+	}
+	if s.keys.handshaken {
+		a.Header.Flags = wire.FlagTicket
 	}
 	var b []byte
 	var err error

@@ -25,6 +25,10 @@ func keyDownLatencies(t *testing.T, link netsim.Config, feedback bool) (lat []ti
 		rl := relaytest.Start(t, relaytest.Config{Net: netsim.NewNetwork(link), PSK: key, Feedback: feedback,
 			Receiver: receiver.Config{Injector: rec, Timeout: time.Hour}, Sender: sender.Config{Linger: 300 * time.Millisecond}})
 		src := fake.Taps{N: 200, Gap: 150 * time.Millisecond, Hold: 50 * time.Millisecond}.Trace()
+		// Typing starts once the handshake is done: it costs the first
+		// keys one round trip (PROTOCOL.md §8.3, measured apart by
+		// TestHandshakeCostsOneRoundTrip); this test is about bursts.
+		src.Steps[0].Wait = 200 * time.Millisecond
 		rl.Sender.Run(context.Background(), src)
 		time.Sleep(time.Second)
 		rl.Stop()

@@ -28,12 +28,15 @@ type Core struct {
 	keys  sessionKeys
 	queue *eventqueue.Queue
 	pkt   wire.Queue
-	buf   []byte
+	buf   []byte // a handshaken link's packet
+	// The one-way packet and the hello of a send, each encoded once.
+	oneWayBuf, helloBuf []byte
 	locks keys.Locks
 	start time.Time
 	stats Stats
 
 	peers   map[string]*peer
+	links   []*link
 	sent    [sentRing]sentRecord
 	ack     wire.Ack
 	backlog []keyEvent
@@ -62,11 +65,15 @@ type CoreConfig struct {
 	Session uint64
 	PSK     []byte
 	// Feedback: acks are expected (Ack will be called). Without, the
-	// sender is one-way: no bursts, no lossless typing, no grace.
+	// sender is one-way: no bursts, no lossless typing, no grace, and no
+	// handshake.
 	Feedback bool
-	// Output sends one packet to every destination. b is only valid
-	// during the call.
-	Output func(b []byte)
+	// Dests are the destinations; Output's to indexes them. None: one
+	// one-way destination.
+	Dests []Dest
+	// Output sends packet b to destination to. b is only valid during the
+	// call.
+	Output func(b []byte, to int)
 	// Logf reports what the user should know (nil: silent).
 	Logf func(format string, args ...any)
 }
@@ -128,8 +135,18 @@ func NewCore(cfg CoreConfig, now time.Time) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Core{cfg: cfg, keys: k, queue: q, start: now, peers: map[string]*peer{},
-		buf: make([]byte, 0, wire.MaxPacketSize)}, nil
+	if len(cfg.Dests) == 0 {
+		cfg.Dests = []Dest{{OneWay: true}}
+	}
+	c := &Core{cfg: cfg, keys: k, queue: q, start: now, peers: map[string]*peer{},
+		buf: make([]byte, 0, wire.MaxPacketSize), oneWayBuf: make([]byte, 0, wire.MaxPacketSize),
+		helloBuf: make([]byte, 0, wire.HelloLen)}
+	for _, d := range cfg.Dests {
+		// A receiver that cannot answer cannot hand out a ticket.
+		d.OneWay = d.OneWay || !cfg.Feedback
+		c.links = append(c.links, &link{Dest: d})
+	}
+	return c, nil
 }
 
 // Session is the session id packets carry.
@@ -168,6 +185,13 @@ func (c *Core) Key(key keys.Key, down bool, now time.Time) {
 // Stats.AckErrors).
 func (c *Core) Ack(b []byte, from string, now time.Time) error {
 	if c.phase == done {
+		return nil
+	}
+	if h, err := wire.ParseHeader(b); err == nil && h.Type == wire.TypeTicket {
+		if err := c.handleTicket(b, from, now); err != nil {
+			c.stats.AckErrors++
+			return err
+		}
 		return nil
 	}
 	if err := c.handleAck(b, from, now); err != nil {
@@ -254,6 +278,9 @@ func earliest(a, b time.Time) time.Time {
 // backlog in once no receiver is live any more), a burst step, the end of
 // a stuck flush, the end of lingering.
 func (c *Core) Tick(now time.Time) {
+	if c.cfg.Feedback {
+		c.giveUpHandshakes(now)
+	}
 	switch c.phase {
 	case running, flushing:
 		if c.burst.due(now) {
@@ -411,24 +438,68 @@ func (c *Core) clock(now time.Time) uint64 {
 	return uint64(now.Sub(c.start) / time.Millisecond)
 }
 
-// send encodes the queue once and hands it to Output.
+// send sends the queue to every destination as the next packet: sealed
+// with the link's ticket where it has one, one-way (encoded once) where it
+// is one-way or has given up waiting for one, and a hello where it has no
+// ticket yet (PROTOCOL.md §8.3).
 func (c *Core) send(now time.Time) {
 	c.pkt.Clock = c.clock(now)
 	c.pkt.Wall = uint64(now.UnixMilli())
 	c.pkt.Locks = c.locks
 	c.pkt.Events = c.queue.Events()
-	b, err := c.keys.appendQueue(c.buf[:0], &c.pkt)
+	counter := c.keys.nonce + 1
+	// Each kind is encoded at most once per packet, in its own buffer:
+	// the hello and the one-way packet are the same for every destination
+	// that gets them.
+	var hello, oneWay []byte
+	for i, l := range c.links {
+		if !l.OneWay && !l.has {
+			if hello == nil {
+				hello = c.keys.appendHello(c.helloBuf[:0], counter)
+				c.helloBuf = hello
+			}
+			c.cfg.Output(hello, i)
+			if !l.oneWayToo {
+				continue
+			}
+		}
+		if l.has {
+			b, err := c.keys.appendQueue(c.buf[:0], &c.pkt, counter, l)
+			if !c.encoded(err) {
+				return
+			}
+			c.buf = b
+			c.cfg.Output(b, i)
+			continue
+		}
+		if oneWay == nil {
+			b, err := c.keys.appendQueue(c.oneWayBuf[:0], &c.pkt, counter, nil)
+			if !c.encoded(err) {
+				return
+			}
+			c.oneWayBuf, oneWay = b, b
+		}
+		c.cfg.Output(oneWay, i)
+	}
+	c.keys.nonce = counter
+	c.stats.Packets++
+	top := uint64(0)
+	if len(c.pkt.Events) > 0 {
+		top = c.pkt.Events[0].Stamp
+	}
+	c.recordSent(counter, now, top)
+}
+
+// encoded reports whether a packet encoded. The queue always does
+// (NewCore checks its length); if it ever did not, sending nothing is
+// safer than sending garbage.
+func (c *Core) encoded(err error) bool {
 	if err != nil {
-		// The queue always encodes (NewCore checks its length); if it ever
-		// did not, sending nothing is safer than sending garbage.
 		c.stats.SendErrors++
 		c.logf("unable to encode the queue: %v", err)
-		return
+		return false
 	}
-	c.buf = b
-	c.stats.Packets++
-	c.recordSent(c.keys.nonce, now)
-	c.cfg.Output(b)
+	return true
 }
 
 func (c *Core) logf(format string, args ...any) {

@@ -199,13 +199,20 @@ func (c *Core) settle(p *peer, a *wire.Ack) {
 // handleAck applies one datagram read from a feedback socket.
 func (c *Core) handleAck(b []byte, from string, now time.Time) error {
 	a := &c.ack
-	if err := c.keys.openAck(b, from, a); err != nil {
+	l, err := c.keys.openAck(b, from, a, c.links)
+	if err != nil {
 		return err
 	}
 	p := c.peers[from]
 	if p == nil {
 		p = &peer{PeerStatus: PeerStatus{Addr: from}}
 		c.peers[from] = p
+	}
+	if l != nil {
+		// The packets before the ticket's first went to the receiver as
+		// hellos, or under a ticket it could not open (it restarted):
+		// their absence from its ack bits is no loss.
+		p.counted = max(p.counted, l.first-1)
 	}
 	p.LastHeard = now
 	p.Stamp = max(p.Stamp, a.Stamp)
@@ -238,10 +245,11 @@ const sentRing = 1024
 type sentRecord struct {
 	counter uint64
 	at      time.Time
+	top     uint64 // the newest stamp the packet carried (topBefore)
 }
 
-func (c *Core) recordSent(counter uint64, at time.Time) {
-	c.sent[counter%sentRing] = sentRecord{counter, at}
+func (c *Core) recordSent(counter uint64, at time.Time, top uint64) {
+	c.sent[counter%sentRing] = sentRecord{counter, at, top}
 }
 
 func (c *Core) sentAt(counter uint64) (time.Time, bool) {

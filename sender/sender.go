@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/transport"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -103,6 +104,7 @@ type Stats struct {
 	Overflow   int // events forced into the queue because the backlog was full
 	Acks       int // acks applied
 	AckErrors  int // feedback datagrams that were not a valid ack of this session
+	Tickets    int // receivers' tickets taken (handshakes, PROTOCOL.md §8.3)
 }
 
 func (s Stats) String() string {
@@ -151,7 +153,7 @@ func New(cfg Config) (*Sender, error) {
 	core, err := NewCore(CoreConfig{
 		QueueLen: cfg.QueueLen, Interval: cfg.Interval, Linger: cfg.Linger,
 		PeerTimeout: cfg.PeerTimeout, Outage: cfg.Outage, Session: cfg.Session, PSK: cfg.PSK,
-		Feedback: len(cfg.Feedback) > 0, Output: s.output, Logf: cfg.Logf,
+		Feedback: len(cfg.Feedback) > 0, Dests: dests(cfg.Dests), Output: s.output, Logf: cfg.Logf,
 	}, time.Now())
 	if err != nil {
 		return nil, err
@@ -299,18 +301,31 @@ func (s *Sender) step(lockSrc LockSource) time.Time {
 	return time.Now()
 }
 
-// output writes one packet to every destination: the core's Output.
-func (s *Sender) output(b []byte) {
-	for _, d := range s.cfg.Dests {
-		n, err := s.cfg.Conn.WriteTo(b, d)
-		s.bytes += n
-		if err != nil {
-			s.sendErrors++
-			key := d.String() + err.Error()
-			if !s.errSeen[key] {
-				s.errSeen[key] = true
-				s.logf("unable to send to %v: %v", d, err)
-			}
+// dests are the core's destinations: a broadcast or multicast address
+// cannot take part in a handshake (one packet reaches many receivers, each
+// with its own ticket), so it is one-way (PROTOCOL.md §8.4).
+func dests(addrs []net.Addr) []Dest {
+	ds := make([]Dest, len(addrs))
+	for i, a := range addrs {
+		ds[i].Addr = a.String()
+		if ua, ok := a.(*net.UDPAddr); ok && transport.IsBroadcast(ua.IP) {
+			ds[i].OneWay = true
+		}
+	}
+	return ds
+}
+
+// output writes one packet to destination to: the core's Output.
+func (s *Sender) output(b []byte, to int) {
+	d := s.cfg.Dests[to]
+	n, err := s.cfg.Conn.WriteTo(b, d)
+	s.bytes += n
+	if err != nil {
+		s.sendErrors++
+		key := d.String() + err.Error()
+		if !s.errSeen[key] {
+			s.errSeen[key] = true
+			s.logf("unable to send to %v: %v", d, err)
 		}
 	}
 }
