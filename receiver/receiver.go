@@ -178,9 +178,9 @@ type sessionKeys struct {
 	handshaken bool
 	ticket     wire.Ticket
 	open       cipher.AEAD   // sender-to-receiver
-	replay replay.Filter // counters accepted; also what the acks report
-	seal   cipher.AEAD   // receiver-to-sender
-	acks   uint64        // acks sealed: the next one's counter is acks+1
+	replay     replay.Filter // counters accepted; also what the acks report
+	seal       cipher.AEAD   // receiver-to-sender
+	acks       uint64        // acks sealed: the next one's counter is acks+1
 }
 
 type session struct {

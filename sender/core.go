@@ -31,9 +31,9 @@ type Core struct {
 	buf   []byte // a handshaken link's packet
 	// The one-way packet and the hello of a send, each encoded once.
 	oneWayBuf, helloBuf []byte
-	locks keys.Locks
-	start time.Time
-	stats Stats
+	locks               keys.Locks
+	start               time.Time
+	stats               Stats
 
 	peers   map[string]*peer
 	links   []*link
