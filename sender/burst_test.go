@@ -79,3 +79,36 @@ func TestBurstsCutLatency(t *testing.T) {
 		t.Errorf("lost key-downs: %d with bursts, %d plain", lostB, lostP)
 	}
 }
+
+// TestHandshakeCostsOneRoundTrip (issue 15 must-have 1, PROTOCOL.md
+// §8.3): a key typed the moment a session starts waits for the receiver's
+// ticket, one round trip, and no more: on a 20 ms link it arrives 60 ms
+// after it was typed (hello, ticket, then the packet), and nothing typed
+// during the handshake is lost.
+func TestHandshakeCostsOneRoundTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &fake.Recorder{}
+		rl := relaytest.Start(t, relaytest.Config{Net: netsim.NewNetwork(netsim.Config{Delay: 20 * time.Millisecond}), PSK: key, Feedback: true,
+			Receiver: receiver.Config{Injector: rec, Timeout: time.Hour}, Sender: sender.Config{Linger: 300 * time.Millisecond}})
+		src := fake.Taps{N: 3, Gap: 10 * time.Millisecond, Hold: 5 * time.Millisecond}.Trace()
+		start := time.Now()
+		st, _ := rl.Sender.Run(context.Background(), src)
+		time.Sleep(time.Second)
+		rl.Stop()
+		var downs []time.Duration
+		for _, a := range rec.Events() {
+			if a.Down && a.Cause == eventqueue.Sent {
+				downs = append(downs, a.At.Sub(start))
+			}
+		}
+		if len(downs) != 3 {
+			t.Fatalf("key-downs arrived at %v, want 3", downs)
+		}
+		if downs[0] != 60*time.Millisecond {
+			t.Errorf("the first key arrived %v after it was typed, want 60ms: the 20ms link's round trip for the ticket, then its one way", downs[0])
+		}
+		if st.Tickets != 1 {
+			t.Errorf("%d tickets taken, want 1", st.Tickets)
+		}
+	})
+}

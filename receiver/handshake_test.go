@@ -1,0 +1,275 @@
+package receiver_test
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/receiver"
+	"github.com/keyrelay/keyrelay/sender"
+)
+
+// The handshake (PROTOCOL.md §8.3, issue 15 must-haves 1 and 2), with a
+// real sender.Core and real Receivers on a lossless network in explicit
+// time: what the sender sends is recorded, so it can be replayed.
+
+var hsKey = []byte("handshake-test-key-0123456789abc")
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// capConn keeps what a receiver writes (acks, tickets).
+type capConn struct {
+	net.PacketConn
+	sent [][]byte
+}
+
+func (c *capConn) WriteTo(b []byte, _ net.Addr) (int, error) {
+	c.sent = append(c.sent, append([]byte(nil), b...))
+	return len(b), nil
+}
+
+// rx is one receiver instance and what it typed.
+type rx struct {
+	r    *receiver.Receiver
+	conn *capConn
+	rec  *fake.Recorder
+}
+
+func newRx(t *testing.T) *rx {
+	t.Helper()
+	x := &rx{conn: &capConn{}, rec: &fake.Recorder{}}
+	r, err := receiver.New(receiver.Config{Conn: x.conn, Injector: x.rec, PSK: hsKey, Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.r = r
+	return x
+}
+
+// link is a sender Core talking to one receiver address, and everything
+// it sent there.
+type link struct {
+	t       *testing.T
+	c       *sender.Core
+	rx      *rx // who listens at the address now (nil: nobody)
+	from    *net.UDPAddr
+	pending [][]byte
+	record  [][]byte
+}
+
+const rxAddr = "10.0.0.1:7575"
+
+func newLink(t *testing.T, from string, x *rx) *link {
+	t.Helper()
+	l := &link{t: t, rx: x, from: net.UDPAddrFromAddrPort(netip.MustParseAddrPort(from))}
+	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Dests: []sender.Dest{{Addr: rxAddr}},
+		Output: func(b []byte, _ int) {
+			b = append([]byte(nil), b...)
+			l.record = append(l.record, b)
+			l.pending = append(l.pending, b)
+		}}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.c = c
+	return l
+}
+
+// pump delivers what is in flight, both ways, at now, until nothing is.
+// (The core is never re-entered: its Output only queues.)
+func (l *link) pump(now time.Time) {
+	for len(l.pending) > 0 {
+		ps := l.pending
+		l.pending = nil
+		for _, b := range ps {
+			if l.rx == nil {
+				continue
+			}
+			l.rx.r.Handle(b, l.from, now)
+			back := l.rx.conn.sent
+			l.rx.conn.sent = nil
+			for _, a := range back {
+				l.c.Ack(a, rxAddr, now)
+			}
+		}
+	}
+}
+
+func (l *link) start(now time.Time) { l.c.Start(now); l.pump(now) }
+
+// tap presses and releases k at now and now+10ms.
+func (l *link) tap(k keys.Key, now time.Time) {
+	l.c.Key(k, true, now)
+	l.pump(now)
+	l.c.Key(k, false, now.Add(10*time.Millisecond))
+	l.pump(now.Add(10 * time.Millisecond))
+}
+
+// tick runs the core's deadlines up to until.
+func (l *link) tick(until time.Time) {
+	for n := l.c.Next(); !n.IsZero() && !n.After(until) && !l.c.Done(); n = l.c.Next() {
+		l.c.Tick(n)
+		l.pump(n)
+	}
+}
+
+// downs lists the key-downs a recorder got for cause Sent.
+func downs(rec *fake.Recorder) []keys.Key {
+	var ks []keys.Key
+	for _, a := range rec.Events() {
+		if a.Down && a.Cause == eventqueue.Sent {
+			ks = append(ks, a.Key)
+		}
+	}
+	return ks
+}
+
+var word = []keys.Key{keys.Key(keys.KeyE), keys.Key(keys.KeyV), keys.Key(keys.KeyI), keys.Key(keys.KeyL)}
+
+// recordSession runs a whole session to receiver x: start, the taps of
+// word, the end. It checks x typed them (the recording is of a session
+// that worked) and returns the recording.
+func recordSession(t *testing.T, x *rx, from string) [][]byte {
+	t.Helper()
+	l := newLink(t, from, x)
+	l.start(t0)
+	now := t0.Add(50 * time.Millisecond)
+	for _, k := range word {
+		l.tap(k, now)
+		now = now.Add(100 * time.Millisecond)
+	}
+	l.c.Stop(now, sender.SourceEnded)
+	l.pump(now)
+	l.tick(now.Add(5 * time.Second))
+	if !l.c.Done() {
+		t.Fatal("the recorded session did not end")
+	}
+	if got := downs(x.rec); len(got) != len(word) {
+		t.Fatalf("the recorded session typed %v, want %v", got, word)
+	}
+	if x.r.Stats().Tickets == 0 {
+		t.Fatal("the recorded session was not handshaken")
+	}
+	return l.record
+}
+
+// replay plays a recording into x from from, starting at at, 1 ms apart.
+func replayInto(x *rx, rec [][]byte, from string, at time.Time) {
+	addr := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(from))
+	for i, b := range rec {
+		x.r.Handle(b, addr, at.Add(time.Duration(i)*time.Millisecond))
+	}
+}
+
+// TestRecordingIsUselessAtARestartedReceiver (issue 15 must-have 1,
+// PROTOCOL.md §8.3): a session recorded on its way to a receiver, replayed
+// into that receiver restarted (a new instance, a new secret) at any age,
+// injects nothing and starts no session; the receiver answers with
+// tickets, which only the real sender could use.
+func TestRecordingIsUselessAtARestartedReceiver(t *testing.T) {
+	first := newRx(t)
+	rec := recordSession(t, first, "10.0.0.2:40000")
+	for _, age := range []time.Duration{0, 5 * time.Second, 20 * time.Second, 40 * time.Second, time.Hour} {
+		restarted := newRx(t)
+		replayInto(restarted, rec, "10.0.0.2:40000", t0.Add(age))
+		st := restarted.r.Stats()
+		if got := restarted.rec.Events(); len(got) != 0 || st.Accepted != 0 || st.Sessions != 0 {
+			t.Errorf("replayed %v after the restart: typed %v, %d packets applied, %d sessions", age, got, st.Accepted, st.Sessions)
+		}
+		if st.Foreign == 0 {
+			t.Errorf("replayed %v after the restart: no packet counted as sealed for another run (%+v)", age, st)
+		}
+	}
+	// The same instance, an hour later: every counter was seen.
+	replayInto(first, rec, "10.0.0.2:40000", t0.Add(time.Hour))
+	if got := downs(first.rec); len(got) != len(word) {
+		t.Errorf("replayed into the same receiver: typed %v, want only the original %v", got, word)
+	}
+}
+
+// TestRecordingForAnotherReceiverInjectsNothing (issue 15 must-have 1): a
+// session recorded on its way to receiver B, replayed into receiver A
+// (same key) from another address and from the address of A's live
+// sender, types nothing at A and does not end or stall A's live session,
+// whose held key stays down until its own sender releases it.
+func TestRecordingForAnotherReceiverInjectsNothing(t *testing.T) {
+	b := newRx(t)
+	rec := recordSession(t, b, "10.0.0.9:40000")
+
+	a := newRx(t)
+	live := newLink(t, "10.0.0.2:40000", a)
+	live.start(t0)
+	live.c.Key(kX, true, t0.Add(10*time.Millisecond))
+	live.pump(t0.Add(10 * time.Millisecond))
+	live.tick(t0.Add(time.Second))
+
+	replayInto(a, rec, "10.0.0.7:5000", t0.Add(time.Second))
+	replayInto(a, rec, "10.0.0.2:40000", t0.Add(2*time.Second))
+	live.tick(t0.Add(3 * time.Second))
+	if got := a.r.Held(); len(got) != 1 || got[0] != kX {
+		t.Fatalf("after the replays A holds %v, want the live session's X", got)
+	}
+	for _, ev := range a.rec.Events() {
+		if ev.Key != kX || !ev.Down {
+			t.Fatalf("the replays made A inject %v", a.rec.Events())
+		}
+	}
+	if st := a.r.Stats(); st.Sessions != 1 || st.Foreign == 0 {
+		t.Errorf("A: %d sessions (want 1, the live one), %d packets of another receiver's (want > 0)", st.Sessions, st.Foreign)
+	}
+	// The live session goes on: its sender releases X.
+	live.c.Key(kX, false, t0.Add(3*time.Second))
+	live.pump(t0.Add(3 * time.Second))
+	evs := a.rec.Events()
+	if last := evs[len(evs)-1]; last.Key != kX || last.Down || last.Cause != eventqueue.Sent {
+		t.Errorf("A's live session after the replays: last event %+v, want X released by its sender", last)
+	}
+}
+
+// TestRestartedReceiverIsFollowedAtOnce (issue 15 must-have 2): a receiver
+// restarts under a running sender (same address, new instance). Its first
+// packet of the session is answered with a ticket, the sender takes it at
+// once, and every key typed from then on arrives; the key held across the
+// restart is pressed again (Resync), not typed twice; the sender counts
+// the receiver live, with its acks taken from 1 again.
+func TestRestartedReceiverIsFollowedAtOnce(t *testing.T) {
+	a := newRx(t)
+	l := newLink(t, "10.0.0.2:40000", a)
+	l.start(t0)
+	now := t0.Add(50 * time.Millisecond)
+	l.c.Key(kShift, true, now)
+	l.pump(now)
+	for _, k := range word {
+		now = now.Add(100 * time.Millisecond)
+		l.tap(k, now)
+	}
+	// A dies; B comes up at the same address.
+	b := newRx(t)
+	l.rx = b
+	typed := []keys.Key{keys.Key(keys.KeyN), keys.Key(keys.KeyE), keys.Key(keys.KeyW)}
+	for _, k := range typed {
+		now = now.Add(100 * time.Millisecond)
+		l.tap(k, now)
+	}
+	l.tick(now.Add(3 * time.Second))
+	if got := downs(b.rec); len(got) != len(typed) || got[0] != typed[0] || got[1] != typed[1] || got[2] != typed[2] {
+		t.Errorf("the restarted receiver typed %v, want %v", got, typed)
+	}
+	held := b.r.Held()
+	if len(held) != 1 || held[0] != kShift {
+		t.Errorf("the restarted receiver holds %v, want ShiftLeft (held across the restart)", held)
+	}
+	if st := b.r.Stats(); st.Foreign != 1 || st.Tickets != 1 {
+		t.Errorf("the restarted receiver rejected %d packets and sent %d tickets; want 1 and 1 (followed at once)", st.Foreign, st.Tickets)
+	}
+	ps := l.c.Peers(nil, now.Add(3*time.Second))
+	if len(ps) != 1 || !ps[0].Live {
+		t.Errorf("the sender sees %+v, want the receiver live", ps)
+	}
+}
+
+var kX, kShift = keys.Key(keys.KeyX), keys.Key(keys.ShiftLeft)
