@@ -44,7 +44,7 @@ func configurable(c *cobra.Command) {
 
 // attribute rewrites err, when it is about a setting that did not come
 // from the command line, to name the setting's source: "config.toml:4:
-// queue = 200 in [send]: out of range 1..81" instead of "--queue 200 out
+// queue = 200 in [send]: out of range 1..80" instead of "--queue 200 out
 // of range". The no-key error names the config file actually read.
 func attribute(err error, settings []Setting, cf *configFile) error {
 	if err == nil {

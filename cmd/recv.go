@@ -29,6 +29,7 @@ type RecvOptions struct {
 	Allow     []string
 	MaxSkew   time.Duration
 	Acks      bool
+	OneWay    bool
 	Quiet     bool
 	LogFormat string
 }
@@ -84,7 +85,8 @@ exits 0.`,
 	opts.Key.register(f)
 	f.StringArrayVar(&opts.Allow, "allow", nil, "accept packets only from this network or address (repeatable; e.g. 192.168.1.0/24, 10.0.0.7, fd00::/8)")
 	f.BoolVar(&opts.Acks, "acks", true, "answer each sender with small ack packets (RTT, loss, liveness; at most one per 5ms per sender, one a second while nothing changes)")
-	f.DurationVar(&opts.MaxSkew, "max-skew", receiver.DefaultMaxSkew, "reject packets whose sender clock differs from ours by more than this (replay defence; needs clocks in sync)")
+	f.BoolVar(&opts.OneWay, "one-way", true, "accept one-way senders (broadcast, send --feedback=false, or a sender that cannot hear us): their replay defence is --max-skew; false: only handshaken senders, whose recordings can never be replayed here")
+	f.DurationVar(&opts.MaxSkew, "max-skew", receiver.DefaultMaxSkew, "reject one-way packets whose sender clock differs from ours by more than this (their replay defence; needs clocks in sync; handshaken senders need no clock)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
 	registerConfigFlag(f)
@@ -292,7 +294,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	defer inj.Close()
 	r, err := receiver.New(receiver.Config{
 		Conn: conn, Injector: inj, Timeout: o.Timeout, Unbalanced: !o.Balanced, Logf: logf,
-		PSK: key, Allow: allow, MaxSkew: o.MaxSkew, NoAcks: !o.Acks,
+		PSK: key, Allow: allow, MaxSkew: o.MaxSkew, NoAcks: !o.Acks, NoOneWay: !o.OneWay,
 	})
 	if err != nil {
 		return err

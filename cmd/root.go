@@ -58,7 +58,7 @@ func usagef(format string, args ...any) error {
 
 // badValue is the usage error for a wrong value of setting: flagMsg is
 // how it reads when the value came from the command line, want what is
-// wrong and wanted whatever the source ("out of range 1..81").
+// wrong and wanted whatever the source ("out of range 1..80").
 func badValue(setting, want, flagMsg string) error {
 	return usageError{err: errors.New(flagMsg), setting: setting, want: want}
 }
