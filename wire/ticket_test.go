@@ -80,7 +80,9 @@ func TestHandshakeGolden(t *testing.T) {
 		t.Errorf("ticket parses to %+v %x (epoch %d), %v", h, tk, tk.Epoch(), err)
 	}
 	var q Queue
-	a := func(uint64) (cipher.AEAD, error) { return TicketAEAD(testPSK(), 0x0123456789ABCDEF, goldenTicket, SenderToReceiver) }
+	a := func(uint64) (cipher.AEAD, error) {
+		return TicketAEAD(testPSK(), 0x0123456789ABCDEF, goldenTicket, SenderToReceiver)
+	}
 	if _, err := OpenQueue(ticketedGolden(t), a, nil, &q); err != nil || q.Since != 1490 || q.Wall != 0 || q.Header.Ticket != goldenTicket {
 		t.Errorf("ticketed packet opens to since %d wall %d ticket %x: %v", q.Since, q.Wall, q.Header.Ticket, err)
 	}
