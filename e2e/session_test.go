@@ -196,9 +196,10 @@ func describe(ls []line) string {
 // DESIGN.md invariant 9): a session recorded on the wire, replayed byte for
 // byte from the sender's own address into a receiver restarted on the same
 // port, types nothing there: the new receiver instance's freshness is not
-// in the recording. At ages 0 s (at once after the session) and 5 s, well
-// within today's --max-skew (30 s), which is all that stands in the way
-// (PROTOCOL.md §8.4); longer ages are for unit tests with injected clocks.
+// in the recording (PROTOCOL.md §8.3). At ages 0 s (at once after the
+// session) and 5 s, well within --max-skew (30 s), which was all that stood
+// in the way before the handshake; longer ages are covered by
+// receiver.TestRecordingIsUselessAtARestartedReceiver with injected clocks.
 func TestReplayIntoRestartedReceiver(t *testing.T) {
 	// The race detector's runtime waits a second before a process exits
 	// (GORACE atexit_sleep_ms): without that wait send exits, and the old

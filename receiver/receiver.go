@@ -169,7 +169,7 @@ func (s Stats) String() string {
 // sessionKeys are a session's keys and the counters that go with them,
 // owned together as wireguard-go's keypair owns its AEADs, nonce and replay
 // filter: the key that opens the session's packets and the window of their
-// counters (PROTOCOL.md §8.2, §8.3), and the key that seals its acks with
+// counters (PROTOCOL.md §8.2, §8.5), and the key that seals its acks with
 // the acks' own counter, their nonce (§9). Each key is derived once per
 // session; both are nil in plaintext (--insecure). A handshaken session's
 // keys come from its ticket (PROTOCOL.md §8.3), which its packets and acks
@@ -556,7 +556,7 @@ var (
 )
 
 // fresh decides whether an authenticated queue packet is fresh enough to
-// apply (PROTOCOL.md §8.6 step 4). A handshaken packet is, when it carries
+// apply (PROTOCOL.md §8.7 step 4). A handshaken packet is, when it carries
 // its session's ticket, or a ticket this instance issued at most
 // TicketLife ago; any other is answered with a new ticket for its sender
 // to take (a restarted receiver is followed at once), and nothing is

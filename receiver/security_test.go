@@ -196,7 +196,7 @@ func TestAcks(t *testing.T) {
 	}
 }
 
-// TestSessionKeysLastTheSession (PROTOCOL.md §8.2, §8.3, §9): a session's
+// TestSessionKeysLastTheSession (PROTOCOL.md §8.2, §8.5, §9): a session's
 // keys and counters are its own and outlive a timeout: its acks are sealed
 // with its own receiver-to-sender key, their counter (the nonce) goes on
 // from where it was when the session comes back, never reused, and its

@@ -1,5 +1,5 @@
 // Package replay is the per-session window of packet counters (PROTOCOL.md
-// §8.3): which counters a session has accepted, so a duplicate or a replay
+// §8.5): which counters a session has accepted, so a duplicate or a replay
 // is refused, and, read back the other way, which packets arrived, for the
 // bits of an ack (§9). The receiver keeps one per sender session and the
 // sender one per receiver's acks. Modelled on wireguard-go's replay package.

@@ -6,7 +6,7 @@ import (
 	"github.com/keyrelay/keyrelay/wire"
 )
 
-// TestFilter (PROTOCOL.md §8.3): RFC 6479 behaviour, as numbered steps:
+// TestFilter (PROTOCOL.md §8.5): RFC 6479 behaviour, as numbered steps:
 // each counter once; late ones within the window once; older than the
 // window never; the window slides.
 func TestFilter(t *testing.T) {

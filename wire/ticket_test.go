@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The handshake's golden vectors (PROTOCOL.md §8.5): the key 00 01 … 1f,
+// The handshake's golden vectors (PROTOCOL.md §8.6): the key 00 01 … 1f,
 // session 0x0123456789ABCDEF, a receiver secret of 32 bytes 0xAA, epoch 7.
 var (
 	goldenSecret = bytes.Repeat([]byte{0xAA}, 32)
@@ -48,7 +48,7 @@ func ticketedGolden(t testing.TB) []byte {
 	return b
 }
 
-// TestHandshakeGolden (PROTOCOL.md §8.5): the hello, the ticket and a
+// TestHandshakeGolden (PROTOCOL.md §8.6): the hello, the ticket and a
 // ticketed queue packet are the bytes of the golden files, and each parses
 // back to what made it.
 func TestHandshakeGolden(t *testing.T) {
