@@ -3,8 +3,11 @@ package receiver_test
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/internal/fake"
@@ -21,14 +24,19 @@ var hsKey = []byte("handshake-test-key-0123456789abc")
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
-// capConn keeps what a receiver writes (acks, tickets).
+// capConn keeps what a receiver writes (acks, tickets) and where to.
 type capConn struct {
 	net.PacketConn
-	sent [][]byte
+	sent []datagram
 }
 
-func (c *capConn) WriteTo(b []byte, _ net.Addr) (int, error) {
-	c.sent = append(c.sent, append([]byte(nil), b...))
+type datagram struct {
+	b  []byte
+	to string
+}
+
+func (c *capConn) WriteTo(b []byte, to net.Addr) (int, error) {
+	c.sent = append(c.sent, datagram{append([]byte(nil), b...), to.String()})
 	return len(b), nil
 }
 
@@ -59,6 +67,7 @@ type link struct {
 	from    *net.UDPAddr
 	pending [][]byte
 	record  [][]byte
+	drop    func() bool // loses a datagram, either way (nil: none)
 }
 
 const rxAddr = "10.0.0.1:7575"
@@ -86,14 +95,18 @@ func (l *link) pump(now time.Time) {
 		ps := l.pending
 		l.pending = nil
 		for _, b := range ps {
-			if l.rx == nil {
+			if l.rx == nil || (l.drop != nil && l.drop()) {
 				continue
 			}
 			l.rx.r.Handle(b, l.from, now)
 			back := l.rx.conn.sent
 			l.rx.conn.sent = nil
 			for _, a := range back {
-				l.c.Ack(a, rxAddr, now)
+				// What the receiver sent elsewhere (answers to a replay
+				// from another address) never reaches this sender.
+				if a.to == l.from.String() && (l.drop == nil || !l.drop()) {
+					l.c.Ack(a.b, rxAddr, now)
+				}
 			}
 		}
 	}
@@ -273,3 +286,98 @@ func TestRestartedReceiverIsFollowedAtOnce(t *testing.T) {
 }
 
 var kX, kShift = keys.Key(keys.KeyX), keys.Key(keys.ShiftLeft)
+
+// TestRelayWithRestartsAndReplays (issue 15 tests; DESIGN.md invariants 1,
+// 2, 3 and 9): random typing over a lossy link while the receiver restarts
+// at random moments and recordings of this session and of another
+// receiver's are replayed into it from the sender's address and from
+// another. Whatever happens: every receiver instance injects a
+// subsequence of what the sender typed, in order, and never a key-down
+// twice (nothing from a replay); at rest the last receiver holds exactly
+// the sender's held keys; and with the link lossless after the last
+// restart, every key-down typed from then on arrives there.
+func TestRelayWithRestartsAndReplays(t *testing.T) {
+	other := newRx(t)
+	foreign := recordSession(t, other, "10.0.0.9:40000")
+	rapid.Check(t, func(rt *rapid.T) {
+		loss := float64(rapid.IntRange(0, 60).Draw(rt, "loss%")) / 100
+		x := newRx(t)
+		instances := []*rx{x}
+		l := newLink(t, "10.0.0.2:40000", x)
+		lossy, clean := true, false // clean: lossless since the last restart
+		l.drop = func() bool { return lossy && rapid.Float64Range(0, 1).Draw(rt, "p") < loss }
+		l.start(t0)
+		now := t0
+		var typed []keys.Key // key-downs the sender was given, in order
+		var afterRestart []keys.Key
+		held := map[keys.Key]bool{}
+		steps := rapid.IntRange(1, 40).Draw(rt, "steps")
+		for i := range steps {
+			now = now.Add(time.Duration(rapid.IntRange(1, 300).Draw(rt, "gapMs")) * time.Millisecond)
+			l.tick(now)
+			switch rapid.IntRange(0, 9).Draw(rt, "what") {
+			case 0: // the receiver restarts; in the second half the link heals
+				x = newRx(t)
+				instances = append(instances, x)
+				l.rx = x
+				lossy = lossy && i < steps/2
+				clean = !lossy
+				afterRestart = nil
+			case 1: // a replay of what this session sent so far, or of another's
+				rec := l.record
+				if rapid.Bool().Draw(rt, "foreign") {
+					rec = foreign
+				}
+				from := "10.0.0.2:40000"
+				if rapid.Bool().Draw(rt, "otherAddr") {
+					from = "10.0.0.66:1234"
+				}
+				replayInto(x, rec, from, now)
+			default:
+				k := keys.Key(keys.KeyA) + keys.Key(rapid.IntRange(0, 5).Draw(rt, "key"))
+				down := !held[k]
+				held[k] = down
+				if down {
+					typed = append(typed, k)
+					afterRestart = append(afterRestart, k)
+				}
+				l.c.Key(k, down, now)
+				l.pump(now)
+			}
+		}
+		// At rest: the link heals and the sender goes on resending.
+		lossy = false
+		l.tick(now.Add(5 * time.Second))
+		for i, in := range instances {
+			if got := downs(in.rec); !isSubsequence(got, typed) {
+				t.Fatalf("receiver %d typed %v, not a subsequence of the sender's %v", i, got, typed)
+			}
+		}
+		var want []keys.Key
+		for k, d := range held {
+			if d {
+				want = append(want, k)
+			}
+		}
+		gotHeld := x.r.Held()
+		slices.Sort(want)
+		slices.Sort(gotHeld)
+		if !slices.Equal(want, gotHeld) {
+			t.Fatalf("at rest the receiver holds %v, the sender %v", gotHeld, want)
+		}
+		if last := downs(x.rec); clean && !slices.Equal(afterRestart, last[len(last)-min(len(last), len(afterRestart)):]) {
+			t.Fatalf("typed after the last restart on a lossless link %v; the new receiver's last key-downs %v", afterRestart, last)
+		}
+	})
+}
+
+// isSubsequence reports whether a appears in b in order.
+func isSubsequence(a, b []keys.Key) bool {
+	i := 0
+	for _, k := range b {
+		if i < len(a) && a[i] == k {
+			i++
+		}
+	}
+	return i == len(a)
+}

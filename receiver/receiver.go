@@ -134,9 +134,13 @@ const DefaultMaxSkew = 30 * time.Second
 // fresh ticket, which only its sender can use.
 const TicketLife = 10 * time.Second
 
-// ticketGap bounds the tickets sent to one session: at most one per gap,
-// so a flood of hellos (or of packets sealed for an earlier run) cannot be
-// turned into a flood of answers.
+// ticketGap bounds the answers to one session's hellos from one address:
+// a sender sends a hello in every packet until it has a ticket, and one
+// answer per gap is enough. A packet sealed for another run is answered
+// each time (no larger than it, so nothing is amplified): the answer to the
+// first one the sender sent after this receiver came up sets where typing
+// resumes (PROTOCOL.md §8.3), and a replay from the same address must not
+// hold it back.
 const ticketGap = 10 * time.Millisecond
 
 // Stats are what a Receiver did.
@@ -225,7 +229,7 @@ type Receiver struct {
 	// epoch from the first datagram.
 	secret   []byte
 	born     time.Time
-	ticketed map[uint64]time.Time // when each session was last sent a ticket
+	ticketed map[ticketTo]time.Time // when each session was last sent a ticket for a hello, per address
 
 	mu        sync.Mutex // guards status
 	status    []SessionStatus
@@ -263,7 +267,7 @@ func New(cfg Config) (*Receiver, error) {
 		byAddr:   map[string]*session{},
 		osHeld:   map[keys.Key]int{},
 		secret:   secret,
-		ticketed: map[uint64]time.Time{},
+		ticketed: map[ticketTo]time.Time{},
 	}, nil
 }
 
@@ -578,7 +582,7 @@ func (r *Receiver) fresh(h wire.Header, s *session, fresh *sessionKeys, from net
 		}
 		r.stats.Foreign++
 		r.rejects.note(r.cfg.Logf, now, from, err)
-		r.sendTicket(h.Session, h.Counter, from, now)
+		r.sendTicket(h.Session, h.Counter, from, now, false)
 		return false
 	}
 	if r.cfg.NoOneWay || (s != nil && s.keys.handshaken) {
@@ -644,19 +648,28 @@ func (r *Receiver) hello(b []byte, from net.Addr, now time.Time) {
 		r.rejects.note(r.cfg.Logf, now, from, err)
 		return
 	}
-	r.sendTicket(h.Session, h.Counter, from, now)
+	r.sendTicket(h.Session, h.Counter, from, now, true)
+}
+
+// ticketTo keys the hello answers' rate limit.
+type ticketTo struct {
+	session uint64
+	addr    string
 }
 
 // sendTicket sends session a ticket answering its packet echo, at most one
-// per ticketGap.
-func (r *Receiver) sendTicket(session, echo uint64, to net.Addr, now time.Time) {
-	if last, ok := r.ticketed[session]; ok && now.Sub(last) < ticketGap {
-		return
+// per ticketGap and address for a hello (limit).
+func (r *Receiver) sendTicket(session, echo uint64, to net.Addr, now time.Time, limit bool) {
+	if limit {
+		k := ticketTo{session, to.String()}
+		if last, ok := r.ticketed[k]; ok && now.Sub(last) < ticketGap {
+			return
+		}
+		if len(r.ticketed) >= maxSessions*4 {
+			clear(r.ticketed) // a bound on the rate limiter's memory
+		}
+		r.ticketed[k] = now
 	}
-	if len(r.ticketed) >= maxSessions*4 {
-		clear(r.ticketed) // a bound on the rate limiter's memory
-	}
-	r.ticketed[session] = now
 	epoch := uint32(now.Sub(r.born) / time.Second)
 	t := wire.MintTicket(r.secret, session, epoch)
 	var key []byte

@@ -37,6 +37,7 @@ type link struct {
 	opener cipher.AEAD
 	acks   replay.Filter // acks under this ticket
 	newest uint64        // newest packet counter acked under this ticket
+	stamp  uint64        // newest event stamp acked under it (applied there)
 	// oneWayToo: no ticket came within PeerTimeout; packets go one-way
 	// as well (hellos go on) until one comes.
 	oneWayToo bool
@@ -117,7 +118,8 @@ func (c *Core) handleTicket(b []byte, from string, now time.Time) error {
 		// The receiver restarted: it types what was first sent in the
 		// packet it could not open, or later (what the old one may have
 		// typed is not typed twice).
-		since = c.topBefore(h.Counter)
+		// (what it acked as applied is certainly not typed twice).
+		since = max(c.topBefore(h.Counter), l.stamp)
 		c.logf("receiver %s restarted: new ticket, typing goes on", l.Addr)
 	} else if l.oneWayToo {
 		c.logf("receiver %s answered the handshake: packets to it are no longer one-way", l.Addr)

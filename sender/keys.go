@@ -68,7 +68,7 @@ func (k *sessionKeys) take(l *link, t wire.Ticket, echo, since uint64) error {
 	}
 	l.has, l.ticket, l.echo, l.since = true, t, echo, since
 	l.acks = replay.Filter{}
-	l.newest, l.first = 0, k.nonce+1 // the next packet is its first
+	l.newest, l.stamp, l.first = 0, 0, k.nonce+1 // the next packet is its first
 	return nil
 }
 
@@ -143,7 +143,7 @@ func (k *sessionKeys) openAck(b []byte, from string, a *wire.Ack, links []*link)
 	}
 	if l != nil || k.psk == nil {
 		if l != nil {
-			l.newest = max(l.newest, a.Newest)
+			l.newest, l.stamp = max(l.newest, a.Newest), max(l.stamp, a.Stamp)
 		}
 		return l, nil
 	}
