@@ -17,6 +17,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/receiver"
+	"github.com/keyrelay/keyrelay/wire"
 )
 
 // RecvOptions are the flags of `keyrelay recv`.
@@ -145,6 +146,15 @@ func recvStatus(r *receiver.Receiver) func() ([]string, [][]any) {
 			}
 			text = append(text, fmt.Sprintf("← %016x %-22s %-14s %5.1f pkt/s  held %s", s.ID, s.Addr, state, pps, heldString(s.Held)))
 			attrs = append(attrs, []any{"session", fmt.Sprintf("%016x", s.ID), "from", s.Addr, "live", s.Live, "packets_per_s", math.Round(pps*10) / 10, "held", heldString(s.Held)})
+		}
+		// Senders of another protocol version: nothing of theirs is
+		// typed, and the status says why (PROTOCOL.md §10).
+		for _, v := range r.Versions() {
+			if now.Sub(v.LastHeard) > time.Minute {
+				continue
+			}
+			text = append(text, fmt.Sprintf("← %-39s speaks keyrelay protocol %s, this receiver %d: nothing it sends is typed", v.Addr, wire.DescribeVersions(v.Speaks), wire.Version))
+			attrs = append(attrs, []any{"from", v.Addr, "protocol_version", int(v.Speaks[len(v.Speaks)-1]), "ours", wire.Version, "live", false})
 		}
 		if len(text) == 0 {
 			text = []string{"← no sender yet"}

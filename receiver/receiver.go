@@ -148,7 +148,8 @@ type Stats struct {
 	Packets    int // datagrams read
 	Accepted   int // packets applied
 	Stale      int // packets not newer than their session's last one
-	Malformed  int // packets that did not decode (size, magic, version, layout)
+	Malformed  int // packets that did not decode (size, magic, layout)
+	Mismatched int // keyrelay packets of another protocol version (PROTOCOL.md §10)
 	NotAllowed int // datagrams from addresses outside Allow
 	Forged     int // packets that did not authenticate, or of the wrong security mode
 	Replayed   int // authenticated packets seen before (replay window)
@@ -163,11 +164,12 @@ type Stats struct {
 	Ended      int // sessions that went silent holding no key (a sender's clean end)
 	Timeouts   int // sessions that went silent holding keys: released here
 	Acks       int // ack packets sent
+	Notices    int // version notices sent (PROTOCOL.md §10)
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d forged, %d replayed, %d clock-skewed, %d for another receiver run, %d one-way refused, %d not allowed), %d sessions (%d ended, %d timed out holding keys), %d keys injected (%d failed, %d not typable here), %d acks and %d tickets sent",
-		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Forged, s.Replayed, s.Skewed, s.Foreign, s.Refused, s.NotAllowed, s.Sessions, s.Ended, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks, s.Tickets)
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d of another protocol version, %d forged, %d replayed, %d clock-skewed, %d for another receiver run, %d one-way refused, %d not allowed), %d sessions (%d ended, %d timed out holding keys), %d keys injected (%d failed, %d not typable here), %d acks and %d tickets sent, %d version notices sent",
+		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Mismatched, s.Forged, s.Replayed, s.Skewed, s.Foreign, s.Refused, s.NotAllowed, s.Sessions, s.Ended, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks, s.Tickets, s.Notices)
 }
 
 // sessionKeys are a session's keys and the counters that go with them,
@@ -231,8 +233,9 @@ type Receiver struct {
 	born     time.Time
 	ticketed map[ticketTo]time.Time // when each session was last sent a ticket for a hello, per address
 
-	mu        sync.Mutex // guards status
+	mu        sync.Mutex // guards status and versions
 	status    []SessionStatus
+	versions  versions // addresses of other protocol versions (version.go)
 	published time.Time
 	changed   bool // held keys or liveness changed since published
 }
@@ -396,6 +399,10 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		fresh, err = r.decode(b, h)
 	}
 	if err != nil {
+		if v, ok := wire.OtherVersion(b); ok {
+			r.otherVersion(b, v, from, now) // PROTOCOL.md §10
+			return
+		}
 		if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrNotSealed) || errors.Is(err, wire.ErrSealed) {
 			r.stats.Forged++
 		} else {
