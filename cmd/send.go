@@ -167,6 +167,8 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source) func() ([
 			state := "no answer yet"
 			if ok && p.Live {
 				state = "live"
+			} else if ok && p.Speaks != nil {
+				state = fmt.Sprintf("speaks protocol %s, not %d", wire.DescribeVersions(p.Speaks), wire.Version)
 			} else if ok {
 				state = fmt.Sprintf("silent %v", now.Sub(p.LastHeard).Round(100*time.Millisecond))
 			}
@@ -191,6 +193,9 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source) func() ([
 			attr = append(attr, "packets_per_s", math.Round(pps*10)/10, "held", heldString(st.Held), "waiting", st.Pending)
 			if p.ClockKnown {
 				attr = append(attr, "clock_offset_ms", p.ClockOffset.Milliseconds())
+			}
+			if p.Speaks != nil {
+				attr = append(attr, "protocol_version", int(p.Speaks[len(p.Speaks)-1]), "ours", wire.Version)
 			}
 			attrs = append(attrs, attr)
 		}
@@ -396,6 +401,11 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if !o.Quiet || err != nil {
 		errf("%v", stats)
 		for _, p := range s.Peers() {
+			if p.LastHeard.IsZero() {
+				// It only said it speaks another version (PROTOCOL.md §10).
+				logf("receiver %s: %s", p.Addr, otherVersionState(p))
+				continue
+			}
 			clock := ""
 			if p.ClockKnown {
 				clock = fmt.Sprintf(", its clock %s", describeOffset(p.ClockOffset))
@@ -446,6 +456,10 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, logf func
 		p, heard := byAddr[ua.String()]
 		port := strconv.Itoa(ua.Port)
 		switch {
+		case heard && p.Speaks != nil && p.Newest < final:
+			// Its version notice (PROTOCOL.md §10) says why: a forged one
+			// changes this message, never the exit status.
+			missing = append(missing, fmt.Sprintf("%s %s", ua, otherVersionState(p)))
 		case !heard:
 			missing = append(missing, fmt.Sprintf("%s never answered: %s", ua, whyNoAnswer(port)))
 		case p.Newest < final:
@@ -462,6 +476,12 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, logf func
 		logf("delivered: every receiver acknowledged the final state")
 	}
 	return nil
+}
+
+// otherVersionState says that receiver p speaks another protocol version
+// than this sender (its version notice, PROTOCOL.md §10), and what to do.
+func otherVersionState(p sender.PeerStatus) string {
+	return fmt.Sprintf("speaks keyrelay protocol %s; this sender speaks %d: install the same keyrelay release on both machines", wire.DescribeVersions(p.Speaks), wire.Version)
 }
 
 // warnSilent says which unicast destinations have not answered after
@@ -502,6 +522,7 @@ func liveness(s *sender.Sender, dests []net.Addr, feedback bool, timeout time.Du
 		}
 		var live, silent, unheard int
 		var rtt time.Duration
+		var other []string
 		for _, d := range unicast {
 			p, ok := byAddr[d]
 			switch {
@@ -510,6 +531,8 @@ func liveness(s *sender.Sender, dests []net.Addr, feedback bool, timeout time.Du
 			case p.Live:
 				live++
 				rtt = max(rtt, p.SRTT)
+			case p.Speaks != nil:
+				other = append(other, fmt.Sprintf("%s speaks protocol %s, not %d: install the same keyrelay release on both", d, wire.DescribeVersions(p.Speaks), wire.Version))
 			default:
 				silent++
 			}
@@ -538,6 +561,7 @@ func liveness(s *sender.Sender, dests []net.Addr, feedback bool, timeout time.Du
 			}
 			parts = append(parts, l)
 		}
+		parts = append(parts, other...)
 		if len(parts) == 0 {
 			return fmt.Sprintf("%d receivers answered (broadcast)", len(byAddr))
 		}

@@ -37,6 +37,7 @@ type Core struct {
 
 	peers   map[string]*peer
 	links   []*link
+	foreign map[string]versionNote // receivers of another protocol version (version.go)
 	sent    [sentRing]sentRecord
 	ack     wire.Ack
 	backlog []keyEvent
@@ -182,9 +183,18 @@ func (c *Core) Key(key keys.Key, down bool, now time.Time) {
 
 // Ack applies one feedback datagram from the receiver at from, received at
 // now. An error says why it was not an ack of this session (counted in
-// Stats.AckErrors).
+// Stats.AckErrors). A datagram of another protocol version (a version
+// notice, PROTOCOL.md §10) is no ack: it names the receiver's version in
+// the log and in Peers, and changes nothing else.
 func (c *Core) Ack(b []byte, from string, now time.Time) error {
 	if c.phase == done {
+		return nil
+	}
+	if _, ok := wire.OtherVersion(b); ok {
+		if err := c.otherVersion(b, from, now); err != nil {
+			c.stats.AckErrors++
+			return err
+		}
 		return nil
 	}
 	if h, err := wire.ParseHeader(b); err == nil && h.Type == wire.TypeTicket {

@@ -43,6 +43,10 @@ type PeerStatus struct {
 	// receiver rejects our packets when it exceeds its --max-skew.
 	ClockOffset time.Duration
 	ClockKnown  bool
+	// Speaks lists the protocol versions it speaks when it said (a version
+	// notice, PROTOCOL.md §10) that ours is not one, since it last acked;
+	// nil otherwise. A receiver that only said so has no other figure.
+	Speaks []uint8
 }
 
 // peer is the sender's state for one receiver.
@@ -257,14 +261,15 @@ func (c *Core) sentAt(counter uint64) (time.Time, bool) {
 	return r.at, r.counter == counter
 }
 
-// Peers appends what the core knows of each receiver that has acked, as of
-// now, to dst.
+// Peers appends what the core knows of each receiver that has acked, or
+// said it speaks another protocol version, as of now, to dst.
 func (c *Core) Peers(dst []PeerStatus, now time.Time) []PeerStatus {
+	from := len(dst)
 	for _, p := range c.peers {
 		st := p.PeerStatus
 		st.SRTT, st.RTTVar = p.rtt.SRTT, p.rtt.RTTVar
 		st.Live = c.live(p, now)
 		dst = append(dst, st)
 	}
-	return dst
+	return c.withVersions(dst, from)
 }

@@ -105,6 +105,7 @@ type Stats struct {
 	Acks       int // acks applied
 	AckErrors  int // feedback datagrams that were not a valid ack of this session
 	Tickets    int // receivers' tickets taken (handshakes, PROTOCOL.md §8.3)
+	Mismatched int // version notices (and other packets of another protocol version) for this session, PROTOCOL.md §10
 }
 
 func (s Stats) String() string {
