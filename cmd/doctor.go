@@ -436,9 +436,13 @@ func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key 
 	}
 	port := portOf(transport.WithDefaultPort(target, DefaultPort))
 	rtt, offset, err := o.probe(ctx, target, key)
+	fix := "start 'keyrelay recv' there, listening on port " + port + ", with the same key (compare fingerprints) or both --insecure; open UDP " + port + " in its firewall; keep both clocks in sync (NTP)" + fixAddr
+	if errors.As(err, &versionError{}) {
+		fix = versionFix
+	}
 	checks := []check{{name: name, needed: true, err: err,
 		ok:  fmt.Sprintf("a recv answered in %v (%s)", rtt.Round(time.Microsecond), o.keyWords("same key; clocks within its --max-skew")),
-		fix: "start 'keyrelay recv' there, listening on port " + port + ", with the same key (compare fingerprints) or both --insecure; open UDP " + port + " in its firewall; keep both clocks in sync (NTP)" + fixAddr}}
+		fix: fix}}
 	if err != nil {
 		return checks
 	}
@@ -476,6 +480,10 @@ func (o *DoctorOptions) checkListen(ctx context.Context, key []byte) check {
 	rtt, _, perr := o.probe(ctx, target, key)
 	if perr == nil {
 		return check{ok: fmt.Sprintf("keyrelay recv already running on %s (it answered a probe to %s in %v, %s)", o.Listen, target, rtt.Round(time.Microsecond), o.keyWords("under this key"))}
+	}
+	if errors.As(perr, &versionError{}) {
+		return check{needed: true, err: fmt.Errorf("%s is in use by a keyrelay recv of another protocol version: %w", o.Listen, perr),
+			fix: versionFix + "; or give recv --listen another port (and send --to HOST:PORT)"}
 	}
 	return check{needed: true,
 		err: fmt.Errorf("%s is in use by a program that does not answer a keyrelay probe %s: another program, or a keyrelay recv with another key or another --insecure setting", o.Listen, o.keyWords("under this key")),
@@ -596,6 +604,11 @@ func probePeer(ctx context.Context, peer string, key []byte, timeout time.Durati
 			}
 			continue
 		}
+		// A recv of another protocol version answers with a version
+		// notice (PROTOCOL.md §10) echoing our session: name it.
+		if speaks, ok := wire.SpokenBy(buf[:n], session); ok {
+			return 0, 0, versionError{speaks}
+		}
 		var a wire.Ack
 		if back != nil {
 			_, err = wire.OpenAck(buf[:n], back, nil, &a)
@@ -610,6 +623,17 @@ func probePeer(ctx context.Context, peer string, key []byte, timeout time.Durati
 		return rtt, sender.ClockOffset(a.Wall, now, rtt), nil
 	}
 }
+
+// versionError is a probe's answer from a recv of another protocol
+// version (its version notice, PROTOCOL.md §10).
+type versionError struct{ speaks []uint8 }
+
+func (e versionError) Error() string {
+	return fmt.Sprintf("the recv there speaks keyrelay protocol %s; this keyrelay speaks %d", wire.DescribeVersions(e.speaks), wire.Version)
+}
+
+// versionFix is the fix of a versionError.
+const versionFix = "install the same keyrelay release on both machines ('keyrelay version' on each names it)"
 
 // wireAEADs are a session's two AEADs, sender to receiver and back (nil,
 // nil in plaintext).
