@@ -2,12 +2,22 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/transport"
+	"github.com/keyrelay/keyrelay/wire"
 )
 
 // TestStatusBoardRedraw: on a terminal the block is redrawn in place, and a
@@ -92,5 +102,77 @@ func TestClockNote(t *testing.T) {
 		if got := clockNote(tc.p); got != tc.want {
 			t.Errorf("clockNote(%+v) = %q, want %q", tc.p, got, tc.want)
 		}
+	}
+}
+
+// TestRecvStatusNamesOtherVersion (PROTOCOL.md §10.1): recv's status has
+// a line for a sender of another protocol version, naming both versions,
+// in text and in the attributes of a status log line.
+func TestRecvStatusNamesOtherVersion(t *testing.T) {
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r, err := receiver.New(receiver.Config{Conn: conn, Injector: &fake.Recorder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: 1, Counter: 1}, Events: make([]eventqueue.Event, 4)}
+	b, _ := q.Append(nil)
+	b[2] = wire.Version + 1
+	from := conn.LocalAddr() // the notice goes back to the socket itself
+	r.Handle(b, from, time.Now())
+	text, attrs := recvStatus(r)()
+	want := fmt.Sprintf("speaks keyrelay protocol version %d, this receiver %d: nothing it sends is typed", wire.Version+1, wire.Version)
+	if len(text) != 1 || !strings.HasPrefix(text[0], "← "+from.String()) || !strings.Contains(text[0], want) {
+		t.Errorf("status %q, want one line for %s saying %q", text, from, want)
+	}
+	if len(attrs) != 1 || fmt.Sprint(attrs[0]) != fmt.Sprint([]any{"from", from.String(), "protocol_version", int(wire.Version + 1), "ours", wire.Version, "live", false}) {
+		t.Errorf("attributes %v", attrs)
+	}
+}
+
+// TestSendNamesOtherVersion (PROTOCOL.md §10.2): a sender whose receiver
+// answers with version notices shows it in its status line (text and
+// attributes) and the terminal's liveness line, and its end says why
+// nothing was delivered: both versions, exit status 3.
+func TestSendNamesOtherVersion(t *testing.T) {
+	addr := fakeOtherVersion(t, wire.Version+1)
+	dests, err := resolveAll([]string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := transport.Open(dests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := sender.New(sender.Config{Conn: conn, Dests: dests, Feedback: conn.Sockets(), PeerTimeout: 200 * time.Millisecond, Outage: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := capture.ParseScript("test", strings.NewReader("tap KeyA\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	text, attrs := sendStatus(s, dests, src)()
+	state := fmt.Sprintf("speaks protocol version %d, not %d", wire.Version+1, wire.Version)
+	if len(text) != 1 || !strings.Contains(text[0], state) {
+		t.Errorf("status %q, want %q", text, state)
+	}
+	if len(attrs) != 1 || !strings.Contains(fmt.Sprint(attrs[0]), fmt.Sprintf("protocol_version %d ours %d", wire.Version+1, wire.Version)) {
+		t.Errorf("attributes %v", attrs)
+	}
+	if l := liveness(s, dests, true, time.Second)(); !strings.Contains(l, fmt.Sprintf("%s speaks protocol version %d, not %d", addr, wire.Version+1, wire.Version)) {
+		t.Errorf("liveness line %q", l)
+	}
+	err = checkDelivery(&SendOptions{Feedback: true}, dests, s, func(string, ...any) {})
+	says := fmt.Sprintf("%s speaks keyrelay protocol version %d; this sender speaks %d: install the same keyrelay release on both machines", addr, wire.Version+1, wire.Version)
+	if !errors.As(err, &undeliveredError{}) || !strings.Contains(fmt.Sprint(err), says) {
+		t.Errorf("checkDelivery = %v, want undelivered: %q", err, says)
 	}
 }
