@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/cipher"
 	"errors"
-	"fmt"
-	"strings"
 	"testing"
 )
 
@@ -237,18 +235,4 @@ func FuzzParseTicket(f *testing.F) {
 			}
 		}
 	})
-}
-
-// hexFile renders b as a golden file's hex lines (used to write them).
-func hexFile(b []byte) string {
-	var s strings.Builder
-	for i, c := range b {
-		fmt.Fprintf(&s, "%02x", c)
-		if i%16 == 15 || i == len(b)-1 {
-			s.WriteByte('\n')
-		} else {
-			s.WriteByte(' ')
-		}
-	}
-	return s.String()
 }
