@@ -201,6 +201,9 @@ type session struct {
 	live      bool // false once timed out or ended (keys released)
 	replaced  bool // a newer session from the same address took over
 
+	pace      pace          // the counters it spends per packet that arrives (liveness.go)
+	allowance time.Duration // the silence that ends it (liveness.go); 0: the timeout
+
 	from       net.Addr // where acks go
 	lastAck    time.Time
 	ackPending bool
@@ -224,6 +227,7 @@ type Receiver struct {
 	rejects    rejectLog
 	scratch    []byte
 	ackBuf     []byte
+	since      time.Time // when Run started listening (liveness.go)
 
 	// The handshake (PROTOCOL.md §8.3): this instance's secret, drawn at
 	// New, makes and checks its tickets, so a restarted receiver knows
@@ -284,6 +288,7 @@ type datagram struct {
 // Shutdown) and returns. It returns an error only if reading fails for
 // another reason than ctx.
 func (r *Receiver) Run(ctx context.Context) (Stats, error) {
+	r.since = time.Now()
 	in := make(chan datagram, 64)
 	readErr := make(chan error, 1)
 	go func() {
@@ -445,6 +450,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	// for the sender either: the next ack's bits show it arrived.
 	if h.Counter <= s.counter || s.replaced {
 		r.stats.Stale++
+		r.late(s, h.Counter, now)
 		r.ack(s, now, false)
 		return
 	}
@@ -483,6 +489,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.setLocks(s, l)
 		news = true
 	}
+	r.paced(s, h.Counter, r.pkt.Clock, now)
 	s.counter = h.Counter
 	s.clock = r.pkt.Clock
 	s.lastHeard = now
@@ -795,7 +802,7 @@ func (r *Receiver) Next() time.Time {
 	}
 	for _, s := range r.sessions {
 		if s.live {
-			earliest(s.lastHeard.Add(r.cfg.Timeout))
+			earliest(s.lastHeard.Add(r.allowance(s)))
 		}
 		if s.ackPending {
 			earliest(s.lastAck.Add(MinAckInterval))
@@ -813,7 +820,7 @@ func (r *Receiver) Expire(now time.Time) {
 		if s.ackPending {
 			r.ack(s, now, true)
 		}
-		if s.live && now.Sub(s.lastHeard) >= r.cfg.Timeout {
+		if s.live && now.Sub(s.lastHeard) >= r.allowance(s) {
 			// A sender that ends cleanly leaves every key released, then
 			// falls silent: that is an end, not a loss. Only silence with
 			// keys held is a timeout, and says what it released.

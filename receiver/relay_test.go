@@ -155,6 +155,33 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []fake.Step, crash, 
 		rl := relaytest.Start(t, relaytest.Config{RecvConn: rconn, SendConn: sconn, PSK: relayKey,
 			Receiver: receiver.Config{Injector: osk, Timeout: timeout}, Sender: scfg})
 		snd := rl.Sender
+		inFlight := cfg.Delay + cfg.Jitter + max(2*cfg.Jitter, 10*time.Millisecond)
+		// released checks invariant 5 once the sender has fallen silent
+		// (killed, or ended with its last packets lost) and what was in
+		// flight has arrived: the receiver releases every key the session's
+		// allowance after its last packet, as its status says: recv's
+		// timeout, longer while the session loses packets (at most
+		// MaxAllowance timeouts), and exactly the timeout on a perfect link.
+		released := func(what string) {
+			time.Sleep(inFlight)
+			synctest.Wait()
+			allowance, heard := time.Duration(0), false
+			for _, s := range rl.Receiver.Status() {
+				if s.ID == snd.Session() {
+					allowance, heard = s.Allowance, true
+				}
+			}
+			perfect := cfg.Loss == 0 && cfg.BurstEnter == 0 && cfg.Jitter == 0 && cfg.Reorder == 0
+			if heard && (allowance < timeout || allowance > receiver.MaxAllowance*timeout || perfect && allowance != timeout) {
+				fail("%s: the session's allowance is %v (timeout %v, lossless link %v)", what, allowance, timeout, perfect)
+			}
+			_, lastRead := rconn.get()
+			time.Sleep(time.Until(lastRead.Add(allowance))) // released when due (Next)
+			synctest.Wait()
+			if h := osk.Held(); len(h) != 0 {
+				fail("%s: %v after the last datagram arrived (the session's allowance %v): still held %v", what, time.Since(lastRead), allowance, h)
+			}
+		}
 
 		// The source stays quiet for 4 s after the last event; before that
 		// pause it looks at the state "after one packet sent after the last
@@ -182,17 +209,12 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []fake.Step, crash, 
 			}
 			if crash {
 				// The sender dies: nothing more reaches the receiver, whose
-				// keys must be released within the timeout (invariant 5).
-				// Datagrams already in flight may still arrive for up to
-				// the link's longest delay; the timeout counts from the last.
+				// keys must be released within the session's allowance
+				// (invariant 5). Datagrams already in flight may still
+				// arrive for up to the link's longest delay; the allowance
+				// counts from the last.
 				nw.Partition(relaytest.SendAddr, relaytest.RecvAddr, true)
-				inFlight := cfg.Delay + cfg.Jitter + max(2*cfg.Jitter, 10*time.Millisecond)
-				time.Sleep(inFlight + timeout) // a timeout is noticed when due (Next)
-				synctest.Wait()
-				if h := osk.Held(); len(h) != 0 {
-					_, lastRead := rconn.get()
-					fail("%v after the last datagram arrived: still held %v", time.Since(lastRead), h)
-				}
+				released("sender killed")
 			}
 		}
 		if _, err := snd.Run(context.Background(), src); err != nil {
@@ -200,7 +222,6 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []fake.Step, crash, 
 		}
 		// Acks still in flight find the sender's socket closed.
 		sc.Close()
-		inFlight := cfg.Delay + cfg.Jitter + max(2*cfg.Jitter, 10*time.Millisecond)
 		// Invariant 6: a clean end sends the all-up state. Once the last
 		// packet has arrived, and before any timeout could fire, the
 		// receiver holds nothing.
@@ -213,12 +234,9 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []fake.Step, crash, 
 				fail("the sender ended cleanly and its last packet arrived, but %v are held", h)
 			}
 		}
-		// And after at most a timeout, nothing is held whatever was lost.
-		time.Sleep(timeout)
-		synctest.Wait()
-		if h := osk.Held(); len(h) != 0 {
-			fail("after the sender ended: still held %v", h)
-		}
+		// And after at most the session's allowance, nothing is held
+		// whatever was lost.
+		released("after the sender ended")
 		if err := rl.Stop(); err != nil {
 			fail("receiver: %v", err)
 		}

@@ -15,6 +15,12 @@ type SessionStatus struct {
 	LastHeard time.Time
 	Packets   int        // packets applied
 	Held      []keys.Key // keys it holds down here
+	// Allowance is how long it may be silent before its keys are released:
+	// the timeout, longer while it loses packets (at most MaxAllowance
+	// timeouts; liveness.go). A sender killed now has its keys released
+	// Allowance after LastHeard.
+	Allowance time.Duration
+	Loss      float64 // the share of its packets lost, as Allowance reads it
 }
 
 // publishEvery bounds how often Handle copies the status for packet counts
@@ -33,7 +39,8 @@ func (r *Receiver) publish(now time.Time) {
 	r.published = now
 	out := make([]SessionStatus, 0, len(r.sessions))
 	for _, s := range r.sortedSessions() {
-		st := SessionStatus{ID: s.id, Addr: s.addr, Live: s.live, LastHeard: s.lastHeard, Packets: s.packets}
+		st := SessionStatus{ID: s.id, Addr: s.addr, Live: s.live, LastHeard: s.lastHeard, Packets: s.packets,
+			Allowance: r.allowance(s), Loss: s.pace.loss()}
 		for c := range s.held {
 			st.Held = append(st.Held, c)
 		}
@@ -45,9 +52,10 @@ func (r *Receiver) publish(now time.Time) {
 	r.mu.Unlock()
 }
 
-// Status returns the sessions as last published: held keys and liveness as
-// they are, packet counts and last-heard times at most 100 ms older than
-// the session's newest packet. Safe to call while Run runs.
+// Status returns the sessions as last published: held keys, liveness and
+// allowances as they are, packet counts and last-heard times at most
+// 100 ms older than the session's newest packet. Safe to call while Run
+// runs.
 func (r *Receiver) Status() []SessionStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
