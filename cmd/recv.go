@@ -81,7 +81,7 @@ exits 0.`,
 	f := c.Flags()
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "UDP address to listen on")
 	f.StringVar(&opts.Inject, "inject", "auto", "where keys go (see above)")
-	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release the keys of a sender silent this long (the stuck-key guard; send's --timeout is only about liveness)")
+	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release the keys of a sender silent this long (the stuck-key guard; longer while its packets are being lost, up to 10 times; send's --timeout is only about liveness)")
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
 	opts.Key.register(f)
 	f.StringArrayVar(&opts.Allow, "allow", nil, "accept packets only from this network or address (repeatable; e.g. 192.168.1.0/24, 10.0.0.7, fd00::/8)")
@@ -125,8 +125,10 @@ func (o *RecvOptions) validate() error {
 }
 
 // recvStatus makes the status lines of a receiver: one per session heard
-// in the last minute.
-func recvStatus(r *receiver.Receiver) func() ([]string, [][]any) {
+// in the last minute. A session whose packets are being lost says after
+// how long a silence its keys are released (its allowance, longer than
+// timeout).
+func recvStatus(r *receiver.Receiver, timeout time.Duration) func() ([]string, [][]any) {
 	lastPackets, last := map[uint64]int{}, time.Now()
 	return func() ([]string, [][]any) {
 		now := time.Now()
@@ -144,8 +146,14 @@ func recvStatus(r *receiver.Receiver) func() ([]string, [][]any) {
 			if !s.Live {
 				state = fmt.Sprintf("ended %v ago", now.Sub(s.LastHeard).Round(time.Second))
 			}
-			text = append(text, fmt.Sprintf("← %016x %-22s %-14s %5.1f pkt/s  held %s", s.ID, s.Addr, state, pps, heldString(s.Held)))
-			attrs = append(attrs, []any{"session", fmt.Sprintf("%016x", s.ID), "from", s.Addr, "live", s.Live, "packets_per_s", math.Round(pps*10) / 10, "held", heldString(s.Held)})
+			line := fmt.Sprintf("← %016x %-22s %-14s %5.1f pkt/s  held %s", s.ID, s.Addr, state, pps, heldString(s.Held))
+			attr := []any{"session", fmt.Sprintf("%016x", s.ID), "from", s.Addr, "live", s.Live, "packets_per_s", math.Round(pps*10) / 10, "held", heldString(s.Held)}
+			if s.Allowance > timeout {
+				line += allowanceNote(s)
+				attr = append(attr, "loss_pct", math.Round(100*s.Loss), "released_after", s.Allowance.Round(time.Millisecond).String())
+			}
+			text = append(text, line)
+			attrs = append(attrs, attr)
 		}
 		// Senders of another protocol version: nothing of theirs is
 		// typed, and the status says why (PROTOCOL.md §10).
@@ -161,6 +169,12 @@ func recvStatus(r *receiver.Receiver) func() ([]string, [][]any) {
 		}
 		return text, attrs
 	}
+}
+
+// allowanceNote says, for a session losing packets, after how long a
+// silence its keys are released.
+func allowanceNote(s receiver.SessionStatus) string {
+	return fmt.Sprintf("  %.0f%% lost: released after %v silent", 100*s.Loss, s.Allowance.Round(10*time.Millisecond))
 }
 
 // parseAllow reads --allow values: networks, or single addresses.
@@ -312,7 +326,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	logf("listening on %v (inject: %s, timeout %v)", conn.LocalAddr(), name, o.Timeout)
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
-	status := recvStatus(r)
+	status := recvStatus(r, o.Timeout)
 	shown := showStatus && name != "log" || showStatus && !isTerminal(stdio.Out)
 	if shown {
 		go func() { defer close(statusDone); board.run(statusCtx, status) }()

@@ -123,7 +123,7 @@ func TestRecvStatusNamesOtherVersion(t *testing.T) {
 	b[2] = wire.Version + 1
 	from := conn.LocalAddr() // the notice goes back to the socket itself
 	r.Handle(b, from, time.Now())
-	text, attrs := recvStatus(r)()
+	text, attrs := recvStatus(r, receiver.DefaultTimeout)()
 	want := fmt.Sprintf("speaks keyrelay protocol version %d, this receiver %d: nothing it sends is typed", wire.Version+1, wire.Version)
 	if len(text) != 1 || !strings.HasPrefix(text[0], "← "+from.String()) || !strings.Contains(text[0], want) {
 		t.Errorf("status %q, want one line for %s saying %q", text, from, want)
@@ -176,3 +176,43 @@ func TestSendNamesOtherVersion(t *testing.T) {
 		t.Errorf("checkDelivery = %v, want undelivered: %q", err, says)
 	}
 }
+// TestRecvStatusShowsAllowance (issue 15 must-have 4): a session losing
+// packets says, in recv's status, after how long a silence its keys are
+// released; one losing none says nothing more than before.
+func TestRecvStatusShowsAllowance(t *testing.T) {
+	r, err := receiver.New(receiver.Config{Conn: nopConn{}, Injector: fake.Nop{}, Timeout: time.Second, NoAcks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}
+	now := time.Now()
+	for _, c := range []uint64{1, 2, 3} { // session 1: none lost
+		r.Handle(queuePacket(t, 1, c), from, now)
+	}
+	for _, c := range []uint64{1, 10} { // session 2: 8 of 9 lost
+		r.Handle(queuePacket(t, 2, c), &net.UDPAddr{IP: from.IP, Port: 2}, now)
+	}
+	text, attrs := recvStatus(r, time.Second)()
+	if len(text) != 2 || strings.Contains(text[0], "lost") || !strings.Contains(text[1], "89% lost: released after 10s silent") {
+		t.Errorf("status lines:\n%s", strings.Join(text, "\n"))
+	}
+	if got := fmt.Sprint(attrs[1]); !strings.Contains(got, "loss_pct 89 released_after 10s") {
+		t.Errorf("status attributes %s, want released_after", got)
+	}
+}
+
+// queuePacket is a plaintext queue packet of session, numbered counter,
+// holding nothing.
+func queuePacket(t *testing.T, session, counter uint64) []byte {
+	t.Helper()
+	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: session, Counter: counter}, Events: make([]eventqueue.Event, 4)}
+	b, err := q.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type nopConn struct{ net.PacketConn }
+
+func (nopConn) WriteTo(b []byte, _ net.Addr) (int, error) { return len(b), nil }
