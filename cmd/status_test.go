@@ -176,6 +176,7 @@ func TestSendNamesOtherVersion(t *testing.T) {
 		t.Errorf("checkDelivery = %v, want undelivered: %q", err, says)
 	}
 }
+
 // TestRecvStatusShowsAllowance (issue 15 must-have 4): a session losing
 // packets says, in recv's status, after how long a silence its keys are
 // released; one losing none says nothing more than before.

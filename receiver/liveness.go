@@ -65,7 +65,17 @@ type pace struct {
 // the session's newest so far, and its sender's clock (ms) is clock.
 func (r *Receiver) paced(s *session, counter, clock uint64, now time.Time) {
 	p := &s.pace
-	if s.counter == 0 && !r.listened(now, clock) {
+	if s.counter == 0 && s.keys.handshaken {
+		// A handshaken session: the counters before its first queue
+		// packet went out as hellos (PROTOCOL.md §8.3). Those after the
+		// newest hello heard were lost; before it they say nothing.
+		p.base = counter
+		if h := r.helloCounter(s.id, s.addr); h != 0 && h < counter {
+			p.base = h
+			p.span = float64(min(counter-h, maxGap))
+			p.arrived = 1
+		}
+	} else if s.counter == 0 && !r.listened(now, clock) {
 		// The first packet heard of a sender that started before this
 		// receiver listened (a restarted receiver): the counters before
 		// it say nothing of loss.

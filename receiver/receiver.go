@@ -233,9 +233,9 @@ type Receiver struct {
 	// New, makes and checks its tickets, so a restarted receiver knows
 	// none of the tickets recordings were sealed with. Tickets count their
 	// epoch from the first datagram.
-	secret   []byte
-	born     time.Time
-	ticketed map[ticketTo]time.Time // when each session was last sent a ticket for a hello, per address
+	secret []byte
+	born   time.Time
+	hellos map[ticketTo]helloSeen // per session and address: its hellos (rate limit, and where its counters start)
 
 	mu        sync.Mutex // guards status and versions
 	status    []SessionStatus
@@ -274,7 +274,7 @@ func New(cfg Config) (*Receiver, error) {
 		byAddr:   map[string]*session{},
 		osHeld:   map[keys.Key]int{},
 		secret:   secret,
-		ticketed: map[ticketTo]time.Time{},
+		hellos:   map[ticketTo]helloSeen{},
 	}, nil
 }
 
@@ -596,7 +596,7 @@ func (r *Receiver) fresh(h wire.Header, s *session, fresh *sessionKeys, from net
 		}
 		r.stats.Foreign++
 		r.rejects.note(r.cfg.Logf, now, from, err)
-		r.sendTicket(h.Session, h.Counter, from, now, false)
+		r.sendTicket(h.Session, h.Counter, from, now)
 		return false
 	}
 	if r.cfg.NoOneWay || (s != nil && s.keys.handshaken) {
@@ -662,28 +662,44 @@ func (r *Receiver) hello(b []byte, from net.Addr, now time.Time) {
 		r.rejects.note(r.cfg.Logf, now, from, err)
 		return
 	}
-	r.sendTicket(h.Session, h.Counter, from, now, true)
+	k := ticketTo{h.Session, from.String()}
+	seen, ok := r.hellos[k]
+	if !ok && len(r.hellos) >= maxSessions*4 {
+		clear(r.hellos) // a bound on this memory
+	}
+	seen.newest = max(seen.newest, h.Counter)
+	if !ok || now.Sub(seen.answered) >= ticketGap {
+		seen.answered = now
+		r.sendTicket(h.Session, h.Counter, from, now)
+	}
+	r.hellos[k] = seen
 }
 
-// ticketTo keys the hello answers' rate limit.
+// ticketTo keys what a receiver remembers of a session's hellos.
 type ticketTo struct {
 	session uint64
 	addr    string
 }
 
+// helloSeen is what a receiver remembers of a session's hellos from one
+// address: when it last answered one (at most one answer per ticketGap),
+// and the newest counter among them. A handshaken session's loss is
+// counted from there (liveness.go): the counters before its first queue
+// packet went out as hellos, and those that arrived are no loss.
+type helloSeen struct {
+	answered time.Time
+	newest   uint64
+}
+
+// helloCounter is the newest hello counter heard from session id at addr,
+// 0 if none.
+func (r *Receiver) helloCounter(id uint64, addr string) uint64 {
+	return r.hellos[ticketTo{id, addr}].newest
+}
+
 // sendTicket sends session a ticket answering its packet echo, at most one
-// per ticketGap and address for a hello (limit).
-func (r *Receiver) sendTicket(session, echo uint64, to net.Addr, now time.Time, limit bool) {
-	if limit {
-		k := ticketTo{session, to.String()}
-		if last, ok := r.ticketed[k]; ok && now.Sub(last) < ticketGap {
-			return
-		}
-		if len(r.ticketed) >= maxSessions*4 {
-			clear(r.ticketed) // a bound on the rate limiter's memory
-		}
-		r.ticketed[k] = now
-	}
+// (hello limits its answers).
+func (r *Receiver) sendTicket(session, echo uint64, to net.Addr, now time.Time) {
 	epoch := uint32(now.Sub(r.born) / time.Second)
 	t := wire.MintTicket(r.secret, session, epoch)
 	var key []byte
