@@ -408,12 +408,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 			r.otherVersion(b, v, from, now) // PROTOCOL.md §10
 			return
 		}
-		if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrNotSealed) || errors.Is(err, wire.ErrSealed) {
-			r.stats.Forged++
-		} else {
-			r.stats.Malformed++
-		}
-		r.rejects.note(r.cfg.Logf, now, from, err)
+		r.reject(err, from, now)
 		return
 	}
 	h = r.pkt.Header
@@ -644,6 +639,17 @@ func (r *Receiver) deriveSeal(id uint64, k *sessionKeys) {
 	}
 }
 
+// reject counts a packet that did not decode or authenticate, as forged
+// (wrong key or security mode) or malformed, and logs it (rate limited).
+func (r *Receiver) reject(err error, from net.Addr, now time.Time) {
+	if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrNotSealed) || errors.Is(err, wire.ErrSealed) {
+		r.stats.Forged++
+	} else {
+		r.stats.Malformed++
+	}
+	r.rejects.note(r.cfg.Logf, now, from, err)
+}
+
 // hello answers a sender's hello with a ticket (PROTOCOL.md §8.3). It
 // keeps no state: the ticket is made from this instance's secret, and
 // checked when the session's first ticketed packet comes.
@@ -654,12 +660,7 @@ func (r *Receiver) hello(b []byte, from net.Addr, now time.Time) {
 	}
 	h, err := wire.ParseHello(b, keyFor)
 	if err != nil {
-		if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrNotSealed) || errors.Is(err, wire.ErrSealed) {
-			r.stats.Forged++
-		} else {
-			r.stats.Malformed++
-		}
-		r.rejects.note(r.cfg.Logf, now, from, err)
+		r.reject(err, from, now)
 		return
 	}
 	k := ticketTo{h.Session, from.String()}
