@@ -61,7 +61,6 @@ func newRx(t *testing.T) *rx {
 // link is a sender Core talking to one receiver address, and everything
 // it sent there.
 type link struct {
-	t       *testing.T
 	c       *sender.Core
 	rx      *rx // who listens at the address now (nil: nobody)
 	from    *net.UDPAddr
@@ -74,7 +73,7 @@ const rxAddr = "10.0.0.1:7575"
 
 func newLink(t *testing.T, from string, x *rx) *link {
 	t.Helper()
-	l := &link{t: t, rx: x, from: net.UDPAddrFromAddrPort(netip.MustParseAddrPort(from))}
+	l := &link{rx: x, from: net.UDPAddrFromAddrPort(netip.MustParseAddrPort(from))}
 	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Dests: []sender.Dest{{Addr: rxAddr}},
 		Output: func(b []byte, _ int) {
 			b = append([]byte(nil), b...)

@@ -132,31 +132,38 @@ func (k *sessionKeys) openAck(b []byte, from string, a *wire.Ack, links []*link)
 	if a.Header.Session != k.id {
 		return l, errForeignAck
 	}
-	if k.psk == nil {
-		// In plaintext anyone can forge any ack: a replay window would
-		// only let one forged ack with a huge counter shut the real ones
-		// out (issue 15). A duplicate changes nothing (handleAck).
-	} else if l != nil {
-		if !l.acks.Accept(a.Header.Counter) {
+	// In plaintext anyone can forge any ack: a replay window would only
+	// let one forged ack with a huge counter shut the real ones out
+	// (issue 15). A duplicate changes nothing (handleAck).
+	if k.psk != nil {
+		f, err := k.window(from, l)
+		if err != nil {
+			return l, err
+		}
+		if !f.Accept(a.Header.Counter) {
 			return l, errReplayedAck
 		}
 	}
-	if l != nil || k.psk == nil {
-		if l != nil {
-			l.newest, l.stamp = max(l.newest, a.Newest), max(l.stamp, a.Stamp)
-		}
-		return l, nil
+	if l != nil {
+		l.newest, l.stamp = max(l.newest, a.Newest), max(l.stamp, a.Stamp)
+	}
+	return l, nil
+}
+
+// window is the replay window an ack passes: its link's, under the
+// link's current ticket; for a one-way session's acks, the window of the
+// receiver at from (each numbers its acks itself), at most maxPeers.
+func (k *sessionKeys) window(from string, l *link) (*replay.Filter, error) {
+	if l != nil {
+		return &l.acks, nil
 	}
 	f := k.replay[from]
 	if f == nil {
 		if len(k.replay) >= maxPeers {
-			return l, errTooManyAcks
+			return nil, errTooManyAcks
 		}
 		f = &replay.Filter{}
 		k.replay[from] = f
 	}
-	if !f.Accept(a.Header.Counter) {
-		return l, errReplayedAck
-	}
-	return l, nil
+	return f, nil
 }
