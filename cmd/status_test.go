@@ -138,7 +138,7 @@ func TestRecvStatusNamesOtherVersion(t *testing.T) {
 // attributes) and the terminal's liveness line, and its end says why
 // nothing was delivered: both versions, exit status 3.
 func TestSendNamesOtherVersion(t *testing.T) {
-	addr := fakeOtherVersion(t, wire.Version+1)
+	addr := fake.OtherVersion(t, wire.Version+1)
 	dests, err := resolveAll([]string{addr})
 	if err != nil {
 		t.Fatal(err)

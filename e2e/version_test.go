@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/wire"
 )
@@ -80,29 +80,7 @@ func TestRecvNamesAndAnswersOtherVersion(t *testing.T) {
 // names the receiver and both versions on standard error, again in the
 // end-of-run summary, and exits 3: nothing was delivered.
 func TestSendToReceiverOfOtherVersion(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	go func() {
-		buf := make([]byte, wire.MaxPacketSize)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if n < wire.HeaderLen {
-				continue
-			}
-			nb, err := (&wire.Notice{Version: wire.Version + 1, Session: binary.BigEndian.Uint64(buf[6:]),
-				Counter: binary.BigEndian.Uint64(buf[14:]), Speaks: []uint8{wire.Version + 1}}).Append(nil)
-			if err == nil {
-				pc.WriteTo(nb, from)
-			}
-		}
-	}()
-	addr := pc.LocalAddr().String()
+	addr := fake.OtherVersion(t, wire.Version+1)
 	start := time.Now()
 	code, _, stderr := run(t, "tap KeyA\n", "send", "--to", addr, "--script", "-")
 	took := time.Since(start)
