@@ -235,7 +235,7 @@ type Receiver struct {
 	// epoch from the first datagram.
 	secret []byte
 	born   time.Time
-	hellos map[ticketTo]helloSeen // per session and address: its hellos (rate limit, and where its counters start)
+	hellos map[helloFrom]helloSeen // per session and address: its hellos (rate limit, and where its counters start)
 
 	mu        sync.Mutex // guards status and versions
 	status    []SessionStatus
@@ -274,7 +274,7 @@ func New(cfg Config) (*Receiver, error) {
 		byAddr:   map[string]*session{},
 		osHeld:   map[keys.Key]int{},
 		secret:   secret,
-		hellos:   map[ticketTo]helloSeen{},
+		hellos:   map[helloFrom]helloSeen{},
 	}, nil
 }
 
@@ -663,7 +663,7 @@ func (r *Receiver) hello(b []byte, from net.Addr, now time.Time) {
 		r.reject(err, from, now)
 		return
 	}
-	k := ticketTo{h.Session, from.String()}
+	k := helloFrom{h.Session, from.String()}
 	seen, ok := r.hellos[k]
 	if !ok && len(r.hellos) >= maxSessions*4 {
 		clear(r.hellos) // a bound on this memory
@@ -676,8 +676,9 @@ func (r *Receiver) hello(b []byte, from net.Addr, now time.Time) {
 	r.hellos[k] = seen
 }
 
-// ticketTo keys what a receiver remembers of a session's hellos.
-type ticketTo struct {
+// helloFrom keys what a receiver remembers of a session's hellos: per
+// session and source address.
+type helloFrom struct {
 	session uint64
 	addr    string
 }
@@ -695,7 +696,7 @@ type helloSeen struct {
 // helloCounter is the newest hello counter heard from session id at addr,
 // 0 if none.
 func (r *Receiver) helloCounter(id uint64, addr string) uint64 {
-	return r.hellos[ticketTo{id, addr}].newest
+	return r.hellos[helloFrom{id, addr}].newest
 }
 
 // sendTicket sends session a ticket answering its packet echo, at most one
