@@ -380,3 +380,32 @@ func isSubsequence(a, b []keys.Key) bool {
 	}
 	return i == len(a)
 }
+
+// TestExpiredTicketStartsNoSession (PROTOCOL.md §8.3 step 5, §8.5): a
+// ticket this receiver issued more than TicketLife ago cannot start a
+// session (so a recording of a session the receiver has forgotten cannot
+// start it again); the packet is answered with a new ticket, which the
+// sender takes at once, and typing goes on.
+func TestExpiredTicketStartsNoSession(t *testing.T) {
+	a := newRx(t)
+	l := newLink(t, "10.0.0.2:40000", a)
+	// The hello and its ticket get through; then nothing does until the
+	// ticket is older than TicketLife.
+	n, blocked := 0, true
+	l.drop = func() bool { n++; return blocked && n > 2 }
+	l.start(t0)
+	if a.r.Stats().Tickets != 1 || a.r.Stats().Sessions != 0 {
+		t.Fatalf("after the handshake: %v", a.r.Stats())
+	}
+	blocked = false
+	now := t0.Add(receiver.TicketLife + time.Second)
+	l.tap(kX, now)
+	l.tick(now.Add(time.Second))
+	st := a.r.Stats()
+	if st.Foreign != 1 || st.Tickets != 2 || st.Sessions != 1 {
+		t.Errorf("a packet with a %v-old ticket: %d refused (want 1), %d tickets (want 2), %d sessions (want 1)", receiver.TicketLife+time.Second, st.Foreign, st.Tickets, st.Sessions)
+	}
+	if got := downs(a.rec); len(got) != 1 || got[0] != kX {
+		t.Errorf("typed %v, want X once under the new ticket", got)
+	}
+}
