@@ -197,14 +197,17 @@ func (c *Core) Ack(b []byte, from string, now time.Time) error {
 		}
 		return nil
 	}
-	if h, err := wire.ParseHeader(b); err == nil && h.Type == wire.TypeTicket {
+	// The header is read once here: it says a ticket from an ack, and
+	// which link's keys open an ack (a broken one fails to open).
+	h, _ := wire.ParseHeader(b)
+	if h.Type == wire.TypeTicket {
 		if err := c.handleTicket(b, from, now); err != nil {
 			c.stats.AckErrors++
 			return err
 		}
 		return nil
 	}
-	if err := c.handleAck(b, from, now); err != nil {
+	if err := c.handleAck(b, h, from, now); err != nil {
 		c.stats.AckErrors++
 		return err
 	}

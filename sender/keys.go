@@ -105,8 +105,8 @@ var (
 // An ack of a handshaken link carries its ticket: it opens with that
 // link's keys and passes that link's window, so a restarted receiver's
 // acks, counted from 1 under its new ticket, are taken at once.
-func (k *sessionKeys) openAck(b []byte, from string, a *wire.Ack, links []*link) (l *link, err error) {
-	if h, err := wire.ParseHeader(b); err == nil && h.Flags&wire.FlagTicket != 0 {
+func (k *sessionKeys) openAck(b []byte, h wire.Header, from string, a *wire.Ack, links []*link) (l *link, err error) {
+	if h.Flags&wire.FlagTicket != 0 {
 		for _, c := range links {
 			if c.has && c.ticket == h.Ticket {
 				l = c

@@ -201,9 +201,9 @@ func (c *Core) settle(p *peer, a *wire.Ack) {
 }
 
 // handleAck applies one datagram read from a feedback socket.
-func (c *Core) handleAck(b []byte, from string, now time.Time) error {
+func (c *Core) handleAck(b []byte, h wire.Header, from string, now time.Time) error {
 	a := &c.ack
-	l, err := c.keys.openAck(b, from, a, c.links)
+	l, err := c.keys.openAck(b, h, from, a, c.links)
 	if err != nil {
 		return err
 	}
