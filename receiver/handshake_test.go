@@ -14,6 +14,7 @@ import (
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/wire"
 )
 
 // The handshake (PROTOCOL.md §8.3, issue 15 must-haves 1 and 2), with a
@@ -407,5 +408,35 @@ func TestExpiredTicketStartsNoSession(t *testing.T) {
 	}
 	if got := downs(a.rec); len(got) != 1 || got[0] != kX {
 		t.Errorf("typed %v, want X once under the new ticket", got)
+	}
+}
+
+// TestHelloAnsweredWithoutAcks (README, recv --acks=false): a receiver
+// that sends no acks still answers hellos with tickets, without which no
+// handshaken session could start; and it answers a burst of hellos from
+// one address once per 10 ms (PROTOCOL.md §8.3 step 2).
+func TestHelloAnsweredWithoutAcks(t *testing.T) {
+	conn := &capConn{}
+	r, err := receiver.New(receiver.Config{Conn: conn, Injector: &fake.Recorder{}, PSK: hsKey, NoAcks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := wire.HandshakeKey(hsKey, 0x77)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.2:40000"))
+	for i := range 5 { // 5 hellos, 1 ms apart
+		r.Handle(wire.AppendHello(nil, 0x77, uint64(i+1), k), from, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	r.Handle(wire.AppendHello(nil, 0x77, 6, k), from, t0.Add(10*time.Millisecond))
+	if len(conn.sent) != 2 {
+		t.Fatalf("%d answers to 6 hellos over 10ms, want 2", len(conn.sent))
+	}
+	for i, d := range conn.sent {
+		h, _, err := wire.ParseTicket(d.b, func(uint64) ([]byte, error) { return k, nil })
+		if err != nil || h.Session != 0x77 || d.to != from.String() {
+			t.Errorf("answer %d: %+v to %s: %v", i, h, d.to, err)
+		}
 	}
 }
