@@ -106,7 +106,7 @@ func ParseHello(b []byte, keyFor func(session uint64) ([]byte, error)) (Header, 
 		return h, fmt.Errorf("%w: %d where a hello was expected", ErrType, h.Type)
 	}
 	body := b[HeaderLen:]
-	if err := checkHandshake(b, h, keyFor, TicketLen); err != nil {
+	if err := checkHandshake(b, h, keyFor); err != nil {
 		return h, err
 	}
 	for _, c := range body[:TicketLen] {
@@ -146,16 +146,18 @@ func ParseTicket(b []byte, keyFor func(session uint64) ([]byte, error)) (Header,
 	if h.Type != TypeTicket {
 		return h, t, fmt.Errorf("%w: %d where a ticket was expected", ErrType, h.Type)
 	}
-	if err := checkHandshake(b, h, keyFor, TicketLen); err != nil {
+	if err := checkHandshake(b, h, keyFor); err != nil {
 		return h, t, err
 	}
 	copy(t[:], b[HeaderLen:])
 	return h, t, nil
 }
 
-// checkHandshake checks the size of a hello or ticket with a body of n
-// bytes, and its MAC when it is sealed.
-func checkHandshake(b []byte, h Header, keyFor func(uint64) ([]byte, error), n int) error {
+// checkHandshake checks the size of a hello or ticket (each has TicketLen
+// bytes after the header: padding or the ticket), and its MAC when it is
+// sealed.
+func checkHandshake(b []byte, h Header, keyFor func(uint64) ([]byte, error)) error {
+	const n = TicketLen
 	want := HeaderLen + n
 	if h.Flags&FlagSealed != 0 {
 		want += MACLen
