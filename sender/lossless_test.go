@@ -30,7 +30,8 @@ func TestLosslessTyping(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		loss := float64(rapid.IntRange(0, 30).Draw(rt, "loss%")) / 100
 		// The outage starts once the receiver has been heard (a receiver
-		// never heard is assumed for PeerTimeout only: grace).
+		// never heard is assumed for PeerTimeout only: grace), outageAt
+		// after its first ack.
 		outageAt := time.Duration(rapid.IntRange(100, 2000).Draw(rt, "outageAtMs")) * time.Millisecond
 		outage := time.Duration(rapid.IntRange(0, 4500).Draw(rt, "outageMs")) * time.Millisecond
 		seed := rapid.Uint64().Draw(rt, "seed")
@@ -54,17 +55,32 @@ func TestLosslessTyping(t *testing.T) {
 			rl := relaytest.Start(t, relaytest.Config{Net: nw, PSK: key, Feedback: true,
 				Receiver: receiver.Config{Injector: osk, Timeout: 2 * time.Second},
 				Sender:   sender.Config{QueueLen: 4, Linger: 500 * time.Millisecond}})
-			// The link comes back outage after it went (chained, so the two
-			// never fire in the wrong order).
-			time.AfterFunc(outageAt, func() {
-				nw.Partition(relaytest.SendAddr, relaytest.RecvAddr, true)
-				nw.Partition(relaytest.RecvAddr, relaytest.SendAddr, true)
-				time.AfterFunc(outage, func() {
-					nw.Partition(relaytest.SendAddr, relaytest.RecvAddr, false)
-					nw.Partition(relaytest.RecvAddr, relaytest.SendAddr, false)
+			// The link goes outageAt after the receiver was first heard
+			// (an ack: with the handshake, PROTOCOL.md §8.3, a round trip
+			// after the first packet, or more under loss), and comes back
+			// outage after it went (chained, so the two never fire in the
+			// wrong order). Virtual time: the wait for the first ack is
+			// checked every millisecond, until Run returns.
+			ran := make(chan struct{})
+			go func() {
+				for len(rl.Sender.Peers()) == 0 {
+					select {
+					case <-ran:
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+				time.AfterFunc(outageAt, func() {
+					nw.Partition(relaytest.SendAddr, relaytest.RecvAddr, true)
+					nw.Partition(relaytest.RecvAddr, relaytest.SendAddr, true)
+					time.AfterFunc(outage, func() {
+						nw.Partition(relaytest.SendAddr, relaytest.RecvAddr, false)
+						nw.Partition(relaytest.RecvAddr, relaytest.SendAddr, false)
+					})
 				})
-			})
+			}()
 			st, _ = rl.Sender.Run(context.Background(), &fake.Trace{Steps: steps})
+			close(ran)
 			time.Sleep(6 * time.Second)
 			rl.Stop()
 			got = osk.SentDowns()
