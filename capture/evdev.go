@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/keyrelay/keyrelay/keys"
 )
@@ -119,6 +120,53 @@ type evdevOpen struct {
 	dev        evdevDev
 	dec        evdevDecoder
 	grabbed    bool
+	// upUnread is the keys the local system saw go down (in this
+	// source's own reading, or in the kernel's key state) whose release
+	// this source has not read yet. The kernel clears a key's state bit
+	// as the release comes in but hands the event to readers only at
+	// the SYN_REPORT after it: a grab taken in between, on the key state
+	// alone, would take the release from every other reader, and the
+	// local system would keep the key down.
+	upUnread []uint16
+	// upSince is when the kernel's state was first seen with every key
+	// up while upUnread was not empty.
+	upSince time.Time
+}
+
+// releaseDelivery is how long a release the kernel's state already shows
+// may take to reach readers. The kernel hands it over at the SYN_REPORT
+// that the writer sends right after the key event, so within microseconds.
+// Should it never come (a kernel input filter, SysRq's say, can swallow
+// it), the kernel's state is taken as the truth after this long: the key
+// is released at the receiver and the grab taken, rather than the keyboard
+// left ungrabbed with the key held.
+const releaseDelivery = 50 * time.Millisecond
+
+// note follows the local system's view of d's keys: a press or release
+// read, delivered to every reader of an ungrabbed device at once.
+func (d *evdevOpen) note(ev evdevEvent) {
+	if ev.Type != evKey || ev.Value == 2 {
+		return
+	}
+	i := slices.Index(d.upUnread, ev.Code)
+	switch {
+	case ev.Value != 0 && i < 0:
+		d.upUnread = append(d.upUnread, ev.Code)
+	case ev.Value == 0 && i >= 0:
+		d.upUnread = slices.Delete(d.upUnread, i, i+1)
+		if len(d.upUnread) == 0 {
+			d.upSince = time.Time{}
+		}
+	}
+}
+
+// sawDown adds keys the kernel's state has down.
+func (d *evdevOpen) sawDown(down []uint16) {
+	for _, c := range down {
+		if !slices.Contains(d.upUnread, c) {
+			d.upUnread = append(d.upUnread, c)
+		}
+	}
 }
 
 func (d *evdevOpen) String() string { return fmt.Sprintf("%s (%s)", d.path, d.name) }
@@ -255,6 +303,8 @@ type evdevRun struct {
 	held     map[keys.Code]int // devices holding each key down: one press for all
 	wantGrab bool              // relaying with Grab, but a device is not grabbed yet
 	noted    map[uint16]bool   // unknown codes reported
+	retry    *time.Timer       // tryGrab again: a release is still on its way (releaseDelivery)
+	retryC   <-chan time.Time  // retry's channel while it is set
 
 	batches chan evdevBatch
 	done    chan struct{}
@@ -338,6 +388,11 @@ func (e *Evdev) Play(ctx context.Context, emit func(keys.Key, bool) error) error
 					return err
 				}
 			}
+			if err := r.tryGrab(); err != nil {
+				return err
+			}
+		case <-r.retryC:
+			r.retryC = nil
 			if err := r.tryGrab(); err != nil {
 				return err
 			}
@@ -461,6 +516,7 @@ func (r *evdevRun) lost(d *evdevOpen, err error) error {
 
 // event handles one input event of d.
 func (r *evdevRun) event(d *evdevOpen, ev evdevEvent) error {
+	d.note(ev)
 	res := d.dec.Event(ev)
 	switch res.Action {
 	case evdevPress:
@@ -480,6 +536,7 @@ func (r *evdevRun) event(d *evdevOpen, ev evdevEvent) error {
 			down = nil // unreadable: release everything rather than leave a key stuck
 		}
 		r.status("the kernel dropped events of %s: its key state was read again", d)
+		d.upUnread = append(d.upUnread[:0], down...)
 		for _, k := range d.dec.Sync(down) {
 			if err := r.key(k.Code, k.Down); err != nil {
 				return err
@@ -539,8 +596,8 @@ func (r *evdevRun) toggled(relaying bool) error {
 }
 
 // tryGrab grabs, while relaying with Grab, every device with no key down
-// (the local system saw those keys go down and must see them go up), and
-// says so once all are.
+// and no release still unread (the local system saw those keys go down and
+// must see them go up: see upUnread), and says so once all are.
 func (r *evdevRun) tryGrab() error {
 	if !r.wantGrab {
 		return nil
@@ -551,9 +608,29 @@ func (r *evdevRun) tryGrab() error {
 			continue
 		}
 		if down, err := d.dev.KeysDown(); err != nil || len(down) > 0 {
+			d.sawDown(down)
+			d.upSince = time.Time{}
 			all = false
 			continue
 		}
+		if len(d.upUnread) > 0 {
+			now := time.Now()
+			if d.upSince.IsZero() {
+				d.upSince = now
+			}
+			if wait := releaseDelivery - now.Sub(d.upSince); wait > 0 {
+				r.retryIn(wait)
+				all = false
+				continue
+			}
+			d.upUnread = d.upUnread[:0]
+			for _, k := range d.dec.Sync(nil) { // nothing is down
+				if err := r.key(k.Code, k.Down); err != nil {
+					return err
+				}
+			}
+		}
+		d.upSince = time.Time{}
 		if err := d.dev.Grab(); err != nil {
 			// Another program has it (another keyrelay send --grab?):
 			// relaying its keys would type them here too.
@@ -573,6 +650,7 @@ func (r *evdevRun) tryGrab() error {
 		// A key pressed between the check and the grab reached the local
 		// system: give the device back until that key is released too.
 		if down, err := d.dev.KeysDown(); err != nil || len(down) > 0 {
+			d.sawDown(down)
 			d.dev.Ungrab()
 			all = false
 			continue
@@ -584,6 +662,16 @@ func (r *evdevRun) tryGrab() error {
 		r.status("relaying (grabbed; %s for local use)", r.hotkey)
 	}
 	return nil
+}
+
+// retryIn has Play call tryGrab again after wait.
+func (r *evdevRun) retryIn(wait time.Duration) {
+	if r.retry == nil {
+		r.retry = time.NewTimer(wait)
+	} else {
+		r.retry.Reset(wait)
+	}
+	r.retryC = r.retry.C
 }
 
 // readLocks reads the lock state from the LEDs of the keyboards that have

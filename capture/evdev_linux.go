@@ -31,7 +31,12 @@ func (s linuxEvdev) Open(path string) (evdevDev, evdevInfo, error) {
 		d.Close()
 		return nil, evdevInfo{}, err
 	}
-	return &linuxDev{d: d, leds: leds, buf: make([]evdev.Event, 64)}, info, nil
+	state, err := evdev.Open(path)
+	if err != nil {
+		d.Close()
+		return nil, evdevInfo{}, err
+	}
+	return &linuxDev{d: d, state: state, leds: leds, buf: make([]evdev.Event, 64)}, info, nil
 }
 
 func describe(d *evdev.Device) (info evdevInfo, leds bool, err error) {
@@ -59,9 +64,14 @@ func (s linuxEvdev) List() ([]string, error) { return evdev.List(s.dir) }
 func (s linuxEvdev) Watch() (evdevWatch, error) { return evdev.Watch(s.dir) }
 
 type linuxDev struct {
-	d    *evdev.Device
-	leds bool
-	buf  []evdev.Event // Read's, in the reader's goroutine
+	d *evdev.Device
+	// state is a second open file of the device, asked only for the key
+	// state: EVIOCGKEY also drops the key events queued for the file it
+	// is asked on (the state includes them), and on d that would take
+	// presses and releases from the decoder, a hotkey's release with them.
+	state *evdev.Device
+	leds  bool
+	buf   []evdev.Event // Read's, in the reader's goroutine
 }
 
 func (l *linuxDev) Read(evs []evdevEvent) (int, error) {
@@ -76,7 +86,7 @@ func (l *linuxDev) Read(evs []evdevEvent) (int, error) {
 }
 
 func (l *linuxDev) KeysDown() ([]uint16, error) {
-	b, err := l.d.KeyState()
+	b, err := l.state.KeyState()
 	if err != nil {
 		return nil, err
 	}
@@ -107,4 +117,7 @@ func (l *linuxDev) LEDs() (keys.Locks, bool, error) {
 
 func (l *linuxDev) Grab() error   { return l.d.Grab() }
 func (l *linuxDev) Ungrab() error { return l.d.Ungrab() }
-func (l *linuxDev) Close() error  { return l.d.Close() }
+func (l *linuxDev) Close() error {
+	l.state.Close()
+	return l.d.Close()
+}
