@@ -68,6 +68,9 @@ type check struct {
 	ok      string
 	fix     string
 	skipped string // not run: why (another role's check)
+	// notNeeded says why a failure of a check that is not needed is
+	// fine ("": the choices made, notNeededFor).
+	notNeeded string
 }
 
 // NewCmdDoctor builds `keyrelay doctor`.
@@ -107,9 +110,11 @@ by, or both, doctor checks both. The checks of the other role are listed as
 
 With --peer HOST[:PORT], whatever the role, a round trip to that recv
 instead of send's destinations. A probe is one short session holding no
-key, which the receiver logs as a new session that ended, not as a lost
-one; a failed one names the address, where it came from and the likely
-causes.`,
+key, started with the handshake as send's are (so a recv --one-way=false
+answers it), which the receiver logs as a new session that ended, not as a
+lost one; a failed one names the address, where it came from and the
+likely causes. A clock offset past 15s is named with its fix but fails
+nothing: only one-way packets (broadcast, --feedback=false) depend on it.`,
 		Args: cobra.NoArgs,
 	}
 	var settings []Setting
@@ -364,6 +369,8 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		case c.needed:
 			failed++
 			fmt.Fprintf(stdio.Out, "FAIL  %s: %v\n      fix: %s\n", c.name, c.err, c.fix)
+		case c.notNeeded != "":
+			fmt.Fprintf(stdio.Out, "--    %s: %v (not needed: %s)\n      fix: %s\n", c.name, c.err, c.notNeeded, c.fix)
 		default:
 			fmt.Fprintf(stdio.Out, "--    %s: %v (not needed for %s)\n", c.name, c.err, notNeededFor(doSend, doRecv, inj, o.Input))
 		}
@@ -436,26 +443,29 @@ func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key 
 	}
 	port := portOf(transport.WithDefaultPort(target, DefaultPort))
 	rtt, offset, err := o.probe(ctx, target, key)
-	fix := "start 'keyrelay recv' there, listening on port " + port + ", with the same key (compare fingerprints) or both --insecure; open UDP " + port + " in its firewall; keep both clocks in sync (NTP)" + fixAddr
+	fix := "start 'keyrelay recv' there, listening on port " + port + ", with the same key (compare fingerprints) or both --insecure; open UDP " + port + " in its firewall" + fixAddr
 	if errors.As(err, &versionError{}) {
 		fix = versionFix
 	}
 	checks := []check{{name: name, needed: true, err: err,
-		ok:  fmt.Sprintf("a recv answered in %v (%s)", rtt.Round(time.Microsecond), o.keyWords("same key; clocks within its --max-skew")),
+		ok:  fmt.Sprintf("a recv answered in %v (%s)", rtt.Round(time.Microsecond), o.keyWords("handshake and session under the same key")),
 		fix: fix}}
 	if err != nil {
 		return checks
 	}
-	// The replay defence (recv --max-skew, default 30s) rejects packets
-	// from a clock too far off; warn at half of it, while the relay still
-	// works, before drift makes it stop.
+	// send's sessions with a receiver that answers are handshaken and
+	// check no clock (PROTOCOL.md §8.3); only one-way packets (broadcast
+	// and multicast destinations, send --feedback=false) are held to
+	// recv's --max-skew (§8.4). So a clock far off is said, with its fix,
+	// at half of the default --max-skew, but fails nothing.
 	var clockErr error
 	if offset > receiver.DefaultMaxSkew/2 || offset < -receiver.DefaultMaxSkew/2 {
-		clockErr = fmt.Errorf("its clock is %s: past recv's --max-skew (default %v) it rejects every packet", describeOffset(offset), receiver.DefaultMaxSkew)
+		clockErr = fmt.Errorf("its clock is %s: one-way packets (broadcast or multicast destinations, send --feedback=false) past recv's --max-skew (default %v) are rejected", describeOffset(offset), receiver.DefaultMaxSkew)
 	}
-	return append(checks, check{name: "clock offset to " + target, needed: !o.Insecure, err: clockErr,
-		ok:  fmt.Sprintf("its clock is %s (±%v; recv rejects packets past its --max-skew, default %v)", describeOffset(offset), (rtt/2 + time.Millisecond).Round(time.Millisecond), receiver.DefaultMaxSkew),
-		fix: "keep both clocks in sync with NTP (timedatectl set-ntp true; chrony or systemd-timesyncd)"})
+	return append(checks, check{name: "clock offset to " + target, err: clockErr,
+		notNeeded: "send's sessions with a recv that answers are handshaken and depend on no clock",
+		ok:        fmt.Sprintf("its clock is %s (±%v; only one-way packets are held to recv's --max-skew, default %v)", describeOffset(offset), (rtt/2 + time.Millisecond).Round(time.Millisecond), receiver.DefaultMaxSkew),
+		fix:       "keep both clocks in sync with NTP (timedatectl set-ntp true; chrony or systemd-timesyncd)"})
 }
 
 // checkListen checks the UDP port recv listens on: free, or held by a
@@ -531,14 +541,17 @@ func (o *DoctorOptions) probe(ctx context.Context, peer string, key []byte) (rtt
 // network may lose one.
 const probeResend = 250 * time.Millisecond
 
-// probePeer runs one short sender session with a running recv: the same
-// queue of nothing pressed (none entries), sealed with key (plaintext when
-// key is nil), sent at once and again every probeResend until an ack comes
-// or timeout passes: a round trip through the network, the key and the
-// receiver's clock check. The session never holds a key, so when it falls
-// silent the receiver has nothing to release: it ended, it was not lost.
-// It returns the RTT (the receiver's hold time taken out) and the
-// receiver's clock minus ours, from the ack's wall clock.
+// probePeer runs one short sender session with a running recv, as send
+// starts one (PROTOCOL.md §8.3): hellos until the receiver answers with a
+// ticket, then the queue of nothing pressed (none entries) sealed for that
+// ticket with key (plaintext when key is nil), until it is acked. Each is
+// sent at once and again every probeResend, until timeout passes: a round
+// trip through the network, the key and the handshake, so a recv that
+// takes only handshaken senders (--one-way=false) answers it too. The
+// session never holds a key, so when it falls silent the receiver has
+// nothing to release: it ended, it was not lost. It returns the RTT of the
+// queue packet (the receiver's hold time taken out) and the receiver's
+// clock minus ours, from the ack's wall clock.
 func probePeer(ctx context.Context, peer string, key []byte, timeout time.Duration) (rtt, offset time.Duration, err error) {
 	addrs, err := resolveAll([]string{peer})
 	if err != nil {
@@ -553,26 +566,41 @@ func probePeer(ctx context.Context, peer string, key []byte, timeout time.Durati
 	if err != nil {
 		return 0, 0, err
 	}
-	out, back := wireAEADs(key, session)
+	var hkey []byte // authenticates hellos and tickets
+	var keyFor func(uint64) ([]byte, error)
+	if key != nil {
+		if hkey, err = wire.HandshakeKey(key, session); err != nil {
+			return 0, 0, err
+		}
+		keyFor = func(uint64) ([]byte, error) { return hkey, nil }
+	}
 	begun := time.Now()
 	var sent []time.Time // sent[i]: when packet i+1 left
+	var ticket wire.Ticket
+	first := uint64(0) // the first packet sent under the ticket; 0: no ticket yet
+	var sealer *wire.Sealer
+	var back cipher.AEAD
 	send := func() error {
 		now := time.Now()
-		q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: session, Counter: uint64(len(sent) + 1)},
-			Clock: uint64(now.Sub(begun).Milliseconds()), Wall: uint64(now.UnixMilli()),
-			Events: make([]eventqueue.Event, 4)} // a fresh queue: none entries
+		counter := uint64(len(sent) + 1)
 		var b []byte
-		var err error
-		if out != nil {
-			b, err = q.AppendSealed(nil, out)
+		if first == 0 {
+			b = wire.AppendHello(nil, session, counter, hkey)
 		} else {
-			b, err = q.Append(nil)
-		}
-		if err != nil {
-			return err
+			q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagTicket, Ticket: ticket, Session: session, Counter: counter},
+				Clock: uint64(now.Sub(begun).Milliseconds()), Events: make([]eventqueue.Event, 4)} // a fresh queue: none entries
+			var err error
+			if sealer != nil {
+				b, err = q.AppendSealedBy(nil, sealer)
+			} else {
+				b, err = q.Append(nil)
+			}
+			if err != nil {
+				return err
+			}
 		}
 		sent = append(sent, now)
-		_, err = conn.WriteTo(b, addrs[0])
+		_, err := conn.WriteTo(b, addrs[0])
 		return err
 	}
 	if err := send(); err != nil {
@@ -597,7 +625,10 @@ func probePeer(ctx context.Context, peer string, key []byte, timeout time.Durati
 				return 0, 0, err
 			}
 			if !time.Now().Before(deadline) {
-				return 0, 0, fmt.Errorf("no answer within %v (no recv on port %s there, another key, --insecure on one end only, clocks more than its --max-skew apart, or a firewall dropping UDP %s; recv's log names a wrong key or clock)", timeout, port, port)
+				if first != 0 {
+					return 0, 0, fmt.Errorf("the recv there answered the handshake but acked nothing within %v: it runs with --acks=false (send then never knows what arrived), or its acks are lost on the way back", timeout)
+				}
+				return 0, 0, fmt.Errorf("no answer within %v (no recv on port %s there, another key, --insecure on one end only, or a firewall dropping UDP %s; recv's log names a wrong key)", timeout, port, port)
 			}
 			if err := send(); err != nil {
 				return 0, 0, err
@@ -609,18 +640,46 @@ func probePeer(ctx context.Context, peer string, key []byte, timeout time.Durati
 		if speaks, ok := wire.SpokenBy(buf[:n], session); ok {
 			return 0, 0, versionError{speaks}
 		}
-		var a wire.Ack
-		if back != nil {
-			_, err = wire.OpenAck(buf[:n], back, nil, &a)
-		} else {
-			err = wire.ParseAck(buf[:n], &a)
-		}
-		if err != nil || a.Header.Session != session || a.Newest == 0 || a.Newest > uint64(len(sent)) {
+		h, err := wire.ParseHeader(buf[:n])
+		if err != nil || h.Session != session {
 			continue
 		}
-		now := time.Now()
-		rtt := now.Sub(sent[a.Newest-1]) - time.Duration(a.Delay)*time.Microsecond
-		return rtt, sender.ClockOffset(a.Wall, now, rtt), nil
+		switch {
+		case h.Type == wire.TypeTicket && first == 0:
+			_, t, err := wire.ParseTicket(buf[:n], keyFor)
+			if err != nil || h.Counter == 0 || h.Counter > uint64(len(sent)) {
+				continue
+			}
+			if key != nil {
+				seal, err := wire.TicketAEAD(key, session, t, wire.SenderToReceiver)
+				if err != nil {
+					return 0, 0, err
+				}
+				if back, err = wire.TicketAEAD(key, session, t, wire.ReceiverToSender); err != nil {
+					return 0, 0, err
+				}
+				sealer = &wire.Sealer{AEAD: seal}
+			}
+			ticket, first = t, uint64(len(sent)+1)
+			if err := send(); err != nil {
+				return 0, 0, err
+			}
+		case h.Type == wire.TypeAck && first != 0:
+			var a wire.Ack
+			if back != nil {
+				_, err = wire.OpenAck(buf[:n], back, nil, &a)
+			} else {
+				err = wire.ParseAck(buf[:n], &a)
+			}
+			// Only an ack of a queue packet sent under the ticket: the
+			// hellos before it are answered with tickets, not acks.
+			if err != nil || a.Newest < first || a.Newest > uint64(len(sent)) {
+				continue
+			}
+			now := time.Now()
+			rtt := now.Sub(sent[a.Newest-1]) - time.Duration(a.Delay)*time.Microsecond
+			return rtt, sender.ClockOffset(a.Wall, now, rtt), nil
+		}
 	}
 }
 
@@ -634,17 +693,6 @@ func (e versionError) Error() string {
 
 // versionFix is the fix of a versionError.
 const versionFix = "install the same keyrelay release on both machines ('keyrelay version' on each names it)"
-
-// wireAEADs are a session's two AEADs, sender to receiver and back (nil,
-// nil in plaintext).
-func wireAEADs(key []byte, session uint64) (out, back cipher.AEAD) {
-	if key == nil {
-		return nil, nil
-	}
-	out, _ = wire.SessionAEAD(key, session, wire.SenderToReceiver)
-	back, _ = wire.SessionAEAD(key, session, wire.ReceiverToSender)
-	return out, back
-}
 
 // configPath is the config file a key-file setting would go in: the one
 // named by --config or $KEYRELAY_CONFIG, else the default.
