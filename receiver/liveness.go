@@ -67,13 +67,14 @@ func (r *Receiver) paced(s *session, counter, clock uint64, now time.Time) {
 	p := &s.pace
 	if s.counter == 0 && s.keys.handshaken {
 		// A handshaken session: the counters before its first queue
-		// packet went out as hellos (PROTOCOL.md §8.3). Those after the
-		// newest hello heard were lost; before it they say nothing.
+		// packet went out as hellos (PROTOCOL.md §8.3), and the hellos
+		// heard were counted as its packets are (hello): its pace goes on
+		// from theirs, and those after the newest hello heard were lost.
+		// With none heard, the counters before it say nothing.
 		p.base = counter
-		if h := r.helloCounter(s.id, s.addr); h != 0 && h < counter {
-			p.base = h
-			p.span = float64(min(counter-h, maxGap))
-			p.arrived = 1
+		if h := r.hellos[helloFrom{s.id, s.addr}]; h.newest != 0 && h.newest < counter {
+			*p = h.pace
+			p.count(counter - h.newest)
 		}
 	} else if s.counter == 0 && !r.listened(now, clock) {
 		// The first packet heard of a sender that started before this
@@ -81,11 +82,30 @@ func (r *Receiver) paced(s *session, counter, clock uint64, now time.Time) {
 		// it say nothing of loss.
 		p.base = counter
 	} else {
-		gap := min(counter-max(s.counter, p.base), maxGap)
-		p.span = p.span*paceDecay + float64(gap)
-		p.arrived = p.arrived*paceDecay + 1
+		p.count(counter - max(s.counter, p.base))
 	}
 	r.setAllowance(s)
+}
+
+// count applies a packet that arrived gap counters after the newest before
+// it (gap − 1 lost).
+func (p *pace) count(gap uint64) {
+	p.span = p.span*paceDecay + float64(min(gap, maxGap))
+	p.arrived = p.arrived*paceDecay + 1
+}
+
+// helloPaced counts a hello of counter c in seen's pace: the first heard
+// only sets where the counting starts (a hello says nothing of the
+// sender's clock, so not whether the counters before it were lost here);
+// each newer one is a packet that arrived. An older one (late, or a
+// duplicate: hellos have no replay window) is not counted.
+func helloPaced(seen *helloSeen, c uint64) {
+	switch {
+	case seen.newest == 0:
+		seen.pace.base = c
+	case c > seen.newest:
+		seen.pace.count(c - seen.newest)
+	}
 }
 
 // listened reports whether this receiver was listening when a sender

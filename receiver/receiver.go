@@ -235,7 +235,7 @@ type Receiver struct {
 	// epoch from the first datagram.
 	secret []byte
 	born   time.Time
-	hellos map[helloFrom]helloSeen // per session and address: its hellos (rate limit, and where its counters start)
+	hellos map[helloFrom]helloSeen // per session and address: its hellos (rate limit, and the loss its counting starts from)
 
 	mu        sync.Mutex // guards status and versions
 	status    []SessionStatus
@@ -668,6 +668,7 @@ func (r *Receiver) hello(b []byte, from net.Addr, now time.Time) {
 	if !ok && len(r.hellos) >= maxSessions*4 {
 		clear(r.hellos) // a bound on this memory
 	}
+	helloPaced(&seen, h.Counter)
 	seen.newest = max(seen.newest, h.Counter)
 	if !ok || now.Sub(seen.answered) >= ticketGap {
 		seen.answered = now
@@ -685,18 +686,14 @@ type helloFrom struct {
 
 // helloSeen is what a receiver remembers of a session's hellos from one
 // address: when it last answered one (at most one answer per ticketGap),
-// and the newest counter among them. A handshaken session's loss is
-// counted from there (liveness.go): the counters before its first queue
-// packet went out as hellos, and those that arrived are no loss.
+// the newest counter among them, and the pace of the hellos heard. A
+// handshaken session's loss is counted on from there (liveness.go): the
+// counters before its first queue packet went out as hellos, and those
+// that arrived are no loss.
 type helloSeen struct {
 	answered time.Time
 	newest   uint64
-}
-
-// helloCounter is the newest hello counter heard from session id at addr,
-// 0 if none.
-func (r *Receiver) helloCounter(id uint64, addr string) uint64 {
-	return r.hellos[helloFrom{id, addr}].newest
+	pace     pace
 }
 
 // sendTicket sends session a ticket answering its packet echo, at most one
