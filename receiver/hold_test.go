@@ -22,6 +22,12 @@ import (
 // holdSeeds are the netsim seeds each loss is tried with.
 const holdSeeds = 30
 
+// releasedEarly are seeds past holdSeeds whose holds at 90 % loss the
+// estimate alone released early in the session (300-seed measurement): one-way
+// (false) after a run of luck in the first packets (PROTOCOL.md §7.2, the
+// prior), with feedback (true) when the hellos' loss was not counted.
+var releasedEarly = map[bool][]uint64{false: {91, 127, 276}, true: {184}}
+
 // TestHoldThroughHeavyLoss (issue 15 must-have 4): a key held for 20 s
 // while 70, 80 or 90 % of the packets are lost (both ways; one-way and
 // with feedback, recv's 1 s --timeout and send's 100 ms --interval) is
@@ -31,13 +37,24 @@ const holdSeeds = 30
 // 1.4, 3.3 and 6.4 with feedback (93, 100 and 100 % of the holds one-way,
 // 75, 97 and 100 % with feedback). With the allowance following the loss:
 // no hold released at 70 or 80 %; 3 of 300 (one-way) and 1 (with
-// feedback) at 90 %, each early in the session, while the receiver has
-// only a few packets to estimate the loss from.
+// feedback) at 90 %, each early in the session, while the receiver had
+// only a few packets to estimate the loss from (releasedEarly, tried here
+// too). With a session's hellos counted and a prior of heavy loss for its
+// first packets (PROTOCOL.md §7.2): none of 1,000 at 70, 80 or 90 %,
+// one-way or with feedback (the estimate alone: 0, 1 and 5 one-way, 0, 5
+// and 6 with feedback).
 func TestHoldThroughHeavyLoss(t *testing.T) {
 	for _, loss := range []float64{0.7, 0.8, 0.9} {
 		for _, feedback := range []bool{false, true} {
 			t.Run(fmt.Sprintf("loss=%.0f%%,feedback=%v", 100*loss, feedback), func(t *testing.T) {
+				seeds := make([]uint64, 0, holdSeeds+len(releasedEarly[feedback]))
 				for seed := uint64(1); seed <= holdSeeds; seed++ {
+					seeds = append(seeds, seed)
+				}
+				if loss == 0.9 {
+					seeds = append(seeds, releasedEarly[feedback]...)
+				}
+				for _, seed := range seeds {
 					got, released := holdThroughLoss(t, loss, seed, feedback)
 					if downs := got.downs(); downs != 1 || released > 0 {
 						t.Errorf("seed %d: pressed %d times, released %d times during the hold, want once and never: %s", seed, downs, released, fake.Arrivals(got))
@@ -95,8 +112,8 @@ func holdThroughLoss(t *testing.T, loss float64, seed uint64, feedback bool) (go
 // sender killed while it holds a key has it released its allowance after
 // its last packet arrived, as the receiver's status shows it: exactly
 // recv's --timeout on a lossless link, longer at 80 % loss but at most
-// MaxAllowance timeouts (measured over 300 seeds: median 6.3 s, at most
-// 10 s, one-way or not).
+// MaxAllowance timeouts (measured over 300 seeds, killed 10 s after the
+// key-down: median 6.4 s with feedback, 6.6 s one-way, at most 10 s).
 func TestKilledSenderReleasedAfterItsAllowance(t *testing.T) {
 	const timeout = time.Second
 	for _, tc := range []struct {

@@ -61,6 +61,15 @@ func TestAllowanceFollowsLoss(t *testing.T) {
 		{"90 % lost", sequence(200, 10), MaxAllowance * T, MaxAllowance * T},
 		{"99 % lost", sequence(200, 100), MaxAllowance * T, MaxAllowance * T},
 		{"1,000 packets lost in a row, then none for 10 s", append(sequence(10, 1), sequence(100, 1, 1000)...), T, T},
+		// A session's first packets: the estimate starts from a prior of
+		// heavy loss once it loses any. Both runs of luck are from 300
+		// 20 s holds at 90 % loss (TestHoldThroughHeavyLoss), which the
+		// estimate alone released at the next gap: after 8, 2.75 s
+		// (then 34 counters); after 24, 4.19 s (then 44 counters).
+		{"first packets, none lost", sequence(3, 1), T, T},
+		{"4 of the first 8 arrive", []uint64{1, 5, 6, 8}, 5 * T, MaxAllowance * T},
+		{"7 of the first 24 arrive", []uint64{2, 10, 17, 18, 21, 23, 24}, 5 * T, MaxAllowance * T},
+		{"1 of the first 20 lost", append(sequence(10, 1), sequence(9, 1, 12)...), T, 2 * T},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, rec := newReceiver(t)

@@ -20,7 +20,9 @@ type SessionStatus struct {
 	// timeouts; liveness.go). A sender killed now has its keys released
 	// Allowance after LastHeard.
 	Allowance time.Duration
-	Loss      float64 // the share of its packets lost, as Allowance reads it
+	// Loss is the share of its packets lost, as estimated from them
+	// (early in a session Allowance also weighs a prior of heavy loss).
+	Loss float64
 }
 
 // publishEvery bounds how often Handle copies the status for packet counts
