@@ -37,7 +37,7 @@ func cpuTime(t testing.TB, pid int) time.Duration {
 	return sum
 }
 
-var acksSentRE = regexp.MustCompile(`(\d+) acks sent`)
+var acksSentRE = regexp.MustCompile(`(\d+) acks (?:and \d+ tickets )?sent`)
 
 // BenchmarkIdlePair is what an idle connected pair costs (issue 14
 // must-have 4: send + recv ≤ 0.6 % of one core together; at most one ack a
