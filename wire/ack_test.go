@@ -58,6 +58,11 @@ func TestAckRoundTrip(t *testing.T) {
 func FuzzParseAck(f *testing.F) {
 	b, _ := goldenAck.Append(nil)
 	f.Add(b)
+	// A handshaken session's ack carries its ticket (PROTOCOL.md §8.3).
+	ticketed := goldenAck
+	ticketed.Header.Flags, ticketed.Header.Ticket = FlagTicket, Ticket{0, 0, 0, 7, 1, 2, 3, 4, 5, 6, 7, 8}
+	b, _ = ticketed.Append(nil)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var a Ack
 		if err := ParseAck(b, &a); err != nil {

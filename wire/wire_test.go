@@ -380,7 +380,11 @@ func TestParseHeader(t *testing.T) {
 }
 
 func FuzzParseQueue(f *testing.F) {
-	for _, g := range []Queue{golden, goldenChars} {
+	// A handshaken session's packet too: the ticket after the header,
+	// since in the wall's place (PROTOCOL.md §2, §8.3).
+	ticketed := golden
+	ticketed.Header.Flags, ticketed.Header.Ticket, ticketed.Wall, ticketed.Since = FlagTicket, Ticket{0, 0, 0, 7, 1, 2, 3, 4, 5, 6, 7, 8}, 0, 1490
+	for _, g := range []Queue{golden, goldenChars, ticketed} {
 		b, _ := g.Append(nil)
 		f.Add(b)
 	}
