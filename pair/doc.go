@@ -8,11 +8,11 @@
 // firewall opened for keyrelay lets pairing through); A runs `keyrelay pair
 // B[:PORT]` (Dial). Five steps, each a UDP datagram, big-endian:
 //
-//	1. A → B  hello    A's Info                              152 bytes
-//	2. B → A  commit   B's Info, Cb                          152 bytes
-//	3. A → B  nonce    Na                                     54 bytes
-//	4. B → A  reveal   Nb                                     54 bytes
-//	5. A ↔ B  confirm  the person's answer, what it has heard  24 bytes
+//  1. A → B  hello    A's Info                              152 bytes
+//  2. B → A  commit   B's Info, Cb                          152 bytes
+//  3. A → B  nonce    Na                                     54 bytes
+//  4. B → A  reveal   Nb                                     54 bytes
+//  5. A ↔ B  confirm  the person's answer, what it has heard  24 bytes
 //
 // Every message starts with the same 22 bytes:
 //
