@@ -276,10 +276,6 @@ func (c *Core) hello(now time.Time, m *Message, from string) {
 		c.stats.Unexpected++
 		return
 	}
-	if m.Info.Key == c.self.Key {
-		c.fail(ErrSameKey)
-		return
-	}
 	if _, err := io.ReadFull(c.rand, c.nb[:]); err != nil {
 		c.fail(fmt.Errorf("unable to draw Nb: %w", err))
 		return
@@ -294,6 +290,10 @@ func (c *Core) hello(now time.Time, m *Message, from string) {
 	c.commitB = b
 	c.out = append(c.out, b)
 	c.state = awaitNonce
+	if m.Info.Key == c.self.Key {
+		// The commit, sent anyway, tells the dialer too.
+		c.fail(ErrSameKey)
+	}
 }
 
 // commitMsg: step 2 at the dialer.
