@@ -8,11 +8,12 @@
 // firewall opened for keyrelay lets pairing through); A runs `keyrelay pair
 // B[:PORT]` (Dial). Five steps, each a UDP datagram, big-endian:
 //
-//  1. A → B  hello    A's Info                              152 bytes
-//  2. B → A  commit   B's Info, Cb                          152 bytes
-//  3. A → B  nonce    Na                                     54 bytes
-//  4. B → A  reveal   Nb                                     54 bytes
-//  5. A ↔ B  confirm  the person's answer, what it has heard  24 bytes
+//	step  from    name     body                                    length
+//	1     A → B   hello    A's Info                                152 bytes
+//	2     B → A   commit   B's Info, Cb                            152 bytes
+//	3     A → B   nonce    Na                                       54 bytes
+//	4     B → A   reveal   Nb                                       54 bytes
+//	5     A ↔ B   confirm  the person's answer, what it has heard   24 bytes
 //
 // Every message starts with the same 22 bytes:
 //
@@ -37,7 +38,8 @@
 //
 // Bodies: hello is A's Info and 32 zero bytes (so that it is as large as
 // the commit answering it: a forged source address gains no amplification;
-// every answer here is exactly as large as its question); commit is B's
+// no answer is larger than its question, but for the confirm that ends a
+// side, sent twice to a peer that has come through steps 1-4); commit is B's
 // Info and Cb (32 bytes); nonce is Na and reveal Nb (32 bytes each);
 // confirm is answer (u8: 1 yes, 2 no) and have (u8: 0 has not heard the
 // other side's answer, 1 has it, 2 has it and knows the other side has
@@ -66,7 +68,9 @@
 // and search for a matching code; without Na after Cb, A could. Changing
 // bytes in flight instead of running two pairings fails at A's check of Nb
 // against Cb (ErrCommitment), since Cb covers both infos. A failed attempt
-// is seen: the person at each end sees a code that differs and says no.
+// is seen: the person at each end sees a code that differs and says no. The
+// code covers names and ports too, so what the screens show and what is
+// stored is what was compared.
 //
 // Reliability: A resends hello and nonce, and both sides their confirm,
 // with backoff (Options.RetryMin doubling to RetryMax, 200 ms to 1 s) until
@@ -75,7 +79,8 @@
 // choose among codes). The first hello takes the listener: datagrams for
 // another pairing id, from another address, or malformed are ignored and
 // counted (Stats). A side ends once it has both answers and the other side
-// has said it has its own (have ≥ 1), or Linger after it knew both; a "no"
+// has said it has its own (have ≥ 1; its last confirm, have 2, goes twice),
+// or Linger after it knew both; a "no"
 // on either side ends both with ErrRejected. The last datagram of any
 // exchange may be lost: then one side can end with the peer stored and
 // the other with ErrTimeout, which a second pairing repairs.
