@@ -438,3 +438,56 @@ func earliestOf(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// FuzzHandle: no datagram makes a core panic, at any step of a pairing,
+// and none makes it return a peer without both answers. Seeded with the
+// golden messages.
+func FuzzHandle(f *testing.F) {
+	for _, g := range goldenMessages() {
+		enc, _ := g.m.Append(nil)
+		f.Add(enc, uint8(0))
+	}
+	// And the messages of the fuzzed cores' own pairing, at each step.
+	a, l := cores(f, Options{})
+	hello := a.Take()[0]
+	l.Handle(t0, hello, addrA)
+	commit := l.Take()[0]
+	a.Handle(t0, commit, addrB)
+	nonce := a.Take()[0]
+	l.Handle(t0, nonce, addrA)
+	reveal := l.Take()[0]
+	yes, _ := (&Message{Step: StepConfirm, ID: a.id, Answer: Yes}).Append(nil)
+	for i, b := range [][]byte{hello, commit, nonce, reveal, yes} {
+		f.Add(b, uint8(i))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, at uint8) {
+		a, l := cores(t, Options{})
+		// at picks the step the pairing has reached: 0 nothing delivered,
+		// 1 the hello, 2 its commit too, 3 Na too, 4 everything.
+		outs := [][]byte{}
+		for range at % 5 {
+			if len(outs) == 0 {
+				outs = a.Take()
+			}
+			if len(outs) == 0 {
+				break
+			}
+			var m Message
+			if Parse(outs[0], &m) == nil && (m.Step == StepHello || m.Step == StepNonce) {
+				l.Handle(t0, outs[0], addrA)
+				outs = append(outs[1:], l.Take()...)
+			} else {
+				a.Handle(t0, outs[0], addrB)
+				outs = append(outs[1:], a.Take()...)
+			}
+		}
+		for _, c := range []*Core{a, l} {
+			for _, from := range []string{addrA, addrB} {
+				c.Handle(t0, b, from)
+				if p, err := c.Result(); err == nil && p != (Info{}) {
+					t.Fatalf("returned %q without any answer", p.Name)
+				}
+			}
+		}
+	})
+}

@@ -57,6 +57,9 @@ func Listen(ctx context.Context, conn net.PacketConn, self Info, ui UI, opts Run
 // listener's Info once both people confirmed the same code. conn stays the
 // caller's.
 func Dial(ctx context.Context, conn net.PacketConn, addr net.Addr, self Info, ui UI, opts RunOptions) (Info, error) {
+	if addr == nil {
+		return Info{}, errors.New("no address to pair with")
+	}
 	target := opts.Target
 	if target == "" {
 		target = addr.String()

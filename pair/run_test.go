@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,16 +166,20 @@ func TestPairThroughLoss(t *testing.T) {
 			// The people answer 1 s and 3 s after they see the code.
 			var mu sync.Mutex
 			var answered time.Time
-			slow := func(d time.Duration) *person {
+			first := ""
+			slow := func(name string, d time.Duration) *person {
 				return &person{answer: func(string) (bool, error) {
 					time.Sleep(d)
 					mu.Lock()
 					answered = time.Now() // the later answer's time is kept
+					if first == "" {
+						first = name
+					}
 					mu.Unlock()
 					return true, nil
 				}}
 			}
-			pa, pb := slow(time.Second), slow(3*time.Second)
+			pa, pb := slow("A", time.Second), slow("B", 3*time.Second)
 			a, b := pairOver(t, lc, dc, lc.LocalAddr(), pa, pb, Options{})
 			ab, ba := n.Stats("10.0.0.1:40000", "10.0.0.2:7575"), n.Stats("10.0.0.2:7575", "10.0.0.1:40000")
 			if a.err != nil || b.err != nil {
@@ -182,6 +187,14 @@ func TestPairThroughLoss(t *testing.T) {
 			}
 			if a.peer != infoB || b.peer != infoA {
 				t.Errorf("seed %d: A got %q, B got %q", seed, a.peer.Name, b.peer.Name)
+			}
+			// The person who answered first was told what it waits for.
+			waiting, other := pa, "bravo"
+			if first == "B" {
+				waiting, other = pb, "alpha"
+			}
+			if want := "waiting for " + other + " to confirm..."; !slices.Contains(waiting.statuses, want) {
+				t.Errorf("seed %d: %s answered first and was told %q, not %q", seed, first, waiting.statuses, want)
 			}
 			codeA, _ := pa.seen()
 			if codeB, _ := pb.seen(); codeA != codeB {
@@ -300,3 +313,14 @@ func TestCancelTellsThePeer(t *testing.T) {
 
 // lossSeeds is how many seeds TestPairThroughLoss runs.
 const lossSeeds = 1000
+
+// DefaultName is the hostname, fit to be shown and stored (CheckName).
+func TestDefaultNameIsValid(t *testing.T) {
+	name, err := DefaultName()
+	if err != nil {
+		t.Skipf("this machine's hostname cannot name it: %v", err)
+	}
+	if err := CheckName(name); err != nil {
+		t.Errorf("DefaultName %q: %v", name, err)
+	}
+}
