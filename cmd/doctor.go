@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"crypto/cipher"
 	"errors"
 	"fmt"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keyrelay/keyrelay/capture"
-	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"
@@ -537,21 +535,11 @@ func (o *DoctorOptions) probe(ctx context.Context, peer string, key []byte) (rtt
 	return probePeer(ctx, peer, key, timeout)
 }
 
-// probeResend is how often a probe is sent again while no ack came: the
-// network may lose one.
-const probeResend = 250 * time.Millisecond
-
-// probePeer runs one short sender session with a running recv, as send
-// starts one (PROTOCOL.md §8.3): hellos until the receiver answers with a
-// ticket, then the queue of nothing pressed (none entries) sealed for that
-// ticket with key (plaintext when key is nil), until it is acked. Each is
-// sent at once and again every probeResend, until timeout passes: a round
-// trip through the network, the key and the handshake, so a recv that
-// takes only handshaken senders (--one-way=false) answers it too. The
-// session never holds a key, so when it falls silent the receiver has
-// nothing to release: it ended, it was not lost. It returns the RTT of the
-// queue packet (the receiver's hold time taken out) and the receiver's
-// clock minus ours, from the ack's wall clock.
+// probePeer runs one short session with a running recv at peer, with send's
+// own code (sender.Probe): its handshake, keys and acks, so a recv that
+// takes only handshaken senders (--one-way=false) answers it too. It
+// returns the RTT of the first packet acked and the receiver's clock minus
+// ours, or why nothing was acked.
 func probePeer(ctx context.Context, peer string, key []byte, timeout time.Duration) (rtt, offset time.Duration, err error) {
 	addrs, err := resolveAll([]string{peer})
 	if err != nil {
@@ -562,125 +550,20 @@ func probePeer(ctx context.Context, peer string, key []byte, timeout time.Durati
 		return 0, 0, err
 	}
 	defer conn.Close()
-	session, err := sender.NewSessionID()
-	if err != nil {
-		return 0, 0, err
-	}
-	var hkey []byte // authenticates hellos and tickets
-	var keyFor func(uint64) ([]byte, error)
-	if key != nil {
-		if hkey, err = wire.HandshakeKey(key, session); err != nil {
-			return 0, 0, err
-		}
-		keyFor = func(uint64) ([]byte, error) { return hkey, nil }
-	}
-	begun := time.Now()
-	var sent []time.Time // sent[i]: when packet i+1 left
-	var ticket wire.Ticket
-	first := uint64(0) // the first packet sent under the ticket; 0: no ticket yet
-	var sealer *wire.Sealer
-	var back cipher.AEAD
-	send := func() error {
-		now := time.Now()
-		counter := uint64(len(sent) + 1)
-		var b []byte
-		if first == 0 {
-			b = wire.AppendHello(nil, session, counter, hkey)
-		} else {
-			q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagTicket, Ticket: ticket, Session: session, Counter: counter},
-				Clock: uint64(now.Sub(begun).Milliseconds()), Events: make([]eventqueue.Event, 4)} // a fresh queue: none entries
-			var err error
-			if sealer != nil {
-				b, err = q.AppendSealedBy(nil, sealer)
-			} else {
-				b, err = q.Append(nil)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		sent = append(sent, now)
-		_, err := conn.WriteTo(b, addrs[0])
-		return err
-	}
-	if err := send(); err != nil {
-		return 0, 0, err
-	}
-	deadline := begun.Add(timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
+	res, err := sender.Probe(ctx, conn, addrs[0], key, timeout)
 	port := portOf(addrs[0].String())
-	buf := make([]byte, wire.MaxPacketSize)
-	for {
-		next := sent[len(sent)-1].Add(probeResend)
-		if deadline.Before(next) {
-			next = deadline
-		}
-		conn.SetReadDeadline(next)
-		n, _, err := conn.ReadFrom(buf)
-		if err != nil {
-			var ne net.Error
-			if !errors.As(err, &ne) || !ne.Timeout() {
-				return 0, 0, err
-			}
-			if !time.Now().Before(deadline) {
-				if first != 0 {
-					return 0, 0, fmt.Errorf("the recv there answered the handshake but acked nothing within %v: it runs with --acks=false (send then never knows what arrived), or its acks are lost on the way back", timeout)
-				}
-				return 0, 0, fmt.Errorf("no answer within %v (no recv on port %s there, another key, --insecure on one end only, or a firewall dropping UDP %s; recv's log names a wrong key)", timeout, port, port)
-			}
-			if err := send(); err != nil {
-				return 0, 0, err
-			}
-			continue
-		}
-		// A recv of another protocol version answers with a version
-		// notice (PROTOCOL.md §10) echoing our session: name it.
-		if speaks, ok := wire.SpokenBy(buf[:n], session); ok {
-			return 0, 0, versionError{speaks}
-		}
-		h, err := wire.ParseHeader(buf[:n])
-		if err != nil || h.Session != session {
-			continue
-		}
-		switch {
-		case h.Type == wire.TypeTicket && first == 0:
-			_, t, err := wire.ParseTicket(buf[:n], keyFor)
-			if err != nil || h.Counter == 0 || h.Counter > uint64(len(sent)) {
-				continue
-			}
-			if key != nil {
-				seal, err := wire.TicketAEAD(key, session, t, wire.SenderToReceiver)
-				if err != nil {
-					return 0, 0, err
-				}
-				if back, err = wire.TicketAEAD(key, session, t, wire.ReceiverToSender); err != nil {
-					return 0, 0, err
-				}
-				sealer = &wire.Sealer{AEAD: seal}
-			}
-			ticket, first = t, uint64(len(sent)+1)
-			if err := send(); err != nil {
-				return 0, 0, err
-			}
-		case h.Type == wire.TypeAck && first != 0:
-			var a wire.Ack
-			if back != nil {
-				_, err = wire.OpenAck(buf[:n], back, nil, &a)
-			} else {
-				err = wire.ParseAck(buf[:n], &a)
-			}
-			// Only an ack of a queue packet sent under the ticket: the
-			// hellos before it are answered with tickets, not acks.
-			if err != nil || a.Newest < first || a.Newest > uint64(len(sent)) {
-				continue
-			}
-			now := time.Now()
-			rtt := now.Sub(sent[a.Newest-1]) - time.Duration(a.Delay)*time.Microsecond
-			return rtt, sender.ClockOffset(a.Wall, now, rtt), nil
-		}
+	var verr sender.VersionError
+	switch {
+	case errors.As(err, &verr):
+		return 0, 0, versionError{verr.Speaks}
+	case errors.Is(err, sender.ErrNoAcks):
+		return 0, 0, fmt.Errorf("the recv there answered the handshake but acked nothing within %v: it runs with --acks=false (send then never knows what arrived), or its acks are lost on the way back", timeout)
+	case errors.Is(err, sender.ErrNoAnswer):
+		return 0, 0, fmt.Errorf("no answer within %v (no recv on port %s there, another key, --insecure on one end only, or a firewall dropping UDP %s; recv's log names a wrong key)", timeout, port, port)
+	case err != nil:
+		return 0, 0, err
 	}
+	return res.RTT, res.ClockOffset, nil
 }
 
 // versionError is a probe's answer from a recv of another protocol
