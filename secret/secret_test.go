@@ -1,6 +1,8 @@
 package secret
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,5 +79,35 @@ func TestLoadAtTheBound(t *testing.T) {
 	}
 	if got, _, err := Load(path); err != nil || string(got) != string(key) {
 		t.Errorf("Load of a %d-byte key file = %x, %v", MaxFileSize, got, err)
+	}
+}
+
+// TestCheckMode: a file open to other users, among the permissions asked
+// about, is named with its mode, what others can do and the chmod that
+// fixes it; the owner's own bits never count.
+func TestCheckMode(t *testing.T) {
+	for _, tt := range []struct {
+		perm, mask fs.FileMode
+		want       string // "" for no error
+	}{
+		{0o600, 0o077, ""},
+		{0o400, 0o077, ""},
+		{0o700, 0o077, ""},
+		{0o644, 0o077, "F has mode 0644: other users can read it (chmod 600 F)"},
+		{0o620, 0o077, "F has mode 0620: other users can write it (chmod 600 F)"},
+		{0o666, 0o077, "F has mode 0666: other users can read and write it (chmod 600 F)"},
+		{0o755, 0o077, "F has mode 0755: other users can read it (chmod 600 F)"},
+		{0o610, 0o077, "F has mode 0610: other users can open it (chmod 600 F)"},
+		{0o644, 0o022, ""},
+		{0o664, 0o022, "F has mode 0664: other users can write it (chmod 644 F)"},
+		{0o777, 0o022, "F has mode 0777: other users can write it (chmod 644 F)"},
+	} {
+		err := CheckMode("peers file", "F", tt.perm, tt.mask)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("CheckMode(%#o, mask %#o) = %v, want nil", tt.perm, tt.mask, err)
+		case tt.want != "" && (err == nil || err.Error() != "peers file "+tt.want || !errors.Is(err, ErrUnprotected)):
+			t.Errorf("CheckMode(%#o, mask %#o) = %v\nwant peers file %s (wrapping ErrUnprotected)", tt.perm, tt.mask, err, tt.want)
+		}
 	}
 }

@@ -1,0 +1,208 @@
+package secret
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// The helpers here are shared by every small file keyrelay keeps for one
+// user: the pre-shared key file, the machine identity (package identity)
+// and the peers file (package peers). They read a file without blocking on
+// what is not one, check who else may read or write it, and write it
+// without ever exposing a half-written file or writing through a link.
+
+// A Kind is a kind of small file keyrelay reads, for ReadFile's errors.
+type Kind struct {
+	Name   string // what the file is called in errors: "key file"
+	Not    error  // wrapped by errors about a path that cannot be one (ErrNotKeyFile)
+	MadeBy string // the command that makes a right one: "'keyrelay keygen --out FILE'"
+	Max    int64  // the most bytes a right one holds
+}
+
+// ErrUnprotected is wrapped by CheckMode's errors: a file that must be its
+// owner's alone is open to other users.
+var ErrUnprotected = errors.New("unprotected file")
+
+// ReadFile reads a file of kind k and returns its content and permission
+// bits.
+//
+// Only a regular file of at most k.Max bytes is read: a FIFO would block
+// start-up until something writes to it, and a device such as /dev/zero
+// never ends. The file is opened non-blocking, so that opening a FIFO with
+// no writer returns at once, and checked through the opened file (no window
+// between the check and the read). A symlink is followed: a link to a
+// shared copy is a common set-up.
+func (k Kind) ReadFile(path string) ([]byte, fs.FileMode, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("unable to read the %s: %w", k.Name, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, fmt.Errorf("unable to read the %s: %w", k.Name, err)
+	}
+	want := fmt.Sprintf("want a regular file of at most %d bytes, as %s makes", k.Max, k.MadeBy)
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s %s is %s, %w: %s", k.Name, path, describeType(st.Mode()), k.Not, want)
+	}
+	if st.Size() > k.Max {
+		return nil, 0, fmt.Errorf("%s %s is %d bytes, %w: %s", k.Name, path, st.Size(), k.Not, want)
+	}
+	// The size said is not trusted: the file may grow after the Stat, and
+	// some regular files (in /proc) say 0 whatever they hold.
+	b, err := io.ReadAll(io.LimitReader(f, k.Max+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("unable to read the %s: %w", k.Name, err)
+	}
+	if int64(len(b)) > k.Max {
+		return nil, 0, fmt.Errorf("%s %s holds more than %d bytes, %w: %s", k.Name, path, k.Max, k.Not, want)
+	}
+	return b, st.Mode().Perm(), nil
+}
+
+// CheckMode returns an error wrapping ErrUnprotected when perm gives users
+// other than the owner any of the permissions in mask (0o077 for a private
+// key: no access at all; 0o022 for a file others may read but not change).
+// The error names the file (name is what it is called: "key file"), its
+// mode and the chmod that fixes it, as ssh does for an unprotected private
+// key.
+func CheckMode(name, path string, perm, mask fs.FileMode) error {
+	open := perm & mask
+	if open == 0 {
+		return nil
+	}
+	var can string
+	switch r, w := open&0o044 != 0, open&0o022 != 0; {
+	case r && w:
+		can = "read and write it"
+	case r:
+		can = "read it"
+	case w:
+		can = "write it"
+	default:
+		can = "open it"
+	}
+	// The fix keeps what the owner has and drops execute bits, which a
+	// data file has no use for: 0644 becomes 600 for a private key, 0775
+	// becomes 644 for a file only its owner may change.
+	fix := perm &^ mask &^ 0o111
+	return unprotectedError(fmt.Sprintf("%s %s has mode %#o: other users can %s (chmod %o %s)", name, path, perm, can, fix, path))
+}
+
+// unprotectedError is CheckMode's error: its own words, and
+// errors.Is(err, ErrUnprotected).
+type unprotectedError string
+
+func (e unprotectedError) Error() string        { return string(e) }
+func (e unprotectedError) Is(target error) bool { return target == ErrUnprotected }
+
+// WriteNew creates path with mode 0600 (exactly, whatever the umask) and
+// writes content to it. It fails, with an error wrapping fs.ErrExist, on
+// any existing name, a symlink included: O_EXCL does not follow it, so
+// nothing is written through a link.
+func WriteNew(path string, content []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	// Exactly 0600, not what a umask left of it (0400, or nothing).
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("unable to restrict %s: %w", path, err)
+	}
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		return fmt.Errorf("unable to write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("unable to write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReplaceFile writes content to a temporary file in path's directory (a
+// rename is atomic only within one file system), with mode perm exactly,
+// and renames it over path.
+//
+// path is replaced, never written through: a symlink at path is replaced by
+// the file and its target left as it was (writing through it would
+// overwrite whatever it points to), and a reader never sees a half-written
+// file.
+func ReplaceFile(path string, content []byte, perm fs.FileMode) (err error) {
+	if st, err := os.Lstat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	// CreateTemp makes the file with mode 0600, only its owner can read
+	// it from the start.
+	f, err := os.CreateTemp(dir, "."+base+".new-*")
+	if err != nil {
+		return fmt.Errorf("unable to write beside %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("unable to set the mode of %s: %w", f.Name(), err)
+	}
+	if _, err := f.Write(content); err != nil {
+		return fmt.Errorf("unable to write %s: %w", f.Name(), err)
+	}
+	// On disk before the rename, so that a crash cannot leave path naming
+	// an empty file in place of the old one.
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("unable to write %s: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("unable to write %s: %w", f.Name(), err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("unable to replace %s: %w", path, err)
+	}
+	return nil
+}
+
+// describeType names, for an error, what a path that is not a regular file
+// is.
+func describeType(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return fmt.Sprintf("a special file (%v)", m.Type())
+}
+
+// Body is a key or identity file's content without its '#' comment lines
+// and blank lines, the rest joined: the base64 text of the key.
+func Body(b []byte) string {
+	var text strings.Builder
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		text.WriteString(line)
+	}
+	return text.String()
+}
