@@ -103,11 +103,30 @@ type unprotectedError string
 func (e unprotectedError) Error() string        { return string(e) }
 func (e unprotectedError) Is(target error) bool { return target == ErrUnprotected }
 
-// WriteNew creates path with mode 0600 (exactly, whatever the umask) and
-// writes content to it. It fails, with an error wrapping fs.ErrExist, on
-// any existing name, a symlink included: O_EXCL does not follow it, so
-// nothing is written through a link.
+// WriteNew creates path with mode 0600 (exactly, whatever the umask)
+// holding content. It fails, with an error wrapping fs.ErrExist, on any
+// existing name, a symlink included (dangling too): nothing is written
+// through a link.
+//
+// The content goes to a temporary file beside path first, hard-linked to
+// path once complete (link(2) is atomic and, like O_EXCL, fails on any
+// existing name), so that a reader never sees a half-written file: another
+// process that loses a race to create path reads the winner's whole file.
+// Where the file system has no hard links the file is created with O_EXCL
+// and written in place.
 func WriteNew(path string, content []byte) error {
+	if _, err := os.Lstat(path); err == nil {
+		return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+	}
+	tmp, err := writeTemp(path, content, 0o600)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	err = os.Link(tmp, path)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -135,10 +154,26 @@ func WriteNew(path string, content []byte) error {
 // the file and its target left as it was (writing through it would
 // overwrite whatever it points to), and a reader never sees a half-written
 // file.
-func ReplaceFile(path string, content []byte, perm fs.FileMode) (err error) {
+func ReplaceFile(path string, content []byte, perm fs.FileMode) error {
 	if st, err := os.Lstat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("%s is a directory", path)
 	}
+	tmp, err := writeTemp(path, content, perm)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("unable to replace %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeTemp writes content to a new file in path's directory (a rename or
+// link is atomic only within one file system) with mode perm exactly, on
+// disk before it returns its name, so that a crash after the rename or
+// link cannot leave path naming an empty file.
+func writeTemp(path string, content []byte, perm fs.FileMode) (name string, err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -147,7 +182,7 @@ func ReplaceFile(path string, content []byte, perm fs.FileMode) (err error) {
 	// it from the start.
 	f, err := os.CreateTemp(dir, "."+base+".new-*")
 	if err != nil {
-		return fmt.Errorf("unable to write beside %s: %w", path, err)
+		return "", fmt.Errorf("unable to write beside %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
@@ -156,23 +191,18 @@ func ReplaceFile(path string, content []byte, perm fs.FileMode) (err error) {
 		}
 	}()
 	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("unable to set the mode of %s: %w", f.Name(), err)
+		return "", fmt.Errorf("unable to set the mode of %s: %w", f.Name(), err)
 	}
 	if _, err := f.Write(content); err != nil {
-		return fmt.Errorf("unable to write %s: %w", f.Name(), err)
+		return "", fmt.Errorf("unable to write %s: %w", f.Name(), err)
 	}
-	// On disk before the rename, so that a crash cannot leave path naming
-	// an empty file in place of the old one.
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("unable to write %s: %w", f.Name(), err)
+		return "", fmt.Errorf("unable to write %s: %w", f.Name(), err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("unable to write %s: %w", f.Name(), err)
+		return "", fmt.Errorf("unable to write %s: %w", f.Name(), err)
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("unable to replace %s: %w", path, err)
-	}
-	return nil
+	return f.Name(), nil
 }
 
 // describeType names, for an error, what a path that is not a regular file

@@ -213,3 +213,26 @@ func TestForceOnDirectory(t *testing.T) {
 		t.Errorf("left behind in %s: %v", dir, entries)
 	}
 }
+
+// TestWriteNewLeavesOnlyTheFile: the temporary file WriteNew writes first
+// is gone once path holds the content, with mode 0600, and a second
+// WriteNew fails with fs.ErrExist leaving the first content.
+func TestWriteNewLeavesOnlyTheFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := WriteNew(path, []byte("one\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNew(path, []byte("two\n")); !errors.Is(err, os.ErrExist) {
+		t.Errorf("second WriteNew = %v, want fs.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "one\n" {
+		t.Errorf("%s holds %q, want the first content", path, b)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v %v, want mode 0600", path, st, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left behind in %s: %v", dir, entries)
+	}
+}
