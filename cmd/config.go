@@ -21,6 +21,8 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/keyrelay/keyrelay/internal/spell"
 )
 
 // ConfigEnv names the environment variable that can give the config file.
@@ -158,7 +160,7 @@ func loadConfig(c *cobra.Command) (*configFile, error) {
 		}
 		if _, ok := v.(map[string]any); ok && !slices.Contains(sharedSettings, k) {
 			hint := ""
-			if s := closest(k, sortedKeys(configSections)); s != "" {
+			if s := spell.Closest(k, sortedKeys(configSections)); s != "" {
 				hint = "; did you mean [" + s + "]?"
 			}
 			at := cf.where(k, "")
@@ -326,31 +328,11 @@ func expandPath(p, base string) string {
 
 // suggest names the known setting closest to a misspelt one.
 func suggest(k string, known []string) string {
-	best := closest(k, known)
+	best := spell.Closest(k, known)
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func sortedKeys[V any](m map[string]V) []string {

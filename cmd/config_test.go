@@ -360,18 +360,6 @@ listen = "127.0.0.1:7600"
 	}
 }
 
-// TestEditDistance checks the typo suggestion's metric.
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"a", "", 1}, {"intervall", "interval", 1}, {"injcet", "inject", 2}, {"kitten", "sitting", 3}} {
-		if got := editDistance(tc.a, tc.b); got != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
-		}
-	}
-}
-
 // TestREADMEConfigExamples: the config files the README shows (```toml
 // blocks and the quick start's heredoc) are accepted as they stand.
 func TestREADMEConfigExamples(t *testing.T) {

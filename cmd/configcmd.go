@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/keyrelay/keyrelay/internal/spell"
 )
 
 // NewCmdConfig builds `keyrelay config`: the effective settings of send,
@@ -93,7 +95,7 @@ to start from (unset settings are commented out).`,
 			slices.Sort(unknown)
 			for _, k := range unknown {
 				hint := "a typo? 'keyrelay config --help' explains the names"
-				if s := closest(k, sortedKeys(known)); s != "" {
+				if s := spell.Closest(k, sortedKeys(known)); s != "" {
 					hint = "did you mean $" + s + "?"
 				}
 				fmt.Fprintf(out, "\n# ignored: $%s is no setting of keyrelay (%s)", k, hint)

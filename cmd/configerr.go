@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/secret"
 	"github.com/keyrelay/keyrelay/transport"
 )
@@ -320,18 +321,6 @@ func tomlLiteral(v any) string {
 	return fmt.Sprint(v)
 }
 
-// closest is the name in known nearest to a misspelt one, "" when none is
-// within two edits (more is not a typo).
-func closest(k string, known []string) string {
-	best, bestD := "", 3
-	for _, c := range known {
-		if d := editDistance(k, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
 // knownEnv is every KEYRELAY_ variable keyrelay reads.
 func knownEnv() map[string]bool {
 	known := map[string]bool{ConfigEnv: true, "KEYRELAY_REPORT": true, secret.Env: true}
@@ -370,7 +359,7 @@ func warnUnknownEnv(c *cobra.Command) {
 		var msg string
 		if strings.HasPrefix(k, prefix) {
 			msg = fmt.Sprintf("%s is not a setting of %s", k, c.Name())
-			if s := closest(k, own); s != "" {
+			if s := spell.Closest(k, own); s != "" {
 				msg += "; did you mean " + s + "?"
 			} else if others := whereElse(strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, prefix), "_", "-"))); others != "" {
 				msg += others
@@ -386,7 +375,7 @@ func warnUnknownEnv(c *cobra.Command) {
 				continue
 			}
 			msg = k + " is not a keyrelay setting"
-			if s := closest(k, all); s != "" {
+			if s := spell.Closest(k, all); s != "" {
 				msg += "; did you mean " + s + "?"
 			} else {
 				msg += " ('keyrelay config --help' explains the names)"
@@ -407,7 +396,7 @@ func flagHint(c *cobra.Command, err error) string {
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
 		var names []string
 		c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-		if s := closest(name, names); s != "" {
+		if s := spell.Closest(name, names); s != "" {
 			return "; did you mean --" + s + "?"
 		}
 		return ""
