@@ -117,14 +117,15 @@ func ParsePublic(s string) ([KeyLen]byte, error) {
 		return pub, fmt.Errorf("%q is not base64, not a key: %s", clip(s), keyShape)
 	}
 	copy(pub[:], b)
-	if err := checkOrder(pub); err != nil {
+	if err := CheckPublic(pub); err != nil {
 		return [KeyLen]byte{}, fmt.Errorf("%q: %w", s, err)
 	}
 	return pub, nil
 }
 
-// checkOrder refuses a low-order point (see lowOrderProbe).
-func checkOrder(pub [KeyLen]byte) error {
+// CheckPublic refuses a public key that is a low-order point (see
+// lowOrderProbe): what ParsePublic checks of a key given as bytes.
+func CheckPublic(pub [KeyLen]byte) error {
 	p, err := ecdh.X25519().NewPublicKey(pub[:])
 	if err == nil {
 		_, err = lowOrderProbe.ECDH(p)

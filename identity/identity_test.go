@@ -102,18 +102,18 @@ func TestParsePublic(t *testing.T) {
 
 // TestLowOrderNeedsTheCheck: the low-order points are valid X25519 public
 // keys to crypto/ecdh (it checks only their length), so without
-// checkOrder ParsePublic would take them.
+// CheckPublic ParsePublic would take them.
 func TestLowOrderNeedsTheCheck(t *testing.T) {
 	for _, s := range lowOrder {
 		b, _ := base64.StdEncoding.DecodeString(s)
 		var pub [KeyLen]byte
 		copy(pub[:], b)
-		if err := checkOrder(pub); err == nil {
-			t.Errorf("checkOrder(%s) = nil", s)
+		if err := CheckPublic(pub); err == nil {
+			t.Errorf("CheckPublic(%s) = nil", s)
 		}
 	}
-	if err := checkOrder(alice(t).Public()); err != nil {
-		t.Errorf("checkOrder(Alice) = %v", err)
+	if err := CheckPublic(alice(t).Public()); err != nil {
+		t.Errorf("CheckPublic(Alice) = %v", err)
 	}
 }
 
@@ -262,7 +262,7 @@ func FuzzParsePublic(f *testing.F) {
 		if got := FormatPublic(pub); got != s {
 			t.Errorf("ParsePublic(%q) accepted a non-canonical form of %s", s, got)
 		}
-		if checkOrder(pub) != nil {
+		if CheckPublic(pub) != nil {
 			t.Errorf("ParsePublic(%q) accepted a low-order point", s)
 		}
 	})
