@@ -124,7 +124,7 @@ func TestCompletionsAndManPages(t *testing.T) {
 	if err := doc.GenManTree(root, &doc.GenManHeader{Title: "KEYRELAY", Section: "1"}, dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, page := range []string{"keyrelay.1", "keyrelay-send.1", "keyrelay-recv.1", "keyrelay-keygen.1", "keyrelay-impair.1"} {
+	for _, page := range []string{"keyrelay.1", "keyrelay-send.1", "keyrelay-recv.1", "keyrelay-keygen.1", "keyrelay-impair.1", "keyrelay-id.1", "keyrelay-peers.1", "keyrelay-peers-add.1", "keyrelay-peers-remove.1"} {
 		b, err := os.ReadFile(filepath.Join(dir, page))
 		if err != nil || !bytes.Contains(b, []byte(".SH SYNOPSIS")) {
 			t.Errorf("%s: %v", page, err)

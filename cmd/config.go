@@ -32,7 +32,9 @@ const ConfigEnv = "KEYRELAY_CONFIG"
 // KEYRELAY_<FLAG>, for every command that has them. Only settings that mean
 // the same thing everywhere are shared: send's --timeout and recv's
 // --timeout, say, are different things and must be set per command.
-var sharedSettings = []string{"key-file", "insecure", "log-format", "quiet"}
+// identity and peers (this machine's identity file, the peers file) are
+// read by id and peers (sharedPath) and will be by send and recv.
+var sharedSettings = []string{"key-file", "insecure", "log-format", "quiet", "identity", "peers"}
 
 // configSections lists, for each configurable command, the sections of the
 // config file (and KEYRELAY_<SECTION>_ prefixes) it reads, first wins.
@@ -47,7 +49,7 @@ var configSections = map[string][]string{
 // pathSettings are file paths: "~/" is the home directory, and a relative
 // path in the config file is relative to the file's directory (a key file
 // beside config.toml is just key-file = "keyrelay.key").
-var pathSettings = []string{"key-file", "script"}
+var pathSettings = []string{"key-file", "script", "identity", "peers"}
 
 // notConfigurable are flags that only make sense on a command line.
 var notConfigurable = []string{"help", "config"}

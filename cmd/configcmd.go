@@ -31,7 +31,9 @@ it came from. The first of these wins:
 
 key-file, insecure, log-format and quiet mean the same for every command:
 they may also be set once, at the top of the file or as KEYRELAY_<FLAG>
-(KEYRELAY_KEY_FILE); a command's own setting wins. doctor checks what recv
+(KEYRELAY_KEY_FILE); a command's own setting wins. So may identity and peers
+(KEYRELAY_IDENTITY, KEYRELAY_PEERS), the files 'keyrelay id' and 'keyrelay
+peers' use. doctor checks what recv
 and send will use: after [doctor] it reads [recv], then [send].
 
 The config file is TOML, at --config FILE, else $` + ConfigEnv + `, else

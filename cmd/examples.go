@@ -65,4 +65,14 @@ const (
   kill %1`
 
 	versionExample = `  keyrelay version`
+
+	idExample = `  keyrelay id                                   # key and fingerprint, one line
+  keyrelay id | cut -d' ' -f1                   # the key alone, for the other machine
+  keyrelay id --identity demo.identity          # an identity file of its own`
+
+	peersExample = `  export KEYRELAY_PEERS=demo-peers.toml KEYRELAY_IDENTITY=demo.identity
+  keyrelay id --identity other.identity > other.id   # stands for the other machine
+  keyrelay peers add mediapc "$(cut -d' ' -f1 other.id)" --addr mediapc.lan
+  keyrelay peers
+  keyrelay peers remove mediapc`
 )
