@@ -198,3 +198,21 @@ func TestPeersFileProblems(t *testing.T) {
 		t.Errorf("peers --peers: exit %d, %q", code, out)
 	}
 }
+
+// TestPeersAddFirst: pairing before 'keyrelay id' ever ran (no config
+// directory, no identity) works: the directory is made, and there is no
+// own key to refuse.
+func TestPeersAddFirst(t *testing.T) {
+	dir := isolate(t)
+	os.Remove(dir)
+	other, _ := identity.Generate()
+	if code, _, stderr := run("peers", "add", "desk", identity.FormatPublic(other.Public())); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "identity")); !os.IsNotExist(err) {
+		t.Errorf("peers add made an identity: %v", err)
+	}
+	if l, err := peers.Load(filepath.Join(dir, "peers.toml")); err != nil || l.Len() != 1 {
+		t.Errorf("peers file: %v, %v", l, err)
+	}
+}

@@ -6,6 +6,7 @@ package identity
 
 import (
 	"crypto/ecdh"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -44,9 +45,10 @@ type Identity struct {
 }
 
 // Generate returns a new identity from the system's secure random source
-// (crypto/ecdh draws from it whatever reader it is given, since Go 1.26).
+// (since Go 1.26 crypto/ecdh draws from it whatever reader it is given;
+// crypto/rand.Reader is that source for GODEBUG=cryptocustomrand=1 too).
 func Generate() (*Identity, error) {
-	priv, err := ecdh.X25519().GenerateKey(nil)
+	priv, err := ecdh.X25519().GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("unable to make an identity: %w", err)
 	}

@@ -161,9 +161,10 @@ func TestCheckAddr(t *testing.T) {
 
 // TestSaveLoadRoundTrip: what Save writes Load reads back the same; a new
 // file has mode 0600, a replaced one keeps its mode; a missing file is an
-// empty list; nothing is left beside the file.
+// empty list; a missing directory is made (0700); nothing is left beside
+// the file.
 func TestSaveLoadRoundTrip(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "keyrelay") // not there yet: Save makes it
 	path := filepath.Join(dir, "peers.toml")
 	l, err := Load(path)
 	if err != nil || l.Len() != 0 {
@@ -179,6 +180,9 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Errorf("new peers file has mode %#o, want 0600", st.Mode().Perm())
+	}
+	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o700 {
+		t.Errorf("new directory has mode %#o, want 0700", st.Mode().Perm())
 	}
 	back, err := Load(path)
 	if err != nil || len(back.Peers()) != 2 || back.Peers()[0] != l.Peers()[0] || back.Peers()[1] != l.Peers()[1] {
