@@ -75,4 +75,13 @@ const (
   keyrelay peers add mediapc "$(cut -d' ' -f1 other.id)" --addr mediapc.lan
   keyrelay peers
   keyrelay peers remove mediapc`
+
+	pairExample = `  # Between two machines: 'keyrelay pair' on one, 'keyrelay pair THAT-HOST' on
+  # the other, and answer y on both if both screens show the same code.
+  # Here both ends run on one machine, each with files of its own, and
+  # 'yes' answers for the person (so nothing is compared: only for trying)
+  yes | keyrelay pair --listen 127.0.0.1:7599 --name b --identity b.identity --peers b-peers.toml &
+  yes | keyrelay pair 127.0.0.1:7599 --name a --identity a.identity --peers a-peers.toml
+  wait
+  keyrelay peers --peers a-peers.toml           # b, with its key and address`
 )

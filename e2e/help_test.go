@@ -22,7 +22,7 @@ func TestHelpExamples(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("needs bash")
 	}
-	for _, cmd := range []string{"", "send", "recv", "keygen", "impair", "keys", "config", "doctor", "version", "id", "peers"} {
+	for _, cmd := range []string{"", "send", "recv", "keygen", "impair", "keys", "config", "doctor", "version", "id", "peers", "pair"} {
 		name := cmd
 		if name == "" {
 			name = "keyrelay"

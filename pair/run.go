@@ -44,7 +44,14 @@ func Listen(ctx context.Context, conn net.PacketConn, self Info, ui UI, opts Run
 	if err != nil {
 		return Info{}, nil, err
 	}
-	ui.Status(fmt.Sprintf("waiting for a pairing request on UDP %v: run `keyrelay pair %s` on the other machine", conn.LocalAddr(), self.Name))
+	// The person types this machine's name (its host name by default)
+	// there, with the port unless it is recv's default, which the dialer
+	// assumes.
+	there := self.Name
+	if p := port(conn.LocalAddr()); p != "7575" {
+		there += ":" + p
+	}
+	ui.Status(fmt.Sprintf("waiting for a pairing request on UDP %v: run `keyrelay pair %s` on the other machine (its address if that name does not reach this one)", conn.LocalAddr(), there))
 	peer, err := r.run(ctx, c)
 	if err != nil {
 		return Info{}, nil, err
