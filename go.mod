@@ -6,6 +6,7 @@ require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/bendahl/uinput v1.7.0
 	github.com/charmbracelet/ultraviolet v0.0.0-20261008173134-6b8d4baf91b4
+	github.com/flynn/noise v1.1.0
 	github.com/go-vgo/robotgo v1.1.0
 	github.com/jezek/xgb v1.3.1
 	github.com/muesli/cancelreader v0.2.2

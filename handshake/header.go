@@ -1,0 +1,157 @@
+package handshake
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// Header layout (PROTOCOL.md §2); the same offsets as protocol 4's.
+const (
+	offMagic    = 0
+	offVersion  = 2
+	offType     = 3
+	offFlags    = 4
+	offReserved = 5
+	offSession  = 6
+	offCounter  = 14
+	// HeaderLen is the length of the header every message starts with.
+	HeaderLen = 22
+)
+
+// Version is the protocol version this package speaks.
+const Version = 5
+
+// Types of protocol 5 (PROTOCOL.md §2). Type 5 is the version notice of
+// every version (§10), read with wire.ParseNotice, not here.
+const (
+	TypeQueue       wire.Type = 1
+	TypeAck         wire.Type = 2
+	TypeInitiation  wire.Type = 3
+	TypeResponse    wire.Type = 4
+	TypeCookieReply wire.Type = 6
+)
+
+// FlagSealed marks a transport packet: ciphertext after the index. It is
+// the only flag of protocol 5; handshake messages carry none.
+const FlagSealed uint8 = 1 << 0
+
+// Sentinel errors of this package; every error it returns wraps exactly one
+// of them or one of wire's (ErrTooLarge, ErrTruncated, ErrMagic,
+// ErrVersion, ErrType, ErrFlags, ErrHeader, ErrTrailing, ErrAuth).
+var (
+	// ErrMAC1: the message was not made for this end's public key (or was
+	// damaged): rejected before any Diffie-Hellman.
+	ErrMAC1 = errors.New("handshake message not addressed to this key (mac1 does not match)")
+	// ErrHandshake: the Noise message does not authenticate: another
+	// pre-shared key, a forged or damaged message.
+	ErrHandshake = errors.New("handshake does not authenticate (other pre-shared key, or forged)")
+	// ErrUnpaired: the initiator proved a static key that is not paired.
+	ErrUnpaired = errors.New("initiator's key is not a paired peer")
+	// ErrReplayedInitiation: the initiation's timestamp is not newer than
+	// the newest accepted from that peer.
+	ErrReplayedInitiation = errors.New("initiation not newer than one already accepted from this peer (a replay, or the sender's clock went back)")
+	// ErrFlood: a valid initiation came less than InitiationInterval after
+	// the last one accepted from the same peer.
+	ErrFlood = errors.New("initiations from this peer too frequent")
+	// ErrNoHandshake: a response or cookie reply that answers no
+	// initiation in progress.
+	ErrNoHandshake = errors.New("answers no handshake in progress")
+	// ErrIndex: a transport packet for an index no live keypair has.
+	ErrIndex = errors.New("unknown or expired keypair index")
+	// ErrSession: a transport packet of another session than its keypair's.
+	ErrSession = errors.New("session id does not match the keypair's")
+	// ErrReplay: a transport counter already accepted, or older than the
+	// replay window (PROTOCOL.md §8.5).
+	ErrReplay = errors.New("packet counter replayed or too old")
+	// ErrExpired: the keypair is older than RejectAfterTime or has sealed
+	// RejectAfterMessages packets: a new handshake is needed.
+	ErrExpired = errors.New("keypair expired: a new handshake is needed")
+)
+
+// Header is the fixed part of every protocol 5 message.
+type Header struct {
+	Type    wire.Type
+	Flags   uint8
+	Session uint64
+	Counter uint64
+}
+
+// Append appends the encoded header to b.
+func (h Header) Append(b []byte) []byte {
+	b = append(b, wire.Magic0, wire.Magic1, Version, byte(h.Type), h.Flags, 0)
+	b = binary.BigEndian.AppendUint64(b, h.Session)
+	return binary.BigEndian.AppendUint64(b, h.Counter)
+}
+
+// put writes the header into b[:HeaderLen].
+func (h Header) put(b []byte) {
+	_ = b[HeaderLen-1]
+	b[offMagic], b[offMagic+1], b[offVersion] = wire.Magic0, wire.Magic1, Version
+	b[offType], b[offFlags], b[offReserved] = byte(h.Type), h.Flags, 0
+	binary.BigEndian.PutUint64(b[offSession:], h.Session)
+	binary.BigEndian.PutUint64(b[offCounter:], h.Counter)
+}
+
+// ParseHeader decodes and checks the header of b: size, magic, version,
+// type, flags, ids; nothing of the body. A packet of another version gives
+// wire.ErrVersion: the caller answers it per PROTOCOL.md §10.
+func ParseHeader(b []byte) (Header, error) {
+	if len(b) > wire.MaxPacketSize {
+		return Header{}, fmt.Errorf("%w: %d bytes", wire.ErrTooLarge, len(b))
+	}
+	if len(b) >= offVersion && (b[offMagic] != wire.Magic0 || b[offMagic+1] != wire.Magic1) {
+		return Header{}, wire.ErrMagic
+	}
+	if len(b) < HeaderLen {
+		return Header{}, fmt.Errorf("%w: %d bytes, header needs %d", wire.ErrTruncated, len(b), HeaderLen)
+	}
+	if b[offVersion] != Version {
+		return Header{}, fmt.Errorf("%w: %d (this keyrelay speaks %d; update both ends to the same release)", wire.ErrVersion, b[offVersion], Version)
+	}
+	if b[offReserved] != 0 {
+		return Header{}, fmt.Errorf("%w: reserved byte %#02x", wire.ErrFlags, b[offReserved])
+	}
+	h := Header{
+		Type:    wire.Type(b[offType]),
+		Flags:   b[offFlags],
+		Session: binary.BigEndian.Uint64(b[offSession:]),
+		Counter: binary.BigEndian.Uint64(b[offCounter:]),
+	}
+	switch h.Type {
+	case TypeQueue, TypeAck:
+		if h.Flags != FlagSealed {
+			return h, fmt.Errorf("%w: %#02x on a transport packet (protocol 5 seals every one)", wire.ErrFlags, h.Flags)
+		}
+	case TypeInitiation, TypeResponse, TypeCookieReply:
+		if h.Flags != 0 {
+			return h, fmt.Errorf("%w: %#02x on a handshake message", wire.ErrFlags, h.Flags)
+		}
+	default:
+		return h, fmt.Errorf("%w: %d", wire.ErrType, h.Type)
+	}
+	if h.Session == 0 || h.Counter == 0 {
+		return h, wire.ErrHeader
+	}
+	return h, nil
+}
+
+// parseFixed parses a message of type want and exactly n bytes.
+func parseFixed(b []byte, want wire.Type, n int) (Header, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if h.Type != want {
+		return h, fmt.Errorf("%w: %d where %d was expected", wire.ErrType, h.Type, want)
+	}
+	if len(b) < n {
+		return h, fmt.Errorf("%w: %d bytes, type %d has %d", wire.ErrTruncated, len(b), want, n)
+	}
+	if len(b) > n {
+		return h, fmt.Errorf("%w: %d bytes, type %d has %d", wire.ErrTrailing, len(b), want, n)
+	}
+	return h, nil
+}
