@@ -21,6 +21,10 @@ import (
 // session id or index without it failing.
 const prologueLabel = "keyrelay protocol 5"
 
+// errInitiationMAC1 is made once: the cheapest rejection allocates
+// nothing, as a flood of forged initiations is what it is for.
+var errInitiationMAC1 = fmt.Errorf("initiation: %w", ErrMAC1)
+
 // InitiationInterval is the least time between two initiations a
 // responder accepts from one peer (WireGuard's 50 a second): a flood of
 // valid replays or retries cannot churn keys.
@@ -275,7 +279,7 @@ type Answer struct {
 // (WireGuard: a queue of handshakes backing up).
 func (r *Responder) ConsumeInitiation(b []byte, m Initiation, src netip.AddrPort, underLoad bool, now time.Time) (Answer, error) {
 	if !r.cookies.checkMAC1(m.b, offInitMAC1) {
-		return Answer{Packet: b}, fmt.Errorf("initiation: %w", ErrMAC1)
+		return Answer{Packet: b}, errInitiationMAC1
 	}
 	if underLoad && !r.cookies.checkMAC2(m.b, offInitMAC2, src, now) {
 		out, err := r.cookies.appendReply(b, m, src, now, r.cfg.Random)
