@@ -502,3 +502,27 @@ func TestRateLimiter(t *testing.T) {
 		t.Fatal("a recently heard source was forgotten")
 	}
 }
+
+// TestSenderKeypairDatesFromInitiation: however long the response takes,
+// the sender's keypair is never younger than the receiver's copy, so the
+// sender rekeys and stops sealing before the receiver drops it
+// (RekeyAfterTime's doc; found by TestHandshakeOverBadNetwork with a
+// response delayed over a minute).
+func TestSenderKeypairDatesFromInitiation(t *testing.T) {
+	p := newPair(t, 1)
+	m := initiation(t, p.init, 1, t0)
+	a, err := p.resp.ConsumeInitiation(nil, m, src, false, t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := p.init.ConsumeResponse(mustResponse(t, a.Packet), t0.Add(70*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ks.Created.Equal(t0) || ks.Created.After(a.Keypair.Created) {
+		t.Fatalf("sender's keypair created %v, receiver's %v", ks.Created, a.Keypair.Created)
+	}
+	if at := a.Keypair.Created.Add(RejectAfterTime); !ks.Expired(at) {
+		t.Fatal("the sender still seals when the receiver has dropped the keypair")
+	}
+}

@@ -95,6 +95,7 @@ type pending struct {
 	initiation [InitiationLen]byte
 	timestamp  [timestampLen]byte
 	index      uint32
+	sentAt     time.Time
 	// hs is ready to read message 2, nil after a message 2 failed: flynn's
 	// ReadMessage does not roll back all it changed, so the state is made
 	// again from the inputs kept here.
@@ -141,7 +142,7 @@ func (i *Initiator) Initiate(b []byte, session, counter uint64, now time.Time) (
 	if session == 0 || counter == 0 {
 		return b, fmt.Errorf("initiation: %w", wire.ErrHeader)
 	}
-	p := &pending{timestamp: timestamp(now)}
+	p := &pending{timestamp: timestamp(now), sentAt: now}
 	if _, err := io.ReadFull(i.cfg.Random, p.ephemeral[:]); err != nil {
 		return b, fmt.Errorf("unable to draw an ephemeral key: %w", err)
 	}
@@ -200,7 +201,11 @@ func (i *Initiator) ConsumeResponse(m Response, now time.Time) (*Keypair, error)
 	}
 	k := newKeypair(cs1.UnsafeKey(), cs2.UnsafeKey(), true)
 	k.Local, k.Remote = p.index, m.Receiver
-	k.Session, k.Peer, k.Created = m.Header.Session, i.cfg.Peer, now
+	// The sender's keypair dates from its initiation, not from the
+	// response: the receiver made its own copy in between, so the sender
+	// then always rekeys and stops sealing before the receiver drops it,
+	// however long the response took.
+	k.Session, k.Peer, k.Created = m.Header.Session, i.cfg.Peer, p.sentAt
 	i.pending = nil
 	return k, nil
 }
