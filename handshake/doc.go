@@ -73,7 +73,13 @@
 // the source IP and port). A responder told it is under load requires a
 // valid mac2 and answers an initiation without one by a cookie reply,
 // doing no Diffie-Hellman: a flood from forged addresses then costs it a
-// hash and an XChaCha20 per packet, and gets nothing back to the forger.
+// hash and an XChaCha20 per packet, and what it sends back (82 bytes for
+// 166, to the forged address, rate-limited per source by the caller:
+// RateLimiter) amplifies nothing.
+//
+// The Noise prologue is "keyrelay protocol 5" followed by the initiation's
+// first 26 bytes (header and sender index), so the handshake authenticates
+// them: mac1 cannot, being keyed with a public value.
 //
 // Who does what over time is in the doc of RekeyAfterTime.
 package handshake

@@ -19,7 +19,9 @@ import (
 //     with it meanwhile; it retries an unanswered initiation after
 //     RekeyTimeout (a new one: new ephemeral, new timestamp). It seals with
 //     the new keypair as soon as the response authenticates (Keyring.Use):
-//     the response proves the receiver has it.
+//     the response proves the receiver has it. Its keypair dates from the
+//     initiation, the receiver's copy from its arrival, so the sender's
+//     timers always run out first.
 //   - The receiver (responder) holds three keypairs per peer (Keyring):
 //     current, previous, and next, the one of the newest handshake. It
 //     never seals with next, and makes it current only when a transport

@@ -76,6 +76,9 @@ type InitiatorConfig struct {
 	// Random supplies ephemeral keys and indices (crypto/rand.Reader in
 	// production; a seeded reader in tests).
 	Random io.Reader
+	// IndexTaken reports whether an index is in use by another keypair of
+	// the sender (nil: none is); a new handshake gets a free one.
+	IndexTaken func(uint32) bool
 }
 
 // Initiator runs the sender's handshakes with one receiver: one pending at
@@ -146,7 +149,7 @@ func (i *Initiator) Initiate(b []byte, session, counter uint64, now time.Time) (
 	if _, err := io.ReadFull(i.cfg.Random, p.ephemeral[:]); err != nil {
 		return b, fmt.Errorf("unable to draw an ephemeral key: %w", err)
 	}
-	idx, err := randomIndex(i.cfg.Random, nil)
+	idx, err := randomIndex(i.cfg.Random, i.cfg.IndexTaken)
 	if err != nil {
 		return b, err
 	}
