@@ -525,4 +525,9 @@ func TestSenderKeypairDatesFromInitiation(t *testing.T) {
 	if at := a.Keypair.Created.Add(RejectAfterTime); !ks.Expired(at) {
 		t.Fatal("the sender still seals when the receiver has dropped the keypair")
 	}
+	initiation(t, p.init, 2, t0.Add(time.Minute))
+	a, _ = p.resp.ConsumeInitiation(nil, initiation(t, p.init, 3, t0.Add(2*time.Minute)), src, false, t0.Add(2*time.Minute))
+	if _, err := p.init.ConsumeResponse(mustResponse(t, a.Packet), t0.Add(2*time.Minute+RejectAfterTime)); !errors.Is(err, ErrExpired) || p.init.Pending() {
+		t.Fatalf("a response RejectAfterTime after its initiation: %v", err)
+	}
 }

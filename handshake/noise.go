@@ -190,6 +190,11 @@ func (i *Initiator) ConsumeResponse(m Response, now time.Time) (*Keypair, error)
 		return nil, fmt.Errorf("response: %w", ErrMAC1)
 	}
 	p := i.pending
+	if now.Sub(p.sentAt) >= RejectAfterTime {
+		// Its keypair would be born expired (it dates from the initiation).
+		i.pending = nil
+		return nil, fmt.Errorf("response: %w", ErrExpired)
+	}
 	if p.hs == nil {
 		hs, err := i.state(p, nil)
 		if err != nil {
