@@ -106,3 +106,44 @@ func FuzzParseTransport(f *testing.F) {
 		ks.Open(nil, m, t0)
 	})
 }
+
+// FuzzParse: the dispatcher agrees with the parser of the datagram's type,
+// error for error and view for view.
+func FuzzParse(f *testing.F) {
+	for _, g := range []string{"initiation.hex", "response.hex", "cookie_reply.hex", "transport_queue.hex", "transport_ack.hex"} {
+		fuzzSeeds(f, g)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := Parse(b)
+		h, herr := ParseHeader(b)
+		if herr != nil {
+			if err == nil {
+				t.Fatalf("Parse took what ParseHeader refused: %v", herr)
+			}
+			return
+		}
+		var err2 error
+		var same bool
+		switch h.Type {
+		case TypeInitiation:
+			var v Initiation
+			v, err2 = ParseInitiation(b)
+			same = v.Header == m.Initiation.Header && v.Sender == m.Initiation.Sender && len(v.b) == len(m.Initiation.b)
+		case TypeResponse:
+			var v Response
+			v, err2 = ParseResponse(b)
+			same = v.Header == m.Response.Header && v.Sender == m.Response.Sender && v.Receiver == m.Response.Receiver && len(v.b) == len(m.Response.b)
+		case TypeCookieReply:
+			var v CookieReply
+			v, err2 = ParseCookieReply(b)
+			same = v.Header == m.CookieReply.Header && v.Sender == m.CookieReply.Sender && len(v.b) == len(m.CookieReply.b)
+		default:
+			var v Transport
+			v, err2 = ParseTransport(b)
+			same = v.Header == m.Transport.Header && v.Index == m.Transport.Index && len(v.b) == len(m.Transport.b)
+		}
+		if (err == nil) != (err2 == nil) || err == nil && !same {
+			t.Fatalf("type %d: Parse %v, its parser %v (same view: %v)", h.Type, err, err2, same)
+		}
+	})
+}

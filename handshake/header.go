@@ -138,20 +138,28 @@ func ParseHeader(b []byte) (Header, error) {
 	return h, nil
 }
 
-// parseFixed parses a message of type want and exactly n bytes.
-func parseFixed(b []byte, want wire.Type, n int) (Header, error) {
+// checkLen checks that a message of header h is exactly n bytes. Its
+// errors name the type.
+func checkLen(h Header, b []byte, n int) error {
+	if len(b) < n {
+		return fmt.Errorf("%w: %d bytes, type %d has %d", wire.ErrTruncated, len(b), h.Type, n)
+	}
+	if len(b) > n {
+		return fmt.Errorf("%w: %d bytes, type %d has %d", wire.ErrTrailing, len(b), h.Type, n)
+	}
+	return nil
+}
+
+// headerOf parses b's header and checks it is of type want. The
+// commonest rejection, garbage without the magic, is wire.ErrMagic
+// itself, so it allocates nothing.
+func headerOf(b []byte, want wire.Type) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
 	}
 	if h.Type != want {
 		return h, fmt.Errorf("%w: %d where %d was expected", wire.ErrType, h.Type, want)
-	}
-	if len(b) < n {
-		return h, fmt.Errorf("%w: %d bytes, type %d has %d", wire.ErrTruncated, len(b), want, n)
-	}
-	if len(b) > n {
-		return h, fmt.Errorf("%w: %d bytes, type %d has %d", wire.ErrTrailing, len(b), want, n)
 	}
 	return h, nil
 }

@@ -83,9 +83,16 @@ type Initiation struct {
 // ParseInitiation checks the layout of an initiation (nothing
 // cryptographic) and returns its view.
 func ParseInitiation(b []byte) (Initiation, error) {
-	h, err := parseFixed(b, TypeInitiation, InitiationLen)
+	h, err := headerOf(b, TypeInitiation)
 	if err != nil {
-		return Initiation{}, fmt.Errorf("initiation: %w", err)
+		return Initiation{}, err
+	}
+	return initiationOf(h, b)
+}
+
+func initiationOf(h Header, b []byte) (Initiation, error) {
+	if err := checkLen(h, b, InitiationLen); err != nil {
+		return Initiation{}, err
 	}
 	return Initiation{Header: h, Sender: binary.BigEndian.Uint32(b[offInitSender:]), b: b}, nil
 }
@@ -111,9 +118,16 @@ type Response struct {
 
 // ParseResponse checks the layout of a response and returns its view.
 func ParseResponse(b []byte) (Response, error) {
-	h, err := parseFixed(b, TypeResponse, ResponseLen)
+	h, err := headerOf(b, TypeResponse)
 	if err != nil {
-		return Response{}, fmt.Errorf("response: %w", err)
+		return Response{}, err
+	}
+	return responseOf(h, b)
+}
+
+func responseOf(h Header, b []byte) (Response, error) {
+	if err := checkLen(h, b, ResponseLen); err != nil {
+		return Response{}, err
 	}
 	return Response{
 		Header:   h,
@@ -143,9 +157,16 @@ type CookieReply struct {
 // ParseCookieReply checks the layout of a cookie reply and returns its
 // view.
 func ParseCookieReply(b []byte) (CookieReply, error) {
-	h, err := parseFixed(b, TypeCookieReply, CookieReplyLen)
+	h, err := headerOf(b, TypeCookieReply)
 	if err != nil {
-		return CookieReply{}, fmt.Errorf("cookie reply: %w", err)
+		return CookieReply{}, err
+	}
+	return cookieReplyOf(h, b)
+}
+
+func cookieReplyOf(h Header, b []byte) (CookieReply, error) {
+	if err := checkLen(h, b, CookieReplyLen); err != nil {
+		return CookieReply{}, err
 	}
 	return CookieReply{Header: h, Sender: binary.BigEndian.Uint32(b[offCookieSender:]), b: b}, nil
 }
@@ -175,6 +196,10 @@ func ParseTransport(b []byte) (Transport, error) {
 	if h.Type != TypeQueue && h.Type != TypeAck {
 		return Transport{}, fmt.Errorf("%w: %d is no transport packet", wire.ErrType, h.Type)
 	}
+	return transportOf(h, b)
+}
+
+func transportOf(h Header, b []byte) (Transport, error) {
 	if len(b) < TransportMinLen {
 		return Transport{}, fmt.Errorf("%w: %d bytes, a sealed packet has at least %d", wire.ErrTruncated, len(b), TransportMinLen)
 	}
@@ -189,3 +214,35 @@ func (t Transport) ad() []byte { return t.b[:offTransportBody] }
 
 // sealed is the ciphertext and its tag.
 func (t Transport) sealed() []byte { return t.b[offTransportBody:] }
+
+// Message is any datagram of protocol 5, parsed once: its header and the
+// view of its type; the other views are zero.
+type Message struct {
+	Header      Header
+	Initiation  Initiation  // Header.Type == TypeInitiation
+	Response    Response    // TypeResponse
+	CookieReply CookieReply // TypeCookieReply
+	Transport   Transport   // TypeQueue, TypeAck
+}
+
+// Parse parses a datagram of any type of protocol 5: what a socket's
+// reader calls before it dispatches on m.Header.Type. A packet of another
+// version gives wire.ErrVersion (answer it per PROTOCOL.md §10); a version
+// notice of this one (type 5), wire.ErrType (read it with
+// wire.ParseNotice).
+func Parse(b []byte) (m Message, err error) {
+	if m.Header, err = ParseHeader(b); err != nil {
+		return m, err
+	}
+	switch m.Header.Type {
+	case TypeInitiation:
+		m.Initiation, err = initiationOf(m.Header, b)
+	case TypeResponse:
+		m.Response, err = responseOf(m.Header, b)
+	case TypeCookieReply:
+		m.CookieReply, err = cookieReplyOf(m.Header, b)
+	default: // ParseHeader let only the transport types through
+		m.Transport, err = transportOf(m.Header, b)
+	}
+	return m, err
+}

@@ -59,20 +59,21 @@ func (s *simSender) step(n *simNet, now time.Time) error {
 }
 
 func (s *simSender) receive(b []byte, now time.Time) error {
-	h, err := ParseHeader(b)
+	m, err := Parse(b)
 	if err != nil {
 		return err
 	}
+	h := m.Header
 	switch h.Type {
 	case TypeResponse:
-		if k, err := s.init.ConsumeResponse(must(ParseResponse(b)), now); err == nil {
+		if k, err := s.init.ConsumeResponse(m.Response, now); err == nil {
 			s.ring.Use(k)
 			s.lastInit = time.Time{}
 		}
 	case TypeCookieReply:
-		s.init.ConsumeCookieReply(must(ParseCookieReply(b)), now)
+		s.init.ConsumeCookieReply(m.CookieReply, now)
 	case TypeAck:
-		pt, _, err := s.ring.Open(nil, must(ParseTransport(b)), now)
+		pt, _, err := s.ring.Open(nil, m.Transport, now)
 		if err != nil {
 			return nil // an old keypair, a duplicate: dropped
 		}
@@ -88,13 +89,14 @@ func (s *simSender) receive(b []byte, now time.Time) error {
 }
 
 func (r *simReceiver) receive(n *simNet, b []byte, underLoad bool, now time.Time) error {
-	h, err := ParseHeader(b)
+	m, err := Parse(b)
 	if err != nil {
 		return err
 	}
+	h := m.Header
 	switch h.Type {
 	case TypeInitiation:
-		a, _ := r.resp.ConsumeInitiation(nil, must(ParseInitiation(b)), src, underLoad, now)
+		a, _ := r.resp.ConsumeInitiation(nil, m.Initiation, src, underLoad, now)
 		if a.Keypair != nil {
 			r.ring.Begin(a.Keypair)
 		}
@@ -102,7 +104,7 @@ func (r *simReceiver) receive(n *simNet, b []byte, underLoad bool, now time.Time
 			n.toSender = append(n.toSender, a.Packet)
 		}
 	case TypeQueue:
-		pt, _, err := r.ring.Open(nil, must(ParseTransport(b)), now)
+		pt, _, err := r.ring.Open(nil, m.Transport, now)
 		if err != nil {
 			if errors.Is(err, ErrReplay) || errors.Is(err, ErrIndex) {
 				return nil
@@ -124,13 +126,6 @@ func (r *simReceiver) receive(n *simNet, b []byte, underLoad bool, now time.Time
 		n.toSender = append(n.toSender, ack)
 	}
 	return nil
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // TestHandshakeOverBadNetwork: a sender and a receiver running handshakes
