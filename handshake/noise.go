@@ -87,8 +87,9 @@ type Initiator struct {
 	cfg     InitiatorConfig
 	static  noise.DHKey
 	cookies cookieGenerator
-	// mac1 of responses, addressed to this end's public key.
-	respMAC1 cookieChecker
+	// respMAC1 checks the mac1 of responses: keyed with this end's own
+	// public key, the one they are addressed to.
+	respMAC1 macer
 	pending  *pending
 }
 
@@ -108,7 +109,7 @@ type pending struct {
 // NewInitiator makes an initiator.
 func NewInitiator(c InitiatorConfig) *Initiator {
 	i := &Initiator{cfg: c, static: dhKey(c.Private), cookies: newCookieGenerator(c.Peer)}
-	i.respMAC1 = newCookieChecker([keyLen]byte(i.static.Public))
+	i.respMAC1 = newMacer(labelKeySlice(labelMAC1, [keyLen]byte(i.static.Public)))
 	return i
 }
 
@@ -186,7 +187,7 @@ func (i *Initiator) ConsumeResponse(m Response, now time.Time) (*Keypair, error)
 	if !i.answers(m.Header, m.Sender) {
 		return nil, fmt.Errorf("response: %w", ErrNoHandshake)
 	}
-	if !i.respMAC1.checkMAC1(m.b, offRespMAC1) {
+	if !i.respMAC1.check(m.b[:offRespMAC1], m.MAC1()) {
 		return nil, fmt.Errorf("response: %w", ErrMAC1)
 	}
 	p := i.pending
