@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra/doc"
+
+	"github.com/keyrelay/keyrelay/internal/notebuf"
 )
 
 func TestSendFlags(t *testing.T) {
@@ -37,7 +39,8 @@ func TestRecvFlagDefaults(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Listen != ":7575" || got.Inject != "auto" || got.Timeout != time.Second || !got.Balanced {
+	// One-way senders are refused unless asked for (PROTOCOL.md §8.4).
+	if got.Listen != ":7575" || got.Inject != "auto" || got.Timeout != time.Second || !got.Balanced || got.OneWay {
 		t.Errorf("defaults %+v", got)
 	}
 }
@@ -71,6 +74,10 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"impair", "--to", "127.0.0.1:1", "--loss", "2"}, ExitUsage, "loss 2 out of range"},
 		{[]string{"send", "--to", "127.0.0.1", "--script", "/does/not/exist"}, ExitError, "unable to open script"},
 		{[]string{"version"}, ExitOK, ""},
+		// One-way only when asked for (PROTOCOL.md §8.4).
+		{[]string{"send", "--insecure", "--script", "-", "--to", "255.255.255.255"}, ExitUsage, "--to 255.255.255.255:7575 is a broadcast address, which is one-way and needs --one-way: a one-way session has no handshake"},
+		{[]string{"send", "--insecure", "--script", "-", "--to", "239.1.2.3:9"}, ExitUsage, "is a multicast group, which is one-way and needs --one-way"},
+		{[]string{"send", "--insecure", "--script", "-", "--to", "127.0.0.1", "--feedback=false"}, ExitUsage, "--feedback=false is one-way and needs --one-way"},
 	} {
 		var out, errb bytes.Buffer
 		code := Run(tc.args, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
@@ -162,5 +169,56 @@ func TestStopSignals(t *testing.T) {
 	defer signal.Reset(syscall.SIGHUP)
 	if got := stopSignals(); slices.Contains(got, os.Signal(syscall.SIGHUP)) {
 		t.Errorf("with SIGHUP ignored, stopSignals() = %v: it would undo nohup", got)
+	}
+}
+
+// TestSendFailsClosedWithoutHandshake (PROTOCOL.md §8.4): a receiver
+// whose tickets never reach send (here a socket that reads and answers
+// nothing, as a firewall dropping them would leave it) gets hellos only,
+// never a one-way packet carrying keys, however long send waits; send
+// names the cause and exits 3.
+func TestSendFailsClosedWithoutHandshake(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := make(chan []byte, 1)
+	go func() {
+		var got []byte
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				types <- got
+				return
+			}
+			if n > 3 {
+				got = append(got, buf[3]) // the type byte (PROTOCOL.md §4)
+			}
+		}
+	}()
+	addr := pc.LocalAddr().String()
+	// The warning comes from a timer's goroutine.
+	var out bytes.Buffer
+	errb := notebuf.New()
+	code := Run([]string{"send", "--insecure", "--script", "-", "--to", addr, "--timeout", "100ms", "--outage", "300ms", "--linger", "50ms"},
+		IO{In: strings.NewReader("tap KeyA\nsleep 200ms\ntap KeyB\n"), Out: &out, Err: errb})
+	pc.Close()
+	got := <-types
+	if code != ExitUndelivered {
+		t.Errorf("exit %d, want %d\n%s", code, ExitUndelivered, errb.String())
+	}
+	for _, want := range []string{"no handshake answer from " + addr, "no key was sent to it", "nothing listening there (is keyrelay recv running"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, errb.String())
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("the receiver's socket got nothing")
+	}
+	for i, ty := range got {
+		if ty != 3 {
+			t.Fatalf("packet %d of %d has type %d, want only hellos (3): a unicast destination got a one-way packet", i+1, len(got), ty)
+		}
 	}
 }

@@ -68,6 +68,10 @@ you relay a keyboard (send --input hook) use the same layout on both machines;
 text from a terminal or a script's type arrives as the same text whatever the
 layouts. The README's "Keys and layouts" has the details.
 
+Only senders that answer its handshake can type: a one-way sender (send
+--one-way: broadcast, multicast, --feedback=false) is refused, counted and
+logged once a minute unless recv runs with --one-way (PROTOCOL.md §8.4).
+
 On SIGINT, SIGTERM, SIGHUP or SIGQUIT recv releases every key it holds and
 exits 0.`,
 		Args: cobra.NoArgs,
@@ -86,7 +90,7 @@ exits 0.`,
 	opts.Key.register(f)
 	f.StringArrayVar(&opts.Allow, "allow", nil, "accept packets only from this network or address (repeatable; e.g. 192.168.1.0/24, 10.0.0.7, fd00::/8)")
 	f.BoolVar(&opts.Acks, "acks", true, "answer each sender with small ack packets (RTT, loss, liveness; at most one per 5ms per sender, one a second while nothing changes)")
-	f.BoolVar(&opts.OneWay, "one-way", true, "accept one-way senders (broadcast, send --feedback=false, or a sender that cannot hear us): their replay defence is --max-skew; false: only handshaken senders, whose recordings can never be replayed here")
+	f.BoolVar(&opts.OneWay, "one-way", false, "accept one-way senders (send --one-way: broadcast, multicast, --feedback=false); off by default: their only replay defence is --max-skew, so a recording of their session could be typed again here within it (PROTOCOL.md §8.4); handshaken senders' recordings never can")
 	f.DurationVar(&opts.MaxSkew, "max-skew", receiver.DefaultMaxSkew, "reject one-way packets whose sender clock differs from ours by more than this (their replay defence; needs clocks in sync; handshaken senders need no clock)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")

@@ -31,6 +31,7 @@ type SendOptions struct {
 	Timeout   time.Duration
 	Outage    time.Duration
 	Feedback  bool
+	OneWay    bool
 	Grab      bool
 	Hotkey    string
 	Devices   []string
@@ -103,8 +104,20 @@ the likely causes (nothing listening, another key, --insecure on one end
 only, a firewall). At the end send says "delivered: every receiver
 acknowledged the final state" and exits 0, or exits 3 when one never
 answered or did not acknowledge the final state (all keys released): the
-keys may not have been typed there. One-way use (--feedback=false, or a
-broadcast or multicast --to) exits 0 and says delivery was not confirmed.
+keys may not have been typed there.
+
+Handshake: each unicast receiver first answers a hello with a ticket, and
+only then gets keys, sealed so that no recording of them can be typed again
+anywhere (PROTOCOL.md §8.3). A receiver that does not answer never gets a
+key: send keeps asking, keeps what is typed meanwhile (up to --outage),
+says why it may be silent, and exits 3 if it never answers.
+
+One-way (--one-way, needed for --feedback=false or a broadcast or multicast
+--to): no handshake, so the only replay protection is the wall clock: a
+recording of the session can be typed again, in full, into any receiver
+holding the key (one restarted since, or another) within recv's --max-skew
+of when it was made; receivers refuse one-way senders unless run with
+recv --one-way. One-way use exits 0 and says delivery was not confirmed.
 
 Exit status: 0 delivered (or one-way), 1 the command failed (an error
 names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
@@ -126,6 +139,7 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "liveness: a receiver that has not acked for this long is named as silent (no answer: exit status 3); it releases nothing (recv's --timeout does)")
 	f.DurationVar(&opts.Outage, "outage", sender.DefaultOutage, "lossless typing through an outage up to this long: keys typed while a receiver that answered before is silent wait and go out when it answers again (and the end waits for it); past it, older keys may be lost")
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
+	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11 or evdev): keys reach the receiver only; --hotkey switches to local use and back")
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab: the keys (W3C names joined by +) that switch between relaying and local use")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
@@ -139,11 +153,13 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 
 // sendStatus makes the status lines of a sender: one per destination (or
 // per receiver that acked, for a broadcast).
-func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source) func() ([]string, [][]any) {
+func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout time.Duration) func() ([]string, [][]any) {
 	sw, _ := src.(sender.SwitchSource)
 	lastPackets, last := 0, time.Now()
 	return func() ([]string, [][]any) {
 		st := s.Status()
+		unanswered := s.Unanswered()
+		uptime := st.Uptime
 		now := time.Now()
 		pps := float64(st.Packets-lastPackets) / now.Sub(last).Seconds()
 		lastPackets, last = st.Packets, now
@@ -165,6 +181,9 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source) func() ([
 		for _, a := range addrs {
 			p, ok := byAddr[a]
 			state := "no answer yet"
+			if !ok && slices.Contains(unanswered, a) && uptime >= timeout {
+				state = "no handshake"
+			}
 			if ok && p.Live {
 				state = "live"
 			} else if ok && p.Speaks != nil {
@@ -183,7 +202,7 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source) func() ([
 			}
 			text = append(text, fmt.Sprintf("→ %-22s %-13s rtt %-9s loss %6s  %5.1f pkt/s  held %s  waiting %d%s",
 				a, state, rtt, loss, pps, heldString(st.Held), st.Pending, clockNote(p)))
-			attr := []any{"receiver", a, "live", ok && p.Live}
+			attr := []any{"receiver", a, "live", ok && p.Live, "handshake_answered", !slices.Contains(unanswered, a)}
 			if p.SRTT > 0 {
 				attr = append(attr, "rtt_ms", float64(p.SRTT.Round(time.Microsecond))/float64(time.Millisecond))
 			}
@@ -221,6 +240,9 @@ func (o *SendOptions) validate() error {
 		if err := checkTo(a); err != nil {
 			return err
 		}
+	}
+	if !o.Feedback && !o.OneWay {
+		return involving(errors.New("--feedback=false is one-way and needs --one-way: "+oneWayCost), "feedback", "one-way")
 	}
 	// The values first, then what they need of this machine (a terminal,
 	// an X display): a mistake in the settings is reported as such.
@@ -326,6 +348,9 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOneWay(o, dests); err != nil {
+		return err
+	}
 	conn, err := transport.Open(dests)
 	if err != nil {
 		return err
@@ -373,7 +398,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	}
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
-	status := sendStatus(s, dests, src)
+	status := sendStatus(s, dests, src, o.Timeout)
 	if showStatus {
 		go func() { defer close(statusDone); board.run(statusCtx, status) }()
 	} else {
@@ -417,6 +442,29 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	return err
 }
 
+// oneWayCost is what a one-way sender gives up, for the errors that ask
+// for --one-way.
+const oneWayCost = "a one-way session has no handshake, so its only replay protection is the wall clock (PROTOCOL.md §8.4): a recording of it can be typed again, in full, into any receiver holding the key (restarted since, or another) within recv's --max-skew of when it was made; give --one-way if that is acceptable here (the receivers must run recv --one-way too)"
+
+// checkOneWay refuses a broadcast or multicast destination without
+// --one-way: it cannot handshake (one packet reaches many receivers),
+// so it is one-way, and that must be asked for (PROTOCOL.md §8.4).
+func checkOneWay(o *SendOptions, dests []net.Addr) error {
+	if o.OneWay {
+		return nil
+	}
+	for _, d := range dests {
+		if ua, ok := d.(*net.UDPAddr); ok && transport.IsBroadcast(ua.IP) {
+			kind := "a broadcast address"
+			if ua.IP.IsMulticast() {
+				kind = "a multicast group"
+			}
+			return involving(fmt.Errorf("--to %v is %s, which is one-way and needs --one-way: %s", ua, kind, oneWayCost), "to", "one-way")
+		}
+	}
+	return nil
+}
+
 // undeliveredError is send's error when a receiver did not acknowledge the
 // final state: exit status ExitUndelivered, which scripts test.
 type undeliveredError struct{ err error }
@@ -441,6 +489,7 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, logf func
 		return nil
 	}
 	final := s.Final()
+	unanswered := s.Unanswered()
 	byAddr := map[string]sender.PeerStatus{}
 	for _, p := range s.Peers() {
 		byAddr[p.Addr] = p
@@ -460,6 +509,8 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, logf func
 			// Its version notice (PROTOCOL.md §10) says why: a forged one
 			// changes this message, never the exit status.
 			missing = append(missing, fmt.Sprintf("%s %s", ua, otherVersionState(p)))
+		case !heard && slices.Contains(unanswered, ua.String()):
+			missing = append(missing, fmt.Sprintf("%s never answered: %s (no handshake answer, so no key was sent to it)", ua, whyNoAnswer(port)))
 		case !heard:
 			missing = append(missing, fmt.Sprintf("%s never answered: %s", ua, whyNoAnswer(port)))
 		case p.Newest < final:
@@ -491,9 +542,14 @@ func warnSilent(dests []net.Addr, s *sender.Sender, timeout time.Duration, logf 
 	for _, p := range s.Peers() {
 		heard[p.Addr] = true
 	}
+	unanswered := s.Unanswered()
 	for _, d := range dests {
 		ua := d.(*net.UDPAddr)
-		if !transport.IsBroadcast(ua.IP) && !heard[ua.String()] {
+		switch {
+		case transport.IsBroadcast(ua.IP) || heard[ua.String()]:
+		case slices.Contains(unanswered, ua.String()):
+			logf("no handshake answer from %s after %v: no key goes to it until it answers (keys typed meanwhile wait up to --outage); %s", ua, timeout, whyNoAnswer(strconv.Itoa(ua.Port)))
+		default:
 			logf("no answer from %s after %v: %s", ua, timeout, whyNoAnswer(strconv.Itoa(ua.Port)))
 		}
 	}

@@ -159,7 +159,7 @@ func TestSendNamesOtherVersion(t *testing.T) {
 	if _, err := s.Run(context.Background(), src); err != nil {
 		t.Fatal(err)
 	}
-	text, attrs := sendStatus(s, dests, src)()
+	text, attrs := sendStatus(s, dests, src, time.Second)()
 	state := fmt.Sprintf("speaks protocol version %d, not %d", wire.Version+1, wire.Version)
 	if len(text) != 1 || !strings.Contains(text[0], state) {
 		t.Errorf("status %q, want %q", text, state)

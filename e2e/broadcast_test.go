@@ -23,7 +23,8 @@ func netns(t *testing.T, args ...string) {
 }
 
 // TestBroadcast: a sender in one network namespace sends to the subnet's
-// broadcast address and a receiver in another gets every key. The two
+// broadcast address and a receiver in another gets every key (both ends
+// with --one-way, which a broadcast needs: PROTOCOL.md §8.4). The two
 // namespaces and the veth pair between them are made by the test and
 // removed after it.
 func TestBroadcast(t *testing.T) {
@@ -48,7 +49,7 @@ func TestBroadcast(t *testing.T) {
 	netns(t, "-n", b, "link", "set", vb, "up")
 
 	// ip netns exec forks: signal the whole process group.
-	recv := exec.Command("ip", "netns", "exec", b, bin, "recv", "--inject", "log", "--listen", "0.0.0.0:7575")
+	recv := exec.Command("ip", "netns", "exec", b, bin, "recv", "--inject", "log", "--listen", "0.0.0.0:7575", "--one-way")
 	recv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, errb := notebuf.New(), notebuf.New()
 	recv.Stdout, recv.Stderr = out, errb
@@ -67,7 +68,7 @@ func TestBroadcast(t *testing.T) {
 			t.Fatalf("recv did not start:\n%s", errb.String())
 		}
 	}
-	send := exec.Command("ip", "netns", "exec", a, bin, "send", "--to", "10.77.0.255", "--script", "../testdata/scripts/hello.keys")
+	send := exec.Command("ip", "netns", "exec", a, bin, "send", "--to", "10.77.0.255", "--one-way", "--script", "../testdata/scripts/hello.keys")
 	if o, err := send.CombinedOutput(); err != nil {
 		t.Fatalf("send: %v\n%s", err, o)
 	}

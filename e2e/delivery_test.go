@@ -12,8 +12,8 @@ import (
 // TestSendReportsDelivery (issue 13 must-have 1: a scripted send reports
 // delivery): send exits 0 only when every receiver acknowledged the final
 // state, and 3 (documented in send --help and the README) when one did
-// not, naming the likely causes; one-way use exits 0 and says delivery was
-// not confirmed.
+// not, naming the likely causes; one-way use (only with --one-way,
+// PROTOCOL.md §8.4) exits 0 and says delivery was not confirmed.
 func TestSendReportsDelivery(t *testing.T) {
 	otherKey := filepath.Join(t.TempDir(), "other.key")
 	if code, _, stderr := run(t, "", "keygen", "--out", otherKey); code != 0 {
@@ -36,7 +36,8 @@ func TestSendReportsDelivery(t *testing.T) {
 		{"sealed to a plaintext receiver", []string{"--to", plain.addr}, 3, "--insecure on one end only"},
 		{"plaintext to a sealed receiver", []string{"--to", recv.addr, "--insecure"}, 3, "--insecure on one end only"},
 		{"one working, one silent", []string{"--to", recv.addr, "--to", nothing}, 3, nothing + " never answered"},
-		{"one-way", []string{"--to", nothing, "--feedback=false"}, 0, "delivery not confirmed: one-way"},
+		{"one-way", []string{"--to", nothing, "--feedback=false", "--one-way"}, 0, "delivery not confirmed: one-way"},
+		{"one-way not asked for", []string{"--to", nothing, "--feedback=false"}, 2, "--feedback=false is one-way and needs --one-way"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := run(t, keys, append([]string{"send", "--script", "-"}, tc.args...)...)

@@ -68,10 +68,12 @@ type Config struct {
 	// still answered with tickets: without one no handshaken session can
 	// start.
 	NoAcks bool
-	// NoOneWay refuses sessions without a handshake (recv --one-way=false):
-	// only senders that proved they know this receiver's current ticket
-	// can type, so no recording can ever be replayed here (PROTOCOL.md
-	// §8.4). One-way senders (broadcast, send --feedback=false) are refused.
+	// NoOneWay refuses sessions without a handshake (recv's default; recv
+	// --one-way accepts them): only senders that proved they know this
+	// receiver's current ticket can type, so no recording can ever be
+	// replayed here (PROTOCOL.md §8.4). One-way senders (broadcast,
+	// multicast, send --one-way --feedback=false) are refused, counted
+	// (Stats.Refused) and logged at most once a minute.
 	NoOneWay bool
 	// Logf reports what happens (new sessions, timeouts, rejects at a
 	// bounded rate). Nil: silent.
@@ -155,7 +157,7 @@ type Stats struct {
 	Replayed   int // authenticated packets seen before (replay window)
 	Skewed     int // authenticated packets whose wall clock is too far from ours
 	Foreign    int // authenticated packets sealed with a ticket this receiver did not issue (a restart, a replay) or that expired: answered with a ticket
-	Refused    int // one-way packets refused: --one-way=false, or for a handshaken session
+	Refused    int // one-way packets refused: recv without --one-way (NoOneWay), or for a handshaken session
 	Tickets    int // tickets sent (handshakes answered)
 	Injected   int // key events given to the injector
 	InjectErr  int // key events the injector failed
@@ -225,6 +227,7 @@ type Receiver struct {
 	pkt        wire.Queue
 	ds         []eventqueue.Dispatch
 	rejects    rejectLog
+	refusals   refusalLog // one-way packets refused by NoOneWay
 	scratch    []byte
 	ackBuf     []byte
 	since      time.Time // when Run started listening (liveness.go)
@@ -564,7 +567,6 @@ func (r *Receiver) decode(b []byte, h wire.Header) (fresh *sessionKeys, err erro
 var (
 	errForeignTicket = errors.New("sealed with a ticket this receiver did not issue (it restarted since, or the packet is a replay of a session with another receiver): answered with a new ticket, nothing typed")
 	errExpiredTicket = errors.New("its ticket is too old to start a session (a session this receiver has forgotten, or a replay): answered with a new ticket, nothing typed")
-	errOneWayRefused = errors.New("a one-way session (no handshake), refused by --one-way=false")
 	errDowngrade     = errors.New("a one-way packet for a handshaken session (a replay?): refused")
 )
 
@@ -594,13 +596,14 @@ func (r *Receiver) fresh(h wire.Header, s *session, fresh *sessionKeys, from net
 		r.sendTicket(h.Session, h.Counter, from, now)
 		return false
 	}
-	if r.cfg.NoOneWay || (s != nil && s.keys.handshaken) {
+	if r.cfg.NoOneWay {
 		r.stats.Refused++
-		err := errOneWayRefused
-		if !r.cfg.NoOneWay {
-			err = errDowngrade
-		}
-		r.rejects.note(r.cfg.Logf, now, from, err)
+		r.refusals.note(r.cfg.Logf, now, from)
+		return false
+	}
+	if s != nil && s.keys.handshaken {
+		r.stats.Refused++
+		r.rejects.note(r.cfg.Logf, now, from, errDowngrade)
 		return false
 	}
 	if r.cfg.PSK != nil {
@@ -985,6 +988,28 @@ func (r *Receiver) logf(format string, args ...any) {
 
 // rejectLog reports malformed packets at most once a second, with a count of
 // those it did not report, so a flood cannot flood the log.
+// refusalInterval bounds how often refused one-way packets are logged: a
+// one-way sender resends every 100 ms, and the fix needs saying once, not
+// ten times a second.
+const refusalInterval = time.Minute
+
+// refusalLog logs refused one-way packets (Config.NoOneWay) at most once
+// per refusalInterval, with how many were refused since, and the fix.
+type refusalLog struct {
+	last  time.Time
+	count int
+}
+
+func (l *refusalLog) note(logf func(string, ...any), now time.Time, from net.Addr) {
+	l.count++
+	if logf == nil || (!l.last.IsZero() && now.Sub(l.last) < refusalInterval) {
+		return
+	}
+	logf("refused one-way packets (no handshake): %d since last said, the latest from %v; a broadcast, multicast or send --one-way --feedback=false sender; recv --one-way accepts them, off by default because a recording of a one-way session can be typed again here within --max-skew of when it was made (PROTOCOL.md §8.4)", l.count, from)
+	l.last = now
+	l.count = 0
+}
+
 type rejectLog struct {
 	last       time.Time
 	suppressed int

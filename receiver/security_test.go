@@ -1,8 +1,10 @@
 package receiver
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,5 +234,53 @@ func TestSessionKeysLastTheSession(t *testing.T) {
 		if a.Header.Session != w.session || a.Header.Counter != w.counter || a.Newest != w.newest {
 			t.Errorf("ack %d: session %d counter %d newest %d, want %+v", i, a.Header.Session, a.Header.Counter, a.Newest, w)
 		}
+	}
+}
+
+// TestOneWayRefusedByDefault (PROTOCOL.md §8.4): recv without --one-way
+// (NoOneWay, its default) types nothing of a one-way sender, sealed or in
+// plaintext, counts each packet as refused, and says so with the fix at
+// most once a minute (a one-way sender resends every 100 ms).
+func TestOneWayRefusedByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  []byte
+		pkt  func(counter uint64, at time.Time) []byte
+	}{
+		{"sealed", psk, func(c uint64, at time.Time) []byte { return sealed(t, psk, 9, c, at, dn(kA, 1)) }},
+		{"plaintext", nil, func(c uint64, _ time.Time) []byte { return packet(t, 9, c, c*10, dn(kA, 1)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &fake.Recorder{}
+			var logs []string
+			r, err := New(Config{Conn: nopConn{}, Injector: rec, PSK: tc.key, NoOneWay: true,
+				Logf: func(f string, args ...any) { logs = append(logs, fmt.Sprintf(f, args...)) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 1000 // 100 s at 100 ms
+			for i := range n {
+				at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+				r.Handle(tc.pkt(uint64(i+1), at), addr1, at)
+			}
+			if got := rec.Events(); len(got) != 0 {
+				t.Errorf("typed %v, want nothing", got)
+			}
+			if st := r.Stats(); st.Refused != n || st.Sessions != 0 || st.Accepted != 0 {
+				t.Errorf("%d refused, %d sessions, %d applied; want %d refused, none started", st.Refused, st.Sessions, st.Accepted, n)
+			}
+			var said []string
+			for _, l := range logs {
+				if strings.Contains(l, "one-way") {
+					said = append(said, l)
+				}
+			}
+			if len(said) != 2 {
+				t.Fatalf("said %d times in 100 s, want twice (once a minute): %q", len(said), said)
+			}
+			if !strings.Contains(said[0], "recv --one-way") || !strings.Contains(said[0], "--max-skew") || !strings.Contains(said[1], "600 since last said") {
+				t.Errorf("log lines %q, want the fix (recv --one-way), why it is off (--max-skew), and the count since", said)
+			}
+		})
 	}
 }

@@ -292,7 +292,7 @@ func earliest(a, b time.Time) time.Time {
 // a stuck flush, the end of lingering.
 func (c *Core) Tick(now time.Time) {
 	if c.cfg.Feedback {
-		c.giveUpHandshakes(now)
+		c.noteUnanswered(now)
 	}
 	switch c.phase {
 	case running, flushing:
@@ -367,9 +367,11 @@ func (c *Core) flushed(now time.Time) {
 	c.minEnd = now.Add(c.cfg.Linger)
 	// A receiver in an outage it may come back from (owed) gets the
 	// final state, and what was typed before it, when it does: the end
-	// waits up to Outage for it. One never heard, up to PeerTimeout.
+	// waits up to Outage for it, as for a handshake still unanswered
+	// within Outage of the start (inGrace). One never heard, up to
+	// PeerTimeout.
 	wait := c.cfg.PeerTimeout
-	if c.anyOwed(now) {
+	if c.anyOwed(now) || c.inGrace(now) {
 		wait = c.patience()
 	}
 	c.maxEnd = c.minEnd.Add(wait)
@@ -453,8 +455,8 @@ func (c *Core) clock(now time.Time) uint64 {
 
 // send sends the queue to every destination as the next packet: sealed
 // with the link's ticket where it has one, one-way (encoded once) where it
-// is one-way or has given up waiting for one, and a hello where it has no
-// ticket yet (PROTOCOL.md §8.3).
+// is one-way, and a hello alone where it has no ticket yet (PROTOCOL.md
+// §8.3, §8.4).
 func (c *Core) send(now time.Time) {
 	c.pkt.Clock = c.clock(now)
 	c.pkt.Wall = uint64(now.UnixMilli())
@@ -471,10 +473,10 @@ func (c *Core) send(now time.Time) {
 				hello = c.keys.appendHello(c.helloBuf[:0], counter)
 				c.helloBuf = hello
 			}
+			// No key goes to it before its ticket, however long that
+			// takes (PROTOCOL.md §8.4).
 			c.cfg.Output(hello, i)
-			if !l.oneWayToo {
-				continue
-			}
+			continue
 		}
 		if l.has {
 			b, err := c.keys.appendQueue(c.buf[:0], &c.pkt, counter, l)

@@ -38,9 +38,10 @@ type link struct {
 	acks   replay.Filter // acks under this ticket
 	newest uint64        // newest packet counter acked under this ticket
 	stamp  uint64        // newest event stamp acked under it (applied there)
-	// oneWayToo: no ticket came within PeerTimeout; packets go one-way
-	// as well (hellos go on) until one comes.
-	oneWayToo bool
+	// unanswered: no ticket came within PeerTimeout, and the log said
+	// so. Its packets stay hellos, carrying no key (PROTOCOL.md §8.4: a
+	// unicast destination never falls back to one-way).
+	unanswered bool
 }
 
 var (
@@ -121,8 +122,8 @@ func (c *Core) handleTicket(b []byte, from string, now time.Time) error {
 		// (what it acked as applied is certainly not typed twice).
 		since = max(c.topBefore(h.Counter), l.stamp)
 		c.logf("receiver %s restarted: new ticket, typing goes on", l.Addr)
-	} else if l.oneWayToo {
-		c.logf("receiver %s answered the handshake: packets to it are no longer one-way", l.Addr)
+	} else if l.unanswered {
+		c.logf("receiver %s answered the handshake: the keys typed meanwhile go to it now", l.Addr)
 	}
 	if err := c.keys.take(l, t, h.Counter, since); err != nil {
 		return err
@@ -147,18 +148,43 @@ func (c *Core) topBefore(counter uint64) uint64 {
 	return r.top
 }
 
-// giveUpHandshakes sends one-way to each destination that has not answered
-// a hello within PeerTimeout of the start (a firewall dropping its
-// answers, or a receiver started later): the user's keys still go, as
-// the plain queue sends them, and are handshaken once a ticket comes.
-func (c *Core) giveUpHandshakes(now time.Time) {
+// awaitingTicket reports whether a handshaking destination has no ticket
+// yet: its packets are hellos, and the keys typed meanwhile wait for it
+// (inGrace).
+func (c *Core) awaitingTicket() bool {
+	for _, l := range c.links {
+		if !l.OneWay && !l.has {
+			return true
+		}
+	}
+	return false
+}
+
+// noteUnanswered says, once per destination, that one has not answered a
+// hello within PeerTimeout of the start. Its packets stay hellos: a
+// sender that fell back to one-way here would let whoever drops the
+// tickets for that long downgrade the session to one a recording can be
+// replayed from (PROTOCOL.md §8.4). Keys typed meanwhile wait, within
+// Outage (inGrace), and go out once a ticket comes.
+func (c *Core) noteUnanswered(now time.Time) {
 	if now.Sub(c.start) < c.cfg.PeerTimeout {
 		return
 	}
 	for _, l := range c.links {
-		if !l.OneWay && !l.has && !l.oneWayToo {
-			l.oneWayToo = true
-			c.logf("no answer to the handshake from %s within %v: sending to it one-way until it answers (recv --one-way=false refuses that; is recv running there, and can its answers reach this machine?)", l.Addr, c.cfg.PeerTimeout)
+		if !l.OneWay && !l.has && !l.unanswered {
+			l.unanswered = true
+			c.logf("no handshake answer from %s within %v: no key goes to it until it answers (hellos go on; a unicast destination never gets one-way packets)", l.Addr, c.cfg.PeerTimeout)
 		}
 	}
+}
+
+// Unanswered appends to dst the destinations whose handshake has not been
+// answered: no ticket came from them (yet).
+func (c *Core) Unanswered(dst []string) []string {
+	for _, l := range c.links {
+		if !l.OneWay && !l.has {
+			dst = append(dst, l.Addr)
+		}
+	}
+	return dst
 }

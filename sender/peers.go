@@ -77,9 +77,19 @@ func (c *Core) owed(p *peer, now time.Time) bool {
 // inGrace: a sender that reads feedback and has heard no receiver yet
 // assumes one for its first PeerTimeout, so typing right at the start is as
 // safe as later; after that, silence means one-way use. (Outage is for a
-// receiver that was heard: owed.)
+// receiver that was heard: owed.) While a handshake is unanswered the
+// grace lasts Outage: no key went to that receiver (its packets are
+// hellos, PROTOCOL.md §8.4), so the keys typed meanwhile wait in the
+// backlog for its ticket, as they would through an outage.
 func (c *Core) inGrace(now time.Time) bool {
-	return len(c.peers) == 0 && c.cfg.Feedback && now.Sub(c.start) < c.cfg.PeerTimeout
+	if len(c.peers) > 0 || !c.cfg.Feedback {
+		return false
+	}
+	grace := c.cfg.PeerTimeout
+	if c.awaitingTicket() {
+		grace = c.cfg.Outage
+	}
+	return now.Sub(c.start) < grace
 }
 
 // quiet reports whether a live receiver has not been heard for over 60 %

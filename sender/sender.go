@@ -137,6 +137,9 @@ type published struct {
 	pending int
 	peers   []PeerStatus
 	final   uint64
+	// unanswered: destinations whose handshake has no answer yet (no key
+	// goes to them, PROTOCOL.md §8.4).
+	unanswered []string
 }
 
 // New checks cfg and makes a Sender.

@@ -26,6 +26,7 @@ func (s *Sender) publish(now time.Time) {
 	s.pub.pending = c.Pending()
 	s.pub.peers = c.Peers(s.pub.peers[:0], now)
 	s.pub.final = c.Final()
+	s.pub.unanswered = c.Unanswered(s.pub.unanswered[:0])
 }
 
 // Status returns a snapshot of the sender.
@@ -74,4 +75,13 @@ func (s *Sender) Final() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pub.final
+}
+
+// Unanswered lists the destinations (as Dests name them) that have not
+// answered the handshake: no ticket came from them, so no key went to
+// them (PROTOCOL.md §8.4). Safe to call while Run runs.
+func (s *Sender) Unanswered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.pub.unanswered...)
 }
