@@ -46,6 +46,24 @@ var configSections = map[string][]string{
 	"doctor": {"doctor", "recv", "send"},
 }
 
+// commandLineOnly are settings refused as true from the environment and
+// the config file: left there, they apply to every later run, and
+// insecure = true would let anyone on the LAN type on this machine.
+// (false, what 'keyrelay config' writes for them, is harmless.)
+var commandLineOnly = []string{"insecure"}
+
+// refuseLeftOn is the error for a commandLineOnly setting f set to true
+// at where (a variable, or a place in the config file), or nil. from says
+// where that is, left what stays there between runs.
+func refuseLeftOn(f *pflag.Flag, where, from, left string) error {
+	if !slices.Contains(commandLineOnly, f.Name) || f.Value.String() != "true" {
+		return nil
+	}
+	_ = f.Value.Set(f.DefValue) // the flag's own default parses back
+	return usagef("%s: %s is refused from %s, only taken on the command line: %s would let anyone on the LAN type on this machine (and read what is typed) on every later run; give --%s on the command line of the run that needs it, or use a key (keyrelay keygen)",
+		where, f.Name, from, left, f.Name)
+}
+
 // pathSettings are file paths: "~/" is the home directory, and a relative
 // path in the config file is relative to the file's directory (a key file
 // beside config.toml is just key-file = "keyrelay.key").
@@ -426,6 +444,10 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 					firstErr = usagef("%s=%q: %v", env, v, err)
 					return
 				}
+				if err := refuseLeftOn(f, fmt.Sprintf("%s=%q", env, v), "the environment", "a variable left set (in a shell profile, a service unit)"); err != nil {
+					firstErr = err
+					return
+				}
 				s.Source, s.rank = "env "+env, rankEnv
 				s.env, s.envValue = env, v
 				settings = append(settings, s)
@@ -439,6 +461,10 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 						firstErr = usagef("%s%s in [%s]: %v", cf.where(sec, f.Name), f.Name, sec, err)
 						return
 					}
+					if err := refuseLeftOn(f, fmt.Sprintf("%s%s = %s in [%s]", cf.where(sec, f.Name), f.Name, tomlLiteral(v), sec), "the config file", "a config file left with "+f.Name+" = true"); err != nil {
+						firstErr = err
+						return
+					}
 					s.Source, s.rank = "file "+cf.Path+" ["+sec+"]", rankFile
 					s.section, s.raw = sec, v
 					settings = append(settings, s)
@@ -448,6 +474,10 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 			if v, ok := cf.top[f.Name]; ok && slices.Contains(sharedSettings, f.Name) {
 				if err := cf.set(f, v); err != nil {
 					firstErr = usagef("%s%s: %v", cf.where("", f.Name), f.Name, err)
+					return
+				}
+				if err := refuseLeftOn(f, fmt.Sprintf("%s%s = %s", cf.where("", f.Name), f.Name, tomlLiteral(v)), "the config file", "a config file left with "+f.Name+" = true"); err != nil {
+					firstErr = err
 					return
 				}
 				s.Source, s.rank = "file "+cf.Path, rankFile

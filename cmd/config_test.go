@@ -7,6 +7,8 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -293,7 +295,7 @@ func TestConfigErrors(t *testing.T) {
 func TestConfigCommand(t *testing.T) {
 	dir := isolate(t)
 	path := writeFile(t, filepath.Join(dir, "config.toml"), `
-insecure = true
+log-format = "json"
 [send]
 to = ["desk.lan", "[::1]:9"]
 queue = 24
@@ -313,7 +315,7 @@ listen = "127.0.0.1:7600"
 		`to = ["desk.lan", "[::1]:9"]`, "# file " + path + " [send]",
 		`timeout = "3s"`, "# env KEYRELAY_RECV_TIMEOUT",
 		`interval = "100ms"`,
-		"insecure = true", "# file " + path + "\n",
+		`log-format = "json"`, "# file " + path + "\n",
 		`inject = "auto"`,
 		"# ignored: $KEYRELAY_SEND_INTERVALL is no setting",
 		`# script = ""`,
@@ -388,6 +390,87 @@ func TestREADMEConfigExamples(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), "# file ") {
 			t.Errorf("README example %d: no setting came from the file:\n%s", i, out.String())
+		}
+	}
+}
+
+// TestInsecureOnlyOnTheCommandLine: insecure = true is refused from the
+// config file and the environment (left there, it would let anyone on the
+// LAN type on every later run), with where it came from and why; false
+// there, what 'keyrelay config' writes, is fine.
+func TestInsecureOnlyOnTheCommandLine(t *testing.T) {
+	why := "would let anyone on the LAN type on this machine"
+	for _, tc := range []struct {
+		name, file, env string
+		args            []string
+		want            []string // "" code: ExitOK
+	}{
+		{name: "top of the file", file: "insecure = true\n", args: []string{"send", "--to", "x", "--script", "-"},
+			want: []string{"config.toml:1: insecure = true: insecure is refused from the config file, only taken on the command line: a config file left with insecure = true " + why, "give --insecure on the command line"}},
+		{name: "[recv]", file: "[recv]\ninsecure = true\n", args: []string{"recv", "--listen", "127.0.0.1:0"},
+			want: []string{"config.toml:2: insecure = true in [recv]: insecure is refused from the config file"}},
+		{name: "shared variable", env: "KEYRELAY_INSECURE=true", args: []string{"send", "--to", "x", "--script", "-"},
+			want: []string{`KEYRELAY_INSECURE="true": insecure is refused from the environment, only taken on the command line: a variable left set (in a shell profile, a service unit) ` + why}},
+		{name: "command's variable", env: "KEYRELAY_RECV_INSECURE=1", args: []string{"recv", "--listen", "127.0.0.1:0"},
+			want: []string{`KEYRELAY_RECV_INSECURE="1": insecure is refused from the environment`}},
+		{name: "doctor reads [recv]", file: "[recv]\ninsecure = true\n", args: []string{"doctor"},
+			want: []string{"insecure = true in [recv]: insecure is refused from the config file"}},
+		{name: "false in the file", file: "insecure = false\n[send]\ninsecure = false\n", args: []string{"config"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := isolate(t)
+			if tc.file != "" {
+				writeFile(t, filepath.Join(dir, "config.toml"), tc.file)
+			}
+			if k, v, ok := strings.Cut(tc.env, "="); ok {
+				t.Setenv(k, v)
+			}
+			var stderr bytes.Buffer
+			code := Run(tc.args, IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &stderr})
+			if tc.want == nil {
+				if code != ExitOK {
+					t.Errorf("exit %d, want 0: %s", code, stderr.String())
+				}
+				return
+			}
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d: %s", code, ExitUsage, stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q lacks %q", stderr.String(), w)
+				}
+			}
+		})
+	}
+}
+
+// TestRecvInsecureNeedsLoopbackOrAllow: recv --insecure listening where
+// anyone can reach it, with no --allow, is a usage error saying so; on
+// loopback, or with --allow, it runs.
+func TestRecvInsecureNeedsLoopbackOrAllow(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		allow  []string
+		ok     bool
+	}{
+		{":0", nil, false},
+		{"0.0.0.0:0", nil, false},
+		{"[::]:0", nil, false},
+		{"127.0.0.1:0", nil, true},
+		{"[::1]:0", nil, true},
+		{"localhost:0", nil, true},
+		{":0", []string{"192.168.1.0/24"}, true},
+	} {
+		o := &RecvOptions{Listen: tc.listen, Allow: tc.allow, Inject: "log", LogFormat: "text", MaxSkew: time.Second, Timeout: time.Second,
+			Key: KeyOptions{Insecure: true}}
+		err := o.validate()
+		var ue usageError
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("--listen %s --allow %v: %v", tc.listen, tc.allow, err)
+		case !tc.ok && (!errors.As(err, &ue) || !strings.Contains(fmt.Sprint(err), "would let anyone who can reach this port type on this machine") || !strings.Contains(fmt.Sprint(err), "--allow")):
+			t.Errorf("--listen %s: %v, want a usage error naming loopback and --allow", tc.listen, err)
 		}
 	}
 }

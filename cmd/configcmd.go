@@ -33,7 +33,8 @@ key-file, insecure, log-format and quiet mean the same for every command:
 they may also be set once, at the top of the file or as KEYRELAY_<FLAG>
 (KEYRELAY_KEY_FILE); a command's own setting wins. So may identity and peers
 (KEYRELAY_IDENTITY, KEYRELAY_PEERS), the files 'keyrelay id' and 'keyrelay
-peers' use. doctor checks what recv
+peers' use. insecure = true is refused from the file and the environment:
+--insecure only on the command line. doctor checks what recv
 and send will use: after [doctor] it reads [recv], then [send].
 
 The config file is TOML, at --config FILE, else $` + ConfigEnv + `, else

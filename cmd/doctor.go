@@ -108,11 +108,12 @@ by, or both, doctor checks both. The checks of the other role are listed as
 
 With --peer HOST[:PORT], whatever the role, a round trip to that recv
 instead of send's destinations. A probe is one short session holding no
-key, started with the handshake as send's are (so a recv --one-way=false
-answers it), which the receiver logs as a new session that ended, not as a
+key, started with the handshake as send's are (so a recv, which refuses
+one-way senders unless --one-way, answers it), which the receiver logs as a new session that ended, not as a
 lost one; a failed one names the address, where it came from and the
 likely causes. A clock offset past 15s is named with its fix but fails
-nothing: only one-way packets (broadcast, --feedback=false) depend on it.`,
+nothing: only one-way packets (send --one-way: broadcast, multicast,
+--feedback=false) depend on it.`,
 		Args: cobra.NoArgs,
 	}
 	var settings []Setting

@@ -18,7 +18,7 @@ type KeyOptions struct {
 
 func (k *KeyOptions) register(f *pflag.FlagSet) {
 	f.StringVar(&k.KeyFile, "key-file", "", "pre-shared key made by 'keyrelay keygen' (or $"+secret.Env+", or key-file in the config file)")
-	f.BoolVar(&k.Insecure, "insecure", false, "relay in plaintext, without a key: anyone on the network can read and inject keys")
+	f.BoolVar(&k.Insecure, "insecure", false, "relay in plaintext, without a key: anyone on the network can read and inject keys (command line only, never from the config file or the environment; recv: with a loopback --listen or an --allow list)")
 }
 
 // load returns the key (nil with --insecure), telling the user its

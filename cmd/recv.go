@@ -114,8 +114,12 @@ func (o *RecvOptions) validate() error {
 		return err
 	}
 	o.Listen = listen
-	if _, err := parseAllow(o.Allow); err != nil {
+	allow, err := parseAllow(o.Allow)
+	if err != nil {
 		return err
+	}
+	if o.Key.Insecure && len(allow) == 0 && !loopbackListen(listen) {
+		return involving(fmt.Errorf("--insecure with --listen %s and no --allow would let anyone who can reach this port type on this machine (and read what is typed): with --insecure, listen on loopback only (--listen 127.0.0.1:%s, for tests or behind a tunnel) or accept only the senders named with --allow ADDR or CIDR; or use a key (keyrelay keygen) and drop --insecure", listen, DefaultPort), "insecure", "listen", "allow")
 	}
 	var names []string
 	for _, i := range injectors {
@@ -126,6 +130,21 @@ func (o *RecvOptions) validate() error {
 	}
 	want := fmt.Sprintf("unknown injector (choose one of: %s)%s", strings.Join(names, ", "), suggest(o.Inject, names))
 	return badValue("inject", want, fmt.Sprintf("unknown --inject %q (choose one of: %s)%s", o.Inject, strings.Join(names, ", "), suggest(o.Inject, names)))
+}
+
+// loopbackListen reports whether listen (HOST:PORT, from listenAddr) is on
+// a loopback address only: "localhost", or an address that is loopback.
+// An empty host is every address.
+func loopbackListen(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
 }
 
 // recvStatus makes the status lines of a receiver: one per session heard
