@@ -222,3 +222,26 @@ func TestSendFailsClosedWithoutHandshake(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyFileOthersCanReadIsRefused (PROTOCOL.md §8.1): send and recv
+// refuse a key file group or others may read, with the fix, before
+// anything is sent or received.
+func TestKeyFileOthersCanReadIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k")
+	if code := Run([]string{"keygen", "--out", path}, IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); code != ExitOK {
+		t.Fatalf("keygen exit %d", code)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"send", "--key-file", path, "--to", "127.0.0.1:9", "--script", "-"},
+		{"recv", "--key-file", path, "--listen", "127.0.0.1:0", "--inject", "log"},
+	} {
+		var errb bytes.Buffer
+		code := Run(args, IO{In: strings.NewReader("tap KeyA\n"), Out: &bytes.Buffer{}, Err: &errb})
+		if want := "key file " + path + " has mode 0644: other users can read it (chmod 600 " + path + ")"; code != ExitError || !strings.Contains(errb.String(), want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", args[0], code, errb.String(), ExitError, want)
+		}
+	}
+}

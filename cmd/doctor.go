@@ -284,13 +284,13 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		add(check{name: "key file", needed: true, err: errors.New("none given"),
 			fix: "make one with 'keyrelay keygen --out " + filepath.Join(filepath.Dir(o.configPath()), "key") + "' (a relative key-file is read beside the config file), copy it to the other machine, and put key-file = \"key\" in " + o.configPath() + " (or pass --key-file, or set " + secret.Env + ")"})
 	default:
-		k, warning, err := secret.Load(path)
+		k, err := secret.Load(path)
 		key = k
 		switch {
+		case errors.Is(err, secret.ErrUnprotected):
+			add(check{name: "key file mode", needed: true, err: err, fix: "chmod 600 " + path})
 		case err != nil:
 			add(check{name: "key file", needed: true, err: err, fix: "make one with 'keyrelay keygen --out " + path + "'"})
-		case warning != "":
-			add(check{name: "key file mode", needed: true, err: errors.New(warning), fix: "chmod 600 " + path})
 		default:
 			add(check{name: "key file", ok: fmt.Sprintf("%s, mode 0600, fingerprint %s", path, secret.Fingerprint(k))})
 		}

@@ -37,12 +37,9 @@ func (k *KeyOptions) load(logf func(string, ...any)) ([]byte, error) {
 	if path == "" {
 		return nil, noKeyError(displayDefaultConfigPath())
 	}
-	key, warning, err := secret.Load(path)
+	key, err := secret.Load(path)
 	if err != nil {
 		return nil, settingErr{err, "key-file"}
-	}
-	if warning != "" {
-		logf("WARNING: %s", warning)
 	}
 	logf("key fingerprint %s (the other machine must show the same)", secret.Fingerprint(key))
 	return key, nil

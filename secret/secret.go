@@ -88,21 +88,24 @@ var ErrNotKeyFile = errors.New("not a key file")
 var keyFile = Kind{Name: "key file", Not: ErrNotKeyFile, MadeBy: "'keyrelay keygen --out FILE'", Max: MaxFileSize}
 
 // Load reads a key file (ReadFile: only a regular file of at most
-// MaxFileSize bytes). warning is set when the file is readable or writable
-// by other users (the key still loads: the user decides).
-func Load(path string) (key []byte, warning string, err error) {
+// MaxFileSize bytes). It refuses one that other users may read or change
+// (CheckMode, the error wrapping ErrUnprotected and naming the chmod that
+// fixes it): the key is a secret, and whoever holds it can be one of the
+// paired ends.
+func Load(path string) (key []byte, err error) {
 	b, perm, err := keyFile.ReadFile(path)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	key, err = Decode(b)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := CheckMode(keyFile.Name, path, perm, 0o077); err != nil {
-		warning = err.Error()
+	// Read and write bits only: a group execute bit (0610) gives nothing.
+	if err := CheckMode(keyFile.Name, path, perm, 0o066); err != nil {
+		return nil, err
 	}
-	return key, warning, nil
+	return key, nil
 }
 
 // Decode parses a key file's content: '#' comment lines, then the base64

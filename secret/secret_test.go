@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -23,9 +24,9 @@ func TestWriteLoadRoundTrip(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Errorf("mode %#o, want 0600", st.Mode().Perm())
 	}
-	got, warn, err := Load(path)
-	if err != nil || warn != "" || string(got) != string(key) {
-		t.Fatalf("Load = %x, %q, %v", got, warn, err)
+	got, err := Load(path)
+	if err != nil || string(got) != string(key) {
+		t.Fatalf("Load = %x, %v", got, err)
 	}
 	if err := Write(path, key, false); err == nil || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("overwrite without --force: %v", err)
@@ -38,9 +39,48 @@ func TestWriteLoadRoundTrip(t *testing.T) {
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Errorf("--force left mode %#o", st.Mode().Perm())
 	}
-	os.Chmod(path, 0o644)
-	if _, warn, _ := Load(path); !strings.Contains(warn, "chmod 600") {
-		t.Errorf("no warning for mode 0644: %q", warn)
+}
+
+// TestLoadRefusesKeysOthersCanReach (PROTOCOL.md §8.1: the key file is
+// mode 0600): a key file that group or others may read or write is
+// refused, with the fix; one only its owner can reach loads.
+func TestLoadRefusesKeysOthersCanReach(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows keeps access in ACLs, not mode bits")
+	}
+	key, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode os.FileMode
+		ok   bool
+	}{
+		{0o600, true},
+		{0o400, true},
+		{0o700, true},
+		{0o610, true}, // group may execute it: nothing to read or change
+		{0o644, false},
+		{0o640, false},
+		{0o620, false},
+		{0o604, false},
+		{0o602, false},
+		{0o666, false},
+	} {
+		path := filepath.Join(t.TempDir(), "k")
+		if err := Write(path, key, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Load(path)
+		switch {
+		case tc.ok && (err != nil || string(got) != string(key)):
+			t.Errorf("mode %#o: Load = %x, %v; want the key", tc.mode, got, err)
+		case !tc.ok && (err == nil || got != nil || !errors.Is(err, ErrUnprotected) || !strings.Contains(err.Error(), "chmod 600 "+path)):
+			t.Errorf("mode %#o: Load = %x, %v; want refused, wrapping ErrUnprotected, with the fix", tc.mode, got, err)
+		}
 	}
 }
 
@@ -77,7 +117,7 @@ func TestLoadAtTheBound(t *testing.T) {
 	if st, _ := os.Stat(path); st.Size() != MaxFileSize {
 		t.Fatalf("test file is %d bytes, want %d", st.Size(), MaxFileSize)
 	}
-	if got, _, err := Load(path); err != nil || string(got) != string(key) {
+	if got, err := Load(path); err != nil || string(got) != string(key) {
 		t.Errorf("Load of a %d-byte key file = %x, %v", MaxFileSize, got, err)
 	}
 }

@@ -56,7 +56,7 @@ func TestLoadRefusesWhatIsNotAKeyFile(t *testing.T) {
 			// Bounded, so that a regression (a blocking open of the FIFO)
 			// fails instead of hanging the test binary.
 			done := make(chan error, 1)
-			go func() { _, _, err := Load(tt.path); done <- err }()
+			go func() { _, err := Load(tt.path); done <- err }()
 			var err error
 			select {
 			case err = <-done:
@@ -84,7 +84,7 @@ func TestLoadBoundsWhatItReads(t *testing.T) {
 		t.Skipf("needs %s as a regular file that says 0 bytes: %v %v", path, st, err)
 	}
 	// A test binary has dozens of mappings of about 1 KiB of smaps each.
-	_, _, err = Load(path)
+	_, err = Load(path)
 	want := "key file " + path + " holds more than 4096 bytes, not a key file: want a regular file of at most 4096 bytes"
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, ErrNotKeyFile) {
 		t.Errorf("Load(%s) = %v\nwant %s...", path, err, want)
@@ -102,7 +102,7 @@ func TestLoadThroughSymlink(t *testing.T) {
 	if err := os.Symlink("real", filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := Load(filepath.Join(dir, "link"))
+	got, err := Load(filepath.Join(dir, "link"))
 	if err != nil || string(got) != string(key) {
 		t.Errorf("Load through a symlink = %x, %v", got, err)
 	}
@@ -138,7 +138,7 @@ func TestForceReplacesSymlink(t *testing.T) {
 			if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
 				t.Errorf("after --force %s is %v (%v), want a regular file with mode 0600", link, st.Mode(), err)
 			}
-			if got, _, err := Load(link); err != nil || string(got) != string(key) {
+			if got, err := Load(link); err != nil || string(got) != string(key) {
 				t.Errorf("Load(%s) = %x, %v, want the new key", link, got, err)
 			}
 			b, err := os.ReadFile(target)
