@@ -245,3 +245,19 @@ func TestKeyFileOthersCanReadIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDebugSaysSoOnce: --debug says once, at start, that key names will be
+// in the log; without it nothing says so.
+func TestDebugSaysSoOnce(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		args := []string{"send", "--insecure", "--script", "-", "--to", "127.0.0.1:9", "--one-way", "--feedback=false", "--linger", "10ms"}
+		if debug {
+			args = append(args, "--debug")
+		}
+		var errb bytes.Buffer
+		code := Run(args, IO{In: strings.NewReader("tap KeyA\n"), Out: &bytes.Buffer{}, Err: &errb})
+		if n := strings.Count(errb.String(), debugNote); code != ExitOK || (n == 1) != debug || n > 1 {
+			t.Errorf("debug %v: exit %d, said %q %d times:\n%s", debug, code, debugNote, n, errb.String())
+		}
+	}
+}

@@ -47,21 +47,24 @@ var configSections = map[string][]string{
 }
 
 // commandLineOnly are settings refused as true from the environment and
-// the config file: left there, they apply to every later run, and
-// insecure = true would let anyone on the LAN type on this machine.
-// (false, what 'keyrelay config' writes for them, is harmless.)
-var commandLineOnly = []string{"insecure"}
+// the config file, each with what it would do there: left there, they
+// apply to every later run. (false, what 'keyrelay config' writes for
+// them, is harmless.)
+var commandLineOnly = map[string]string{
+	"insecure": "would let anyone on the LAN type on this machine (and read what is typed) on every later run; give --insecure on the command line of the run that needs it, or use a key (keyrelay keygen)",
+	"debug":    "would put the keys typed, passwords included, in every later run's log; give --debug on the command line of the run being debugged",
+}
 
 // refuseLeftOn is the error for a commandLineOnly setting f set to true
 // at where (a variable, or a place in the config file), or nil. from says
 // where that is, left what stays there between runs.
 func refuseLeftOn(f *pflag.Flag, where, from, left string) error {
-	if !slices.Contains(commandLineOnly, f.Name) || f.Value.String() != "true" {
+	does, ok := commandLineOnly[f.Name]
+	if !ok || f.Value.String() != "true" {
 		return nil
 	}
 	_ = f.Value.Set(f.DefValue) // the flag's own default parses back
-	return usagef("%s: %s is refused from %s, only taken on the command line: %s would let anyone on the LAN type on this machine (and read what is typed) on every later run; give --%s on the command line of the run that needs it, or use a key (keyrelay keygen)",
-		where, f.Name, from, left, f.Name)
+	return usagef("%s: %s is refused from %s, only taken on the command line: %s %s", where, f.Name, from, left, does)
 }
 
 // pathSettings are file paths: "~/" is the home directory, and a relative

@@ -415,6 +415,8 @@ func TestInsecureOnlyOnTheCommandLine(t *testing.T) {
 			want: []string{`KEYRELAY_RECV_INSECURE="1": insecure is refused from the environment`}},
 		{name: "doctor reads [recv]", file: "[recv]\ninsecure = true\n", args: []string{"doctor"},
 			want: []string{"insecure = true in [recv]: insecure is refused from the config file"}},
+		{name: "debug", file: "[send]\ndebug = true\n", args: []string{"send", "--to", "x", "--script", "-"},
+			want: []string{"config.toml:2: debug = true in [send]: debug is refused from the config file, only taken on the command line: a config file left with debug = true would put the keys typed, passwords included, in every later run's log"}},
 		{name: "false in the file", file: "insecure = false\n[send]\ninsecure = false\n", args: []string{"config"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

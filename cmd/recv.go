@@ -31,6 +31,7 @@ type RecvOptions struct {
 	MaxSkew   time.Duration
 	Acks      bool
 	OneWay    bool
+	Debug     bool
 	Quiet     bool
 	LogFormat string
 }
@@ -92,6 +93,7 @@ exits 0.`,
 	f.BoolVar(&opts.Acks, "acks", true, "answer each sender with small ack packets (RTT, loss, liveness; at most one per 5ms per sender, one a second while nothing changes)")
 	f.BoolVar(&opts.OneWay, "one-way", false, "accept one-way senders (send --one-way: broadcast, multicast, --feedback=false); off by default: their only replay defence is --max-skew, so a recording of their session could be typed again here within it (PROTOCOL.md §8.4); handshaken senders' recordings never can")
 	f.DurationVar(&opts.MaxSkew, "max-skew", receiver.DefaultMaxSkew, "reject one-way packets whose sender clock differs from ours by more than this (their replay defence; needs clocks in sync; handshaken senders need no clock)")
+	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys a session holds, a key that failed to type): passwords typed included; without, counts only (command line only)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
 	registerConfigFlag(f)
@@ -151,7 +153,7 @@ func loopbackListen(listen string) bool {
 // in the last minute. A session whose packets are being lost says after
 // how long a silence its keys are released (its allowance, longer than
 // timeout).
-func recvStatus(r *receiver.Receiver, timeout time.Duration) func() ([]string, [][]any) {
+func recvStatus(r *receiver.Receiver, timeout time.Duration, debug bool) func() ([]string, [][]any) {
 	lastPackets, last := map[uint64]int{}, time.Now()
 	return func() ([]string, [][]any) {
 		now := time.Now()
@@ -169,8 +171,9 @@ func recvStatus(r *receiver.Receiver, timeout time.Duration) func() ([]string, [
 			if !s.Live {
 				state = fmt.Sprintf("ended %v ago", now.Sub(s.LastHeard).Round(time.Second))
 			}
-			line := fmt.Sprintf("← %016x %-22s %-14s %5.1f pkt/s  held %s", s.ID, s.Addr, state, pps, heldString(s.Held))
-			attr := []any{"session", fmt.Sprintf("%016x", s.ID), "from", s.Addr, "live", s.Live, "packets_per_s", math.Round(pps*10) / 10, "held", heldString(s.Held)}
+			line := fmt.Sprintf("← %016x %-22s %-14s %5.1f pkt/s  %s", s.ID, s.Addr, state, pps, heldText(s.Held, debug))
+			attr := []any{"session", fmt.Sprintf("%016x", s.ID), "from", s.Addr, "live", s.Live, "packets_per_s", math.Round(pps*10) / 10}
+			attr = append(attr, heldAttrs(s.Held, debug)...)
 			if s.Allowance > timeout {
 				line += allowanceNote(s)
 				attr = append(attr, "loss_pct", math.Round(100*s.Loss), "released_after", s.Allowance.Round(time.Millisecond).String())
@@ -309,6 +312,9 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	showStatus := !o.Quiet && !(o.Inject == "log" && isTerminal(stdio.Out))
 	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger}
 	logfAll = board.wrap(logfAll)
+	if o.Debug {
+		logfAll(debugNote) // even with --quiet: what the log holds must be known
+	}
 	quiet := func(string, ...any) {}
 	if o.Quiet {
 		logfAll = quiet
@@ -341,7 +347,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	defer inj.Close()
 	r, err := receiver.New(receiver.Config{
 		Conn: conn, Injector: inj, Timeout: o.Timeout, Unbalanced: !o.Balanced, Logf: logf,
-		PSK: key, Allow: allow, MaxSkew: o.MaxSkew, NoAcks: !o.Acks, NoOneWay: !o.OneWay,
+		PSK: key, Allow: allow, MaxSkew: o.MaxSkew, NoAcks: !o.Acks, NoOneWay: !o.OneWay, Debug: o.Debug,
 	})
 	if err != nil {
 		return err
@@ -349,7 +355,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	logf("listening on %v (inject: %s, timeout %v)", conn.LocalAddr(), name, o.Timeout)
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
-	status := recvStatus(r, o.Timeout)
+	status := recvStatus(r, o.Timeout, o.Debug)
 	shown := showStatus && name != "log" || showStatus && !isTerminal(stdio.Out)
 	if shown {
 		go func() { defer close(statusDone); board.run(statusCtx, status) }()

@@ -32,6 +32,7 @@ type SendOptions struct {
 	Outage    time.Duration
 	Feedback  bool
 	OneWay    bool
+	Debug     bool
 	Grab      bool
 	Hotkey    string
 	Devices   []string
@@ -144,6 +145,7 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab: the keys (W3C names joined by +) that switch between relaying and local use")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
 	opts.Key.register(f)
+	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys held, a press the queue dropped): passwords typed included; without, counts only (command line only)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
 	registerConfigFlag(f)
@@ -153,7 +155,7 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 
 // sendStatus makes the status lines of a sender: one per destination (or
 // per receiver that acked, for a broadcast).
-func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout time.Duration) func() ([]string, [][]any) {
+func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout time.Duration, debug bool) func() ([]string, [][]any) {
 	sw, _ := src.(sender.SwitchSource)
 	lastPackets, last := 0, time.Now()
 	return func() ([]string, [][]any) {
@@ -200,8 +202,8 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout t
 			if p.Settled > 0 {
 				loss = fmt.Sprintf("%.1f%%", 100*p.Loss)
 			}
-			text = append(text, fmt.Sprintf("→ %-22s %-13s rtt %-9s loss %6s  %5.1f pkt/s  held %s  waiting %d%s",
-				a, state, rtt, loss, pps, heldString(st.Held), st.Pending, clockNote(p)))
+			text = append(text, fmt.Sprintf("→ %-22s %-13s rtt %-9s loss %6s  %5.1f pkt/s  %s  waiting %d%s",
+				a, state, rtt, loss, pps, heldText(st.Held, debug), st.Pending, clockNote(p)))
 			attr := []any{"receiver", a, "live", ok && p.Live, "handshake_answered", !slices.Contains(unanswered, a)}
 			if p.SRTT > 0 {
 				attr = append(attr, "rtt_ms", float64(p.SRTT.Round(time.Microsecond))/float64(time.Millisecond))
@@ -209,7 +211,9 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout t
 			if p.Settled > 0 {
 				attr = append(attr, "loss", math.Round(p.Loss*1000)/1000)
 			}
-			attr = append(attr, "packets_per_s", math.Round(pps*10)/10, "held", heldString(st.Held), "waiting", st.Pending)
+			attr = append(attr, "packets_per_s", math.Round(pps*10)/10)
+			attr = append(attr, heldAttrs(st.Held, debug)...)
+			attr = append(attr, "waiting", st.Pending)
 			if p.ClockKnown {
 				attr = append(attr, "clock_offset_ms", p.ClockOffset.Milliseconds())
 			}
@@ -340,6 +344,9 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if o.Quiet {
 		logf = func(string, ...any) {}
 	}
+	if o.Debug {
+		errf(debugNote) // even with --quiet: what the log holds must be known
+	}
 	key, err := o.Key.load(logf)
 	if err != nil {
 		return err
@@ -359,7 +366,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 
 	cfg := sender.Config{
 		Conn: conn, Dests: dests, QueueLen: o.Queue, Interval: o.Interval,
-		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage,
+		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
 	}
 	if o.Feedback {
 		cfg.Feedback = conn.Sockets()
@@ -392,13 +399,17 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	}
 	if !o.Quiet {
 		if script != nil && len(script.HeldAtEnd) > 0 {
-			logf("note: the script leaves %v held; they are released at the end", script.HeldAtEnd)
+			what := fmt.Sprintf("%d keys", len(script.HeldAtEnd))
+			if o.Debug {
+				what = fmt.Sprintf("%v", script.HeldAtEnd)
+			}
+			logf("note: the script leaves %s held; they are released at the end", what)
 		}
 		logf("session %016x: sending to %s (queue %d, every %v)", s.Session(), joinAddrs(dests), o.Queue, o.Interval)
 	}
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
-	status := sendStatus(s, dests, src, o.Timeout)
+	status := sendStatus(s, dests, src, o.Timeout, o.Debug)
 	if showStatus {
 		go func() { defer close(statusDone); board.run(statusCtx, status) }()
 	} else {

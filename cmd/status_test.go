@@ -14,6 +14,7 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
@@ -123,7 +124,7 @@ func TestRecvStatusNamesOtherVersion(t *testing.T) {
 	b[2] = wire.Version + 1
 	from := conn.LocalAddr() // the notice goes back to the socket itself
 	r.Handle(b, from, time.Now())
-	text, attrs := recvStatus(r, receiver.DefaultTimeout)()
+	text, attrs := recvStatus(r, receiver.DefaultTimeout, false)()
 	want := fmt.Sprintf("speaks keyrelay protocol version %d, this receiver %d: nothing it sends is typed", wire.Version+1, wire.Version)
 	if len(text) != 1 || !strings.HasPrefix(text[0], "← "+from.String()) || !strings.Contains(text[0], want) {
 		t.Errorf("status %q, want one line for %s saying %q", text, from, want)
@@ -159,7 +160,7 @@ func TestSendNamesOtherVersion(t *testing.T) {
 	if _, err := s.Run(context.Background(), src); err != nil {
 		t.Fatal(err)
 	}
-	text, attrs := sendStatus(s, dests, src, time.Second)()
+	text, attrs := sendStatus(s, dests, src, time.Second, false)()
 	state := fmt.Sprintf("speaks protocol version %d, not %d", wire.Version+1, wire.Version)
 	if len(text) != 1 || !strings.Contains(text[0], state) {
 		t.Errorf("status %q, want %q", text, state)
@@ -193,7 +194,7 @@ func TestRecvStatusShowsAllowance(t *testing.T) {
 	for _, c := range []uint64{1, 10} { // session 2: 8 of 9 lost
 		r.Handle(queuePacket(t, 2, c), &net.UDPAddr{IP: from.IP, Port: 2}, now)
 	}
-	text, attrs := recvStatus(r, time.Second)()
+	text, attrs := recvStatus(r, time.Second, false)()
 	if len(text) != 2 || strings.Contains(text[0], "lost") || !strings.Contains(text[1], "89% lost: released after 10s silent") {
 		t.Errorf("status lines:\n%s", strings.Join(text, "\n"))
 	}
@@ -217,3 +218,54 @@ func queuePacket(t *testing.T, session, counter uint64) []byte {
 type nopConn struct{ net.PacketConn }
 
 func (nopConn) WriteTo(b []byte, _ net.Addr) (int, error) { return len(b), nil }
+
+// TestStatusCountsKeys: recv's status lines and their log attributes say
+// how many keys a session holds, not which (the keys of a password typed
+// would be on the screen and in the logs); --debug names them too.
+func TestStatusCountsKeys(t *testing.T) {
+	r, err := receiver.New(receiver.Config{Conn: nopConn{}, Injector: fake.Nop{}, Timeout: time.Second, NoAcks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: 1, Counter: 1}, Events: []eventqueue.Event{
+		{Key: keys.Key(keys.KeyI), Kind: eventqueue.Down, Stamp: 2},
+		{Key: keys.Key(keys.KeyH), Kind: eventqueue.Down, Stamp: 1},
+		{}, {},
+	}}
+	b, err := q.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Handle(b, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, time.Now())
+	for _, tc := range []struct {
+		debug     bool
+		text, not string
+		attrs     string
+	}{
+		{false, "holds 2 keys", "Key", "held 2]"},
+		{true, "holds 2 keys (KeyH+KeyI)", "", "held 2 held_keys KeyH+KeyI]"},
+	} {
+		text, attrs := recvStatus(r, time.Second, tc.debug)()
+		if len(text) != 1 || !strings.HasSuffix(text[0], tc.text) || (tc.not != "" && strings.Contains(text[0], tc.not)) {
+			t.Errorf("debug %v: status %q, want it to end with %q", tc.debug, text, tc.text)
+		}
+		if len(attrs) != 1 || !strings.HasSuffix(fmt.Sprint(attrs[0]), tc.attrs) {
+			t.Errorf("debug %v: attributes %v, want them to end with %q", tc.debug, attrs, tc.attrs)
+		}
+	}
+	for _, tc := range []struct {
+		held  []keys.Key
+		debug bool
+		want  string
+	}{
+		{nil, false, "holds no key"},
+		{nil, true, "holds no key"},
+		{[]keys.Key{keys.Key(keys.KeyA)}, false, "holds 1 key"},
+		{[]keys.Key{keys.Key(keys.KeyA)}, true, "holds 1 key (KeyA)"},
+		{[]keys.Key{keys.Key(keys.KeyA), keys.Key(keys.ShiftLeft)}, false, "holds 2 keys"},
+	} {
+		if got := heldText(tc.held, tc.debug); got != tc.want {
+			t.Errorf("heldText(%v, %v) = %q, want %q", tc.held, tc.debug, got, tc.want)
+		}
+	}
+}

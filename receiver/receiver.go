@@ -75,6 +75,10 @@ type Config struct {
 	// multicast, send --one-way --feedback=false) are refused, counted
 	// (Stats.Refused) and logged at most once a minute.
 	NoOneWay bool
+	// Debug lets log lines name keys (recv --debug): a key that failed to
+	// type. Without, they give counts only, since the keys of a password
+	// typed would be in the log.
+	Debug bool
 	// Logf reports what happens (new sessions, timeouts, rejects at a
 	// bounded rate). Nil: silent.
 	Logf func(format string, args ...any)
@@ -963,7 +967,12 @@ func (r *Receiver) send(k sink.Event) {
 		}
 	default:
 		r.stats.InjectErr++
-		r.logf("unable to inject %v: %v", k.Key, err)
+		if r.cfg.Debug {
+			r.logf("unable to inject %v: %v", k.Key, err)
+		} else {
+			// The error may name the key too (robotgo's does).
+			r.logf("unable to inject a key event (%d failed so far; recv --debug names the key and why)", r.stats.InjectErr)
+		}
 	}
 }
 

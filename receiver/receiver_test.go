@@ -369,3 +369,32 @@ func TestRunStopsWhenInjectorGone(t *testing.T) {
 		t.Errorf("Run = %v, want ErrGone", err)
 	}
 }
+
+// failing is an injector whose every key fails, saying which.
+type failing struct{}
+
+func (failing) Inject(e sink.Event) error { return fmt.Errorf("cannot press %v", e.Key) }
+
+// TestInjectErrorsNameNoKey: a key that failed to type is counted in the
+// log, not named (nor its error, which may name it), unless Debug (recv
+// --debug).
+func TestInjectErrorsNameNoKey(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		var logs []string
+		r, err := New(Config{Conn: nopConn{}, Injector: failing{}, Timeout: time.Second, Debug: debug,
+			Logf: func(f string, args ...any) { logs = append(logs, fmt.Sprintf(f, args...)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Handle(packet(t, 7, 1, 5, dn(kA, 1)), addr1, t0)
+		text := strings.Join(logs, "\n")
+		switch {
+		case r.Stats().InjectErr != 1:
+			t.Fatalf("debug %v: %d inject errors, want 1", debug, r.Stats().InjectErr)
+		case !debug && (strings.Contains(text, "KeyA") || !strings.Contains(text, "unable to inject a key event (1 failed so far")):
+			t.Errorf("without debug the log names the key or no count: %q", text)
+		case debug && !strings.Contains(text, "unable to inject KeyA: cannot press KeyA"):
+			t.Errorf("with debug the log does not name the key: %q", text)
+		}
+	}
+}

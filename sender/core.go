@@ -77,6 +77,9 @@ type CoreConfig struct {
 	Output func(b []byte, to int)
 	// Logf reports what the user should know (nil: silent).
 	Logf func(format string, args ...any)
+	// Debug lets log lines name keys (send --debug). Without, they give
+	// counts only: the keys of a password typed would be in the log.
+	Debug bool
 }
 
 type phase int
@@ -434,7 +437,11 @@ func (c *Core) addNow(ev keyEvent, now time.Time) {
 		c.startBurst(now)
 	case r == eventqueue.Dropped:
 		c.stats.Dropped++
-		c.logf("queue full of held keys: %v press dropped (raise --queue)", ev.key)
+		if c.cfg.Debug {
+			c.logf("queue full of held keys: %v press dropped (raise --queue)", ev.key)
+		} else {
+			c.logf("queue full of held keys: a press dropped, %d so far (raise --queue; send --debug names the key)", c.stats.Dropped)
+		}
 	}
 }
 

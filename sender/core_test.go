@@ -1,6 +1,8 @@
 package sender_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -493,6 +495,30 @@ func TestCoreInterruptedEndDoesNotWaitOutAnOutage(t *testing.T) {
 		end := r.end()
 		if end.Before(at(tc.min)) || end.After(at(tc.max)) {
 			t.Errorf("stop reason %d: ended at +%v, want +%v..+%v", tc.why, end.Sub(t0), tc.min, tc.max)
+		}
+	}
+}
+
+// TestCoreLogNamesNoKey: the press the queue drops (it is full of held
+// keys) is counted in the log, not named, unless Debug (send --debug):
+// the keys of a password typed would be in the log.
+func TestCoreLogNamesNoKey(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		var logs []string
+		r := newRig(t, sender.CoreConfig{QueueLen: 1, Debug: debug,
+			Logf: func(f string, args ...any) { logs = append(logs, fmt.Sprintf(f, args...)) }})
+		r.c.Start(t0)
+		r.c.Key(kA, true, at(ms(10)))
+		r.c.Key(kB, true, at(ms(20))) // the queue holds KeyA down: dropped
+		if st := r.c.Stats(); st.Dropped != 1 {
+			t.Fatalf("debug %v: %d dropped, want 1", debug, st.Dropped)
+		}
+		text := strings.Join(logs, "\n")
+		switch {
+		case !debug && (strings.Contains(text, "KeyB") || !strings.Contains(text, "a press dropped, 1 so far")):
+			t.Errorf("without debug the log names the key or no count: %q", text)
+		case debug && !strings.Contains(text, "KeyB press dropped"):
+			t.Errorf("with debug the log does not name the key: %q", text)
 		}
 	}
 }

@@ -89,6 +89,8 @@ type Config struct {
 	// Logf reports send errors (at most one line per destination and
 	// error message). Nil: silent.
 	Logf func(format string, args ...any)
+	// Debug lets log lines name keys (send --debug; CoreConfig.Debug).
+	Debug bool
 }
 
 // Stats are what a Sender did.
@@ -157,7 +159,7 @@ func New(cfg Config) (*Sender, error) {
 	core, err := NewCore(CoreConfig{
 		QueueLen: cfg.QueueLen, Interval: cfg.Interval, Linger: cfg.Linger,
 		PeerTimeout: cfg.PeerTimeout, Outage: cfg.Outage, Session: cfg.Session, PSK: cfg.PSK,
-		Feedback: len(cfg.Feedback) > 0, Dests: dests(cfg.Dests), Output: s.output, Logf: cfg.Logf,
+		Feedback: len(cfg.Feedback) > 0, Dests: dests(cfg.Dests), Output: s.output, Logf: cfg.Logf, Debug: cfg.Debug,
 	}, time.Now())
 	if err != nil {
 		return nil, err
