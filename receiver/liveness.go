@@ -89,7 +89,7 @@ func (r *Receiver) paced(s *session, counter, clock uint64, now time.Time) {
 		// from theirs, and those after the newest hello heard were lost.
 		// With none heard, the counters before it say nothing.
 		p.base = counter
-		if h := r.hellos[helloFrom{s.id, s.addr}]; h.newest != 0 && h.newest < counter {
+		if h, _ := r.hellos.get(helloFrom{s.id, s.addr}); h.newest != 0 && h.newest < counter {
 			*p = h.pace
 			p.count(counter - h.newest)
 		}

@@ -242,7 +242,7 @@ type Receiver struct {
 	// epoch from the first datagram.
 	secret []byte
 	born   time.Time
-	hellos map[helloFrom]helloSeen // per session and address: its hellos (rate limit, and the loss its counting starts from)
+	hellos *helloTable // per session and address: its hellos (rate limit, and the loss its counting starts from)
 
 	mu        sync.Mutex // guards status and versions
 	status    []SessionStatus
@@ -281,7 +281,7 @@ func New(cfg Config) (*Receiver, error) {
 		byAddr:   map[string]*session{},
 		osHeld:   map[keys.Key]int{},
 		secret:   secret,
-		hellos:   map[helloFrom]helloSeen{},
+		hellos:   newHelloTable(maxHellos),
 	}, nil
 }
 
@@ -657,9 +657,12 @@ func (r *Receiver) reject(err error, from net.Addr, now time.Time) {
 	r.rejects.note(r.cfg.Logf, now, from, err)
 }
 
-// hello answers a sender's hello with a ticket (PROTOCOL.md §8.3). It
-// keeps no state: the ticket is made from this instance's secret, and
-// checked when the session's first ticketed packet comes.
+// hello answers a sender's hello with a ticket (PROTOCOL.md §8.3). The
+// ticket is made from this instance's secret, and checked when the
+// session's first ticketed packet comes; no session is created. What it
+// keeps, per session and address, is in the bounded helloTable: when it
+// last answered (the rate limit) and the hellos' pace (the session's loss
+// counts from it).
 func (r *Receiver) hello(b []byte, from net.Addr, now time.Time) {
 	var keyFor func(uint64) ([]byte, error)
 	if r.cfg.PSK != nil {
@@ -671,17 +674,14 @@ func (r *Receiver) hello(b []byte, from net.Addr, now time.Time) {
 		return
 	}
 	k := helloFrom{h.Session, from.String()}
-	seen, ok := r.hellos[k]
-	if !ok && len(r.hellos) >= maxSessions*4 {
-		clear(r.hellos) // a bound on this memory
-	}
+	seen, ok := r.hellos.get(k)
 	helloPaced(&seen, h.Counter)
 	seen.newest = max(seen.newest, h.Counter)
 	if !ok || now.Sub(seen.answered) >= ticketGap {
 		seen.answered = now
 		r.sendTicket(h.Session, h.Counter, from, now)
 	}
-	r.hellos[k] = seen
+	r.hellos.put(k, seen) // past its bound, the stalest entry goes
 }
 
 // helloFrom keys what a receiver remembers of a session's hellos: per
