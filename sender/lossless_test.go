@@ -30,8 +30,8 @@ func TestLosslessTyping(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		loss := float64(rapid.IntRange(0, 30).Draw(rt, "loss%")) / 100
 		// The outage starts once the receiver has been heard (a receiver
-		// never heard is assumed for PeerTimeout only: grace), outageAt
-		// after its first ack.
+		// never heard is assumed for a grace: PeerTimeout, or Outage while
+		// its handshake is unanswered), outageAt after its first ack.
 		outageAt := time.Duration(rapid.IntRange(100, 2000).Draw(rt, "outageAtMs")) * time.Millisecond
 		outage := time.Duration(rapid.IntRange(0, 4500).Draw(rt, "outageMs")) * time.Millisecond
 		seed := rapid.Uint64().Draw(rt, "seed")
