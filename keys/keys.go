@@ -72,12 +72,16 @@ func (c Code) String() string {
 }
 
 // Parse returns the key named s: a W3C KeyboardEvent.code name in any case
-// ("KeyA", "shiftleft"), or a nonzero usage in hex ("0x04", "0x1FF"). The hex
+// ("KeyA", "shiftleft"), an alias in any case (Return, ctrl, Page_Up:
+// Aliases), or a nonzero usage in hex ("0x04", "0x1FF"). The hex
 // form takes any Code, also one the table does not know, so that
 // Parse(c.String()) == c for every c but 0.
 func Parse(s string) (Code, error) {
 	if lower, ok := asciiLower(s); ok {
 		if c, ok := byName[lower]; ok {
+			return c, nil
+		}
+		if c, ok := aliasByLower[lower]; ok {
 			return c, nil
 		}
 	}
@@ -87,7 +91,7 @@ func Parse(s string) (Code, error) {
 			return Code(v), nil
 		}
 	}
-	return 0, fmt.Errorf("%w %q (use a W3C KeyboardEvent.code name such as KeyA, ShiftLeft, Enter, ArrowUp, F5, or a usage such as 0x04; see 'keyrelay keys')", ErrUnknownKey, s)
+	return 0, unknownKey(s)
 }
 
 // asciiLower lower-cases an ASCII s. Names are ASCII: strings.ToLower would

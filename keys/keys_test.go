@@ -118,6 +118,11 @@ func TestParseHexAndErrors(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "'keyrelay keys'") {
 		t.Errorf("Parse(Foo) error = %v, want it to start %q and point to 'keyrelay keys'", err, want)
 	}
+	_, err = Parse("Retrun")
+	want = `unknown key "Retrun" (did you mean Return? use a W3C`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Parse(Foo) error = %v, want it to start %q and point to 'keyrelay keys'", err, want)
+	}
 }
 
 func TestForRuneUSLayout(t *testing.T) {
@@ -229,7 +234,7 @@ func TestTableIsGenerated(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"KeyA", "shiftleft", "0x04", "0x32", "", "Foo"} {
+	for _, s := range []string{"KeyA", "shiftleft", "0x04", "0x32", "", "Foo", "Return", "ctrl_l", "KP_Page_Up"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -246,9 +251,18 @@ func FuzzParse(f *testing.F) {
 		if c2, err := Parse(c.String()); err != nil || c2 != c {
 			t.Fatalf("Parse(%q) = %v, but Parse(String()) = %v, %v", s, c, c2, err)
 		}
-		// A name is the table's, up to ASCII case; anything else is hex.
+		// A name is the table's or an alias, up to ASCII case; anything
+		// else is hex.
 		if info, ok := Lookup(c); ok && strings.EqualFold(s, info.Name) && isASCII(s) {
 			return
+		}
+		for a, ac := range Aliases() {
+			if strings.EqualFold(s, a) && isASCII(s) {
+				if ac != c {
+					t.Fatalf("Parse(%q) = %v, but the alias %s names %v", s, c, a, ac)
+				}
+				return
+			}
 		}
 		if len(s) < 3 || !strings.EqualFold(s[:2], "0x") {
 			t.Fatalf("Parse(%q) = %v: neither a name nor hex", s, c)
