@@ -49,14 +49,15 @@ type Script struct {
 
 // command is the shape of one script command.
 type command struct {
-	args  int
+	args  int // -1: one or more
 	usage string
 }
 
 var commands = map[string]command{
 	"down":  {1, "down KEY"},
 	"up":    {1, "up KEY"},
-	"tap":   {1, "tap KEY"},
+	"tap":   {1, "tap KEY, or tap CHORD; key takes several"},
+	"key":   {-1, "key CHORD..."},
 	"hold":  {2, "hold KEY DURATION"},
 	"sleep": {1, "sleep DURATION"},
 	"type":  {1, `type "TEXT"`},
@@ -82,33 +83,64 @@ type parser struct {
 // lines are checked as if it were absent. An unknown key wraps
 // keys.ErrUnknownKey. name "-" is shown as "<stdin>".
 func ParseScript(name string, r io.Reader) (*Script, error) {
-	if name == "-" {
-		name = "<stdin>"
-	}
-	p := &parser{pace: DefaultPace, held: map[keys.Key]bool{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
+	name = displayName(name)
+	p := newParser()
+	sc := newLineScanner(r)
 	var errs []error
 	for sc.Scan() {
-		p.lnum++
-		p.line = sc.Text()
-		if p.lnum == 1 {
-			p.line = strings.TrimPrefix(p.line, "\uFEFF") // an editor's byte order mark
-		}
-		for _, err := range p.parseLine() {
-			errs = append(errs, fmt.Errorf("%s:%d: %w", name, p.lnum, err))
-		}
+		errs = append(errs, p.feed(name, sc.Text())...)
 	}
-	switch err := sc.Err(); {
-	case errors.Is(err, bufio.ErrTooLong):
-		errs = append(errs, fmt.Errorf("%s:%d: line longer than %d bytes", name, p.lnum+1, maxLine))
-	case err != nil:
-		errs = append(errs, fmt.Errorf("%s: unable to read script: %w", name, err))
+	if err := scanErr(name, sc, p); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return &Script{Name: name, Steps: p.steps, HeldAtEnd: p.order}, nil
+}
+
+// displayName is how a script's name shows in errors: "-" is "<stdin>".
+func displayName(name string) string {
+	if name == "-" {
+		return "<stdin>"
+	}
+	return name
+}
+
+func newParser() *parser {
+	return &parser{pace: DefaultPace, held: map[keys.Key]bool{}}
+}
+
+func newLineScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
+	return sc
+}
+
+// feed parses the next line of script name, adding its steps, or returns
+// its errors, each as "NAME:LINE: reason".
+func (p *parser) feed(name, line string) []error {
+	p.lnum++
+	p.line = line
+	if p.lnum == 1 {
+		p.line = strings.TrimPrefix(p.line, "\uFEFF") // an editor's byte order mark
+	}
+	var errs []error
+	for _, err := range p.parseLine() {
+		errs = append(errs, fmt.Errorf("%s:%d: %w", name, p.lnum, err))
+	}
+	return errs
+}
+
+// scanErr is why sc stopped, if not at the end of the script.
+func scanErr(name string, sc *bufio.Scanner, p *parser) error {
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("%s:%d: line longer than %d bytes", name, p.lnum+1, maxLine)
+	case err != nil:
+		return fmt.Errorf("%s: unable to read script: %w", name, err)
+	}
+	return nil
 }
 
 // field is a word of a line and its byte offset.
@@ -118,7 +150,9 @@ type field struct {
 }
 
 // fields splits p.line into words, keeping a double-quoted string (Go
-// syntax) as one word, and drops a # comment: a word starting with #.
+// syntax) as one word, and drops a # comment: a word starting with #. A
+// word is parts joined by + (a chord: ctrl+"c"), each a quoted string or
+// plain text.
 func (p *parser) fields() ([]field, error) {
 	var out []field
 	off := 0
@@ -130,19 +164,27 @@ func (p *parser) fields() ([]field, error) {
 		if rest == "" || rest[0] == '#' {
 			return out, nil
 		}
-		end := strings.IndexAny(rest, " \t")
-		if rest[0] == '"' {
-			q, err := strconv.QuotedPrefix(rest)
-			if err != nil {
-				return nil, fmt.Errorf("bad quoted string at column %d: %s (use Go syntax: \"text\", with \\\" for a quote and \\n for Enter)", p.column(off), rest)
+		end := 0
+		for {
+			if end < len(rest) && rest[end] == '"' {
+				q, err := strconv.QuotedPrefix(rest[end:])
+				if err != nil {
+					return nil, fmt.Errorf("bad quoted string at column %d: %s (use Go syntax: \"text\", with \\\" for a quote and \\n for Enter)", p.column(off+end), rest[end:])
+				}
+				end += len(q)
+				if end < len(rest) && rest[end] != ' ' && rest[end] != '\t' && rest[end] != '+' {
+					return nil, fmt.Errorf("bad quoted string at column %d: text right after its closing quote: %s", p.column(off), rest)
+				}
+			} else {
+				for end < len(rest) && rest[end] != ' ' && rest[end] != '\t' && rest[end] != '+' {
+					end++
+				}
 			}
-			end = len(q)
-			if end < len(rest) && rest[end] != ' ' && rest[end] != '\t' {
-				return nil, fmt.Errorf("bad quoted string at column %d: text right after its closing quote: %s", p.column(off), rest)
+			if end < len(rest) && rest[end] == '+' {
+				end++
+				continue
 			}
-		}
-		if end < 0 {
-			end = len(rest)
+			break
 		}
 		out = append(out, field{rest[:end], off})
 		off += end
@@ -167,10 +209,13 @@ func (p *parser) parseLine() []error {
 	name := strings.ToLower(f[0].text)
 	cmd, ok := commands[name]
 	if !ok {
-		return []error{fmt.Errorf("unknown command %q (want down, up, tap, hold, sleep, type or pace)", f[0].text)}
+		return []error{fmt.Errorf("unknown command %q (want down, up, tap, key, hold, sleep, type or pace)", f[0].text)}
 	}
 	args := f[1:]
-	if len(args) != cmd.args {
+	if cmd.args < 0 && len(args) == 0 {
+		return []error{fmt.Errorf("wrong number of arguments: %s takes one or more, got 0 (usage: %s)", name, cmd.usage)}
+	}
+	if cmd.args >= 0 && len(args) != cmd.args {
 		return []error{fmt.Errorf("wrong number of arguments: %s takes %d, got %d (usage: %s)", name, cmd.args, len(args), cmd.usage)}
 	}
 	switch name {
@@ -187,8 +232,10 @@ func (p *parser) parseLine() []error {
 		return nil
 	case "type":
 		return p.typeText(args[0])
+	case "key", "tap":
+		return p.chords(name == "key", args)
 	}
-	code, err := p.key(args[0])
+	code, err := p.key(args[0], false)
 	if err != nil {
 		return []error{err}
 	}
@@ -197,10 +244,6 @@ func (p *parser) parseLine() []error {
 		err = p.press(code, true, 0)
 	case "up":
 		err = p.press(code, false, 0)
-	case "tap":
-		if err = p.press(code, true, p.pace); err == nil {
-			err = p.press(code, false, p.pace)
-		}
 	case "hold":
 		// The hold replaces the pace after the press: the release comes
 		// exactly DURATION after it.
@@ -217,16 +260,112 @@ func (p *parser) parseLine() []error {
 	return nil
 }
 
-// key reads the KEY of down, up, tap and hold: a physical key (a W3C name or
-// a usage, keys.Parse) or one character in double quotes ("é").
-func (p *parser) key(f field) (keys.Key, error) {
+// chords adds the steps of key and tap: each chord's keys pressed in
+// order and released in reverse, with the pace after every event, as
+// xdotool's key does; a chord of one key is a tap. In key's chords, and in
+// a chord of several keys, one unquoted character is that character, as
+// xdotool reads ctrl+t ("t": Ctrl+T on any layout); tap of one unquoted
+// character stays an error, as before key existed, with the choices. The
+// whole line is checked first, so that a bad line adds no step (a
+// streamed script sends nothing of it).
+func (p *parser) chords(bare bool, args []field) []error {
+	var all [][]keys.Key
+	var errs []error
+	for _, f := range args {
+		c, err := p.chord(f, bare)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, k := range c {
+			if p.held[k] {
+				errs = append(errs, fmt.Errorf("%v is already down", k))
+			}
+		}
+		all = append(all, c)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	for _, c := range all {
+		for _, k := range c {
+			p.event(k, true, p.pace)
+		}
+		for i := len(c) - 1; i >= 0; i-- {
+			p.event(c[i], false, p.pace)
+		}
+	}
+	return nil
+}
+
+// chord reads a CHORD: KEYs joined by + (ctrl+shift+t, ControlLeft+"c").
+func (p *parser) chord(f field, bare bool) ([]keys.Key, error) {
+	if f.text == "+" || !strings.Contains(f.text, "+") {
+		k, err := p.key(f, bare)
+		return []keys.Key{k}, err
+	}
+	var out []keys.Key
+	text, off := f.text, f.off
+	for {
+		part := text
+		if strings.HasPrefix(text, `"`) {
+			part, _ = strconv.QuotedPrefix(text) // fields checked the syntax
+		} else if i := strings.IndexByte(text, '+'); i >= 0 {
+			part = text[:i]
+		}
+		if part == "" {
+			return nil, fmt.Errorf("bad chord %s at column %d: a key is missing before or after a + (join keys with +: ctrl+shift+t)", f.text, p.column(f.off))
+		}
+		k, err := p.key(field{part, off}, true)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, k) {
+			return nil, fmt.Errorf("bad chord %s at column %d: %v twice", f.text, p.column(f.off), k)
+		}
+		out = append(out, k)
+		text, off = text[len(part):], off+len(part)
+		if text == "" {
+			return out, nil
+		}
+		text, off = text[1:], off+1 // the +
+		if text == "" {
+			return nil, fmt.Errorf("bad chord %s at column %d: a key is missing before or after a + (join keys with +: ctrl+shift+t)", f.text, p.column(f.off))
+		}
+	}
+}
+
+// key reads a KEY: a physical key (a W3C name, an alias or a usage,
+// keys.Parse) or one character in double quotes ("é"); with bare, one
+// character unquoted too. A KEY of down, up and hold is one key, not a
+// chord.
+func (p *parser) key(f field, bare bool) (keys.Key, error) {
 	if f.text[0] != '"' {
 		c, err := keys.Parse(f.text)
-		return keys.Key(c), err
+		if err == nil {
+			return keys.Key(c), nil
+		}
+		if r, n := utf8.DecodeRuneInString(f.text); bare && n == len(f.text) && keys.ValidChar(r) {
+			return keys.Char(r), nil
+		}
+		if strings.Contains(f.text, "+") && f.text != "+" {
+			return 0, fmt.Errorf("%s takes one key, not a chord (%s): key CHORD or tap CHORD presses a chord", strings.ToLower(strings.Fields(p.line)[0]), f.text)
+		}
+		// One character unquoted: the key that types it, or the
+		// character itself?
+		if r, n := utf8.DecodeRuneInString(f.text); n == len(f.text) && keys.ValidChar(r) {
+			key := ""
+			if near := keys.Suggest(f.text); len(near) > 0 {
+				key = near[0] + " (the key) or "
+			}
+			q := strconv.Quote(f.text)
+			return 0, fmt.Errorf("%w %s: did you mean %sthe character %s (a character goes in double quotes: tap %s, type %s)?", keys.ErrUnknownKey, f.text, key, q, q, q)
+		}
+		return 0, err
 	}
 	s, err := strconv.Unquote(f.text)
-	if err != nil { // fields checked the syntax
-		return 0, fmt.Errorf("bad quoted string at column %d: %s", p.column(f.off), f.text)
+	if err != nil { // a chord where one key goes (fields checked the syntax)
+		return 0, fmt.Errorf("%s takes one key, not a chord (%s): key CHORD or tap CHORD presses a chord", strings.ToLower(strings.Fields(p.line)[0]), f.text)
 	}
 	r, n := utf8.DecodeRuneInString(s)
 	if n == 0 || n != len(s) || (r == utf8.RuneError && n == 1) {
@@ -285,7 +424,7 @@ func (p *parser) event(code keys.Key, down bool, gap time.Duration) {
 // whatever its layout. Enter ('\n'), Tab ('\t') and Space are taps of those
 // keys; any other control character is an error (name its key with tap).
 func (p *parser) typeText(q field) []error {
-	if q.text[0] != '"' {
+	if lit, _ := strconv.QuotedPrefix(q.text); q.text[0] != '"' || lit != q.text {
 		return []error{fmt.Errorf("bad quoted string at column %d: type wants \"text\" in double quotes, got %s", p.column(q.off), q.text)}
 	}
 	var errs []error
