@@ -90,7 +90,7 @@ func ParseScript(name string, r io.Reader) (*Script, error) {
 	for sc.Scan() {
 		errs = append(errs, p.feed(name, sc.Text())...)
 	}
-	if err := scanErr(name, sc, p); err != nil {
+	if err := p.readErr(name, sc.Err()); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -132,9 +132,10 @@ func (p *parser) feed(name, line string) []error {
 	return errs
 }
 
-// scanErr is why sc stopped, if not at the end of the script.
-func scanErr(name string, sc *bufio.Scanner, p *parser) error {
-	switch err := sc.Err(); {
+// readErr names err, the reason reading the script stopped before its end
+// (nil: it did not), after the lines parsed so far.
+func (p *parser) readErr(name string, err error) error {
+	switch {
 	case errors.Is(err, bufio.ErrTooLong):
 		return fmt.Errorf("%s:%d: line longer than %d bytes", name, p.lnum+1, maxLine)
 	case err != nil:
@@ -477,13 +478,16 @@ func (p *parser) typeText(q field) []error {
 // is returned. Play releases nothing: a caller that stops early or plays a
 // script with HeldAtEnd releases what emit pressed.
 func (s *Script) Play(ctx context.Context, emit func(key keys.Key, down bool) error) error {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for _, st := range s.Steps {
+	var pl player
+	defer pl.stop()
+	return pl.play(ctx, s.Steps, emit)
+}
+
+// player plays steps, one timer for all their pauses.
+type player struct{ timer *time.Timer }
+
+func (pl *player) play(ctx context.Context, steps []Step, emit func(key keys.Key, down bool) error) error {
+	for _, st := range steps {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -493,16 +497,22 @@ func (s *Script) Play(ctx context.Context, emit func(key keys.Key, down bool) er
 			}
 			continue
 		}
-		if timer == nil {
-			timer = time.NewTimer(st.Wait)
+		if pl.timer == nil {
+			pl.timer = time.NewTimer(st.Wait)
 		} else {
-			timer.Reset(st.Wait) // Go 1.23+: no stale tick to drain
+			pl.timer.Reset(st.Wait) // Go 1.23+: no stale tick to drain
 		}
 		select {
-		case <-timer.C:
+		case <-pl.timer.C:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+func (pl *player) stop() {
+	if pl.timer != nil {
+		pl.timer.Stop()
+	}
 }

@@ -392,6 +392,7 @@ func FuzzParseScript(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := ParseScript("f", strings.NewReader(text))
+		checkStream(t, text, s, err)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "f:") {
 				t.Fatalf("error without the script name: %v", err)
@@ -436,6 +437,47 @@ func FuzzParseScript(f *testing.F) {
 		}
 		if len(left) > 0 {
 			t.Fatalf("HeldAtEnd %v misses %v", s.HeldAtEnd, left)
+		}
+	})
+}
+
+// checkStream plays text as a ScriptStream: a script that parses plays the
+// same key events as its steps, and one that does not ends with the errors
+// of its first bad line, as ParseScript reports them.
+func checkStream(t *testing.T, text string, s *Script, parseErr error) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		rec := playStream(t.Context(), "f", strings.NewReader(text))
+		err := <-rec.done
+		if parseErr == nil {
+			if err != nil {
+				t.Fatalf("ParseScript took it, the stream failed: %v", err)
+			}
+			var want []string
+			for _, st := range s.Steps {
+				switch {
+				case st.Wait > 0:
+				case st.Down:
+					want = append(want, "+"+st.Key.String())
+				default:
+					want = append(want, "-"+st.Key.String())
+				}
+			}
+			if g, w := strings.Join(rec.events, " "), strings.Join(want, " "); g != w {
+				t.Fatalf("stream played %q, the parsed script %q", g, w)
+			}
+			return
+		}
+		all := strings.Split(parseErr.Error(), "\n")
+		prefix, _, _ := strings.Cut(all[0], ": ")
+		var first []string
+		for _, l := range all {
+			if strings.HasPrefix(l, prefix+": ") {
+				first = append(first, l)
+			}
+		}
+		if err == nil || err.Error() != strings.Join(first, "\n") {
+			t.Fatalf("stream ended with %v, want the first bad line's errors:\n%s", err, strings.Join(first, "\n"))
 		}
 	})
 }
