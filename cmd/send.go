@@ -323,15 +323,15 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	// Check the whole script before resolving or sending anything.
+	// Check the whole script file before resolving or sending anything;
+	// a pipe or a FIFO is played as it comes.
 	var src sender.Source
 	var script *capture.Script
 	if o.Input == "script" {
 		var err error
-		if script, err = loadScript(stdio, o.Script); err != nil {
+		if src, script, err = openScript(stdio, o.Script); err != nil {
 			return err
 		}
-		src = script
 	}
 	logf, logger := newLogf(stdio.Err, "send", o.LogFormat)
 	// Status: one line per destination, redrawn on a terminal (not with the
@@ -657,16 +657,54 @@ func describeOffset(d time.Duration) string {
 	return "within 1ms of ours"
 }
 
-func loadScript(stdio IO, name string) (*capture.Script, error) {
+// openScript is the source of --script name. A regular file (standard
+// input redirected from one too) is read and checked whole before anything
+// is sent, and every bad line is reported; anything else, a pipe or a FIFO
+// that a program writes keys into as it goes, is played line by line as it
+// arrives (capture.ScriptStream), so that keys go out at once and a signal
+// ends send at once, not when the writer closes it. script is the parsed
+// script of a file, nil for a stream.
+func openScript(stdio IO, name string) (src sender.Source, script *capture.Script, err error) {
 	if name == "-" {
-		return capture.ParseScript("-", stdio.In)
+		if f, ok := stdio.In.(*os.File); ok && !isRegular(f.Stat()) {
+			return &capture.ScriptStream{Name: name, R: f}, nil, nil
+		}
+		script, err = capture.ParseScript("-", stdio.In)
+		return script, script, err
+	}
+	if fi, err := os.Stat(name); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		// Opening a FIFO waits for its writer: Play's reader does it, so
+		// that a signal still ends send meanwhile.
+		return &capture.ScriptStream{Name: name, R: &openOnRead{name: name}}, nil, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("unable to open script: %w", err)
+		return nil, nil, fmt.Errorf("unable to open script: %w", err)
 	}
 	defer f.Close()
-	return capture.ParseScript(name, f)
+	script, err = capture.ParseScript(name, f)
+	return script, script, err
+}
+
+func isRegular(fi os.FileInfo, err error) bool {
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// openOnRead opens the file name at its first Read.
+type openOnRead struct {
+	name string
+	f    *os.File
+}
+
+func (o *openOnRead) Read(b []byte) (int, error) {
+	if o.f == nil {
+		f, err := os.Open(o.name)
+		if err != nil {
+			return 0, fmt.Errorf("unable to open script: %w", err)
+		}
+		o.f = f
+	}
+	return o.f.Read(b)
 }
 
 // resolveAll resolves every --to address, adding the default port where
