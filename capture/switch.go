@@ -18,13 +18,14 @@ const DefaultHotkey = "ControlLeft+ControlRight"
 // ErrHotkey is wrapped by ParseHotkey's errors.
 var ErrHotkey = errors.New("bad hotkey")
 
-// Hotkey is a chord of one to four physical keys (W3C names joined by +).
+// Hotkey is a chord of one to four physical keys (key names joined by +).
 type Hotkey []keys.Code
 
-// ParseHotkey reads a hotkey such as "ScrollLock" or "ControlLeft+ControlRight".
+// ParseHotkey reads a hotkey such as "ScrollLock" or "ControlLeft+ControlRight":
+// names keys.Parse takes (W3C names, aliases, usages) joined by +.
 func ParseHotkey(s string) (Hotkey, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("%w: empty (give one to four key names joined by +, such as %s or ScrollLock)", ErrHotkey, DefaultHotkey)
+		return nil, fmt.Errorf("%w: empty (give %s)", ErrHotkey, HotkeyForm)
 	}
 	var h Hotkey
 	for _, name := range strings.Split(s, "+") {
@@ -165,6 +166,41 @@ func (s *Switch) ReleaseAll() error {
 		if err := s.Emit(keys.Key(c), false); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// HotkeyForm is the valid form of a hotkey, for messages.
+const HotkeyForm = "one to four key names joined by + (W3C names such as ControlLeft+ControlRight or ScrollLock, or the aliases of key scripts such as ctrl_l+ctrl_r); with --input x11, all but one must be Shift, Control, Alt or Meta keys"
+
+// CheckHotkey says, before anything starts, whether source (x11 or hook,
+// evdev) can see every key of h: an evdev code, and with x11 an X keycode;
+// and with x11, whether all its keys but one are modifiers (Shift,
+// Control, Alt, Meta), since in local use only an X passive grab of a key
+// with modifiers sees the hotkey. X11's own check against the server's
+// modifier map still runs: a server that maps modifiers oddly can refuse a
+// hotkey this took.
+func CheckHotkey(h Hotkey, source string) error {
+	for _, c := range h {
+		info, ok := keys.Lookup(c)
+		if !ok || info.Evdev == 0 {
+			return fmt.Errorf("%w %v: %v is a key no keyboard reports here (no evdev code)", ErrHotkey, h, c)
+		}
+	}
+	if source != "x11" && source != "hook" {
+		return nil
+	}
+	plain := 0
+	for _, c := range h {
+		if _, ok := x11Keycode(c); !ok {
+			return fmt.Errorf("%w %v: %v has no X keycode", ErrHotkey, h, c)
+		}
+		if c < keys.ControlLeft || c > keys.MetaRight {
+			plain++
+		}
+	}
+	if plain > 1 {
+		return fmt.Errorf("%w %v: with --input x11, all keys of a hotkey but one must be modifiers (Shift, Control, Alt, Meta), so the hotkey can be caught while the keyboard acts locally; one key alone (ScrollLock, Pause) works too", ErrHotkey, h)
 	}
 	return nil
 }

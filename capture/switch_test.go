@@ -149,3 +149,34 @@ func FuzzSwitch(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckHotkey: what send checks of a hotkey before its source starts:
+// every key must be one its source can see, and with x11 all keys but one
+// must be modifiers (the passive grab of local use).
+func TestCheckHotkey(t *testing.T) {
+	tests := []struct {
+		hotkey, source string
+		ok             bool
+	}{
+		{DefaultHotkey, "x11", true},
+		{DefaultHotkey, "evdev", true},
+		{"ScrollLock", "x11", true},
+		{"ctrl+alt+KeyK", "hook", true},
+		{"KeyA+KeyB", "x11", false},
+		{"KeyA+KeyB", "evdev", true},
+		{"ScrollLock+Pause", "x11", false},
+		{"CapsLock+KeyA", "x11", false},
+		{"0x03", "evdev", false},
+		{"ControlLeft+0x03", "x11", false},
+	}
+	for _, tt := range tests {
+		h, err := ParseHotkey(tt.hotkey)
+		if err != nil {
+			t.Fatalf("ParseHotkey(%q): %v", tt.hotkey, err)
+		}
+		err = CheckHotkey(h, tt.source)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrHotkey)) {
+			t.Errorf("CheckHotkey(%s, %s) = %v, want ok %v (and ErrHotkey)", tt.hotkey, tt.source, err, tt.ok)
+		}
+	}
+}

@@ -89,7 +89,9 @@ Key sources (--input):
 Owning the keyboard (--input x11 or evdev): with --grab, keys reach the
 receiver only while relaying (an X keyboard grab, or EVIOCGRAB); --hotkey
 (default ControlLeft+ControlRight: both Ctrl keys) switches to local use and
-back. Switching away releases at the receiver every key held there; the
+back. The hotkey is checked at start (exit 2 if it cannot work), and only
+--grab takes one: without --grab every key acts here and is relayed, so
+--hotkey alone is refused. Switching away releases at the receiver every key held there; the
 hotkey itself reaches neither side. When relaying starts or resumes, the
 receiver's Caps Lock and Num Lock are set to this machine's. The grab ends
 with the process (X and the kernel drop it), so a crashed send cannot leave
@@ -142,7 +144,7 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11 or evdev): keys reach the receiver only; --hotkey switches to local use and back")
-	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab: the keys (W3C names joined by +) that switch between relaying and local use")
+	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
 	opts.Key.register(f)
 	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys held, a press the queue dropped): passwords typed included; without, counts only (command line only)")
@@ -252,7 +254,7 @@ func (o *SendOptions) validate() error {
 	// an X display): a mistake in the settings is reported as such.
 	hk, err := capture.ParseHotkey(o.Hotkey)
 	if err != nil {
-		return badValue("hotkey", err.Error(), "--hotkey: "+err.Error())
+		return badHotkey(err)
 	}
 	o.hotkey = hk
 	if o.LogFormat != "text" && o.LogFormat != "json" {
@@ -299,6 +301,16 @@ func (o *SendOptions) validate() error {
 	if o.Grab && o.Input != "x11" && o.Input != "hook" && o.Input != "evdev" {
 		return involving(errors.New("--grab needs --input x11 or --input evdev (a terminal or a script has no keyboard to own)"), "grab", "input")
 	}
+	// A hotkey is checked against its source now, not when the source
+	// starts: a usage error at once, not a failure seconds into a session.
+	if o.Hotkey != capture.DefaultHotkey && !o.Grab {
+		return involving(fmt.Errorf("--hotkey needs --grab: without it the keyboard is not owned, every key acts here and is relayed, and there is nothing to switch (add --grab with --input x11 or evdev)"), "hotkey", "grab")
+	}
+	if o.Grab {
+		if err := capture.CheckHotkey(o.hotkey, o.Input); err != nil {
+			return badHotkey(err)
+		}
+	}
 	if len(o.Devices) > 0 && o.Input != "evdev" {
 		return involving(errors.New("--device needs --input evdev"), "device", "input")
 	}
@@ -317,6 +329,13 @@ func (o *SendOptions) validate() error {
 		}
 	}
 	return nil
+}
+
+// badHotkey is the usage error for a --hotkey that cannot work, with the
+// valid form.
+func badHotkey(err error) error {
+	want := fmt.Sprintf("%v (a hotkey is %s)", err, capture.HotkeyForm)
+	return badValue("hotkey", want, "--hotkey: "+want)
 }
 
 func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
