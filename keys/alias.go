@@ -137,35 +137,50 @@ func Suggest(s string) []string {
 	// matches only a near twin.
 	limit := max(1, len(lower)/3)
 	type cand struct {
-		name string
-		d    int
+		name  string
+		code  Code
+		alias bool
+		d     int
 	}
 	var best []cand
-	consider := func(name string) {
+	consider := func(name string, code Code, alias bool) {
 		d := editDistance(lower, strings.ToLower(name))
 		if d <= limit {
-			best = append(best, cand{name, d})
+			best = append(best, cand{name, code, alias, d})
 		}
 	}
 	for i := range table {
 		if table[i].Name != "" {
-			consider(table[i].Name)
+			consider(table[i].Name, table[i].Code, false)
 		}
 	}
-	for a := range aliases {
-		consider(a)
+	for a, c := range aliases {
+		consider(a, c, true)
 	}
+	// Nearest first; of one key's names (ScrollLock, Scroll_Lock) only
+	// the nearest, its W3C name at a tie.
 	slices.SortFunc(best, func(a, b cand) int {
 		if a.d != b.d {
 			return a.d - b.d
 		}
+		if a.alias != b.alias {
+			if a.alias {
+				return 1
+			}
+			return -1
+		}
 		return strings.Compare(a.name, b.name)
 	})
 	var out []string
+	var named []Code
 	for _, c := range best {
 		if len(out) == 3 {
 			break
 		}
+		if slices.Contains(named, c.code) {
+			continue
+		}
+		named = append(named, c.code)
 		out = append(out, c.name)
 	}
 	return out
