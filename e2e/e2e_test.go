@@ -437,6 +437,7 @@ func TestSignalsReleaseKeys(t *testing.T) {
 // never a panic.
 func TestCLIErrors(t *testing.T) {
 	busy := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	bad := script(t, "tap KeyA\nfrobnicate\ntap NoSuchKey\n")
 	tests := []struct {
 		name  string
 		stdin string
@@ -452,8 +453,8 @@ func TestCLIErrors(t *testing.T) {
 		{"hook without a display", "", []string{"send", "--to", "127.0.0.1", "--input", "hook"}, 1, "DISPLAY is not set"},
 		{"bad queue", "", []string{"send", "--to", "127.0.0.1", "--script", "-", "--queue", "0"}, 2, "--queue 0 out of range"},
 		{"bad interval", "", []string{"send", "--to", "127.0.0.1", "--script", "-", "--interval", "soon"}, 2, "invalid argument"},
-		{"bad script", "tap KeyA\nfrobnicate\ntap NoSuchKey\n", []string{"send", "--to", "127.0.0.1", "--script", "-"}, 1, "<stdin>:2:"},
-		{"bad script names every line", "tap KeyA\nfrobnicate\ntap NoSuchKey\n", []string{"send", "--to", "127.0.0.1", "--script", "-"}, 1, "<stdin>:3:"},
+		{"bad script", "\nfrobnicate\ntap KeyA\n", []string{"send", "--to", "127.0.0.1", "--script", "-"}, 1, "<stdin>:2:"},
+		{"bad script file names every line", "", []string{"send", "--to", "127.0.0.1", "--script", bad}, 1, bad + ":3:"},
 		{"missing script", "", []string{"send", "--to", "127.0.0.1", "--script", "/nonexistent.keys"}, 1, "unable to open script"},
 		{"unresolvable host", "tap KeyA\n", []string{"send", "--to", "no-such-host.invalid:7575", "--script", "-"}, 1, "unable to resolve --to"},
 		{"port in use", "", []string{"recv", "--listen", busy.addr}, 1, "the port is in use"},
