@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -29,6 +30,16 @@ import (
 var bin, keyFile string
 
 func TestMain(m *testing.M) {
+	// Under nohup (or a shell's trap "" HUP) SIGHUP is ignored, and an
+	// ignored signal stays ignored in every child: send and recv would
+	// keep it ignored as they mean to (TestNohupRecvIgnoresHangup), and
+	// the tests of what SIGHUP does would fail. Catching it here gives the
+	// children SIGHUP's default disposition again (exec resets a caught
+	// signal, not an ignored one); this process still ignores what it
+	// catches, as nohup asked.
+	if signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+	}
 	dir, err := os.MkdirTemp("", "keyrelay-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
