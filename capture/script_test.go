@@ -481,3 +481,14 @@ func checkStream(t *testing.T, text string, s *Script, parseErr error) {
 		}
 	})
 }
+
+// TestFormatNamesEveryAlias: `keyrelay help script` (SCRIPT_FORMAT.md)
+// names every alias keys.Parse takes, so none is accepted unseen.
+func TestFormatNamesEveryAlias(t *testing.T) {
+	doc := strings.ToLower(ScriptFormat)
+	for a := range keys.Aliases() {
+		if !strings.Contains(doc, "`"+strings.ToLower(a)+"`") {
+			t.Errorf("SCRIPT_FORMAT.md does not name the alias %s", a)
+		}
+	}
+}

@@ -83,8 +83,11 @@ Key sources (--input):
                   input group, or a udev uaccess rule; doctor --input evdev
                   checks it).
   script          --script FILE: a key script (keyrelay help script: down, up, tap,
-                  hold, sleep, type, pace); "-" reads it from standard input.
-                  The whole script is checked before anything is sent.
+                  key, hold, sleep, type, pace; W3C or xdotool key names,
+                  chords such as ctrl+shift+t); "-" reads it from standard
+                  input. A file is checked whole before anything is sent; a
+                  pipe or a FIFO is played line by line as it arrives (a bad
+                  line ends send there, exit 1, its held keys released).
 
 Owning the keyboard (--input x11 or evdev): with --grab, keys reach the
 receiver only while relaying (an X keyboard grab, or EVIOCGRAB); --hotkey
