@@ -40,7 +40,8 @@ type SendOptions struct {
 	Quiet     bool
 	LogFormat string
 
-	hotkey capture.Hotkey // --hotkey, parsed by validate
+	hotkey      capture.Hotkey // --hotkey, parsed by validate
+	hotkeyGiven bool           // --hotkey is on the command line
 }
 
 // NewCmdSend builds `keyrelay send`. runF replaces the run step in tests
@@ -94,7 +95,8 @@ receiver only while relaying (an X keyboard grab, or EVIOCGRAB); --hotkey
 (default ControlLeft+ControlRight: both Ctrl keys) switches to local use and
 back. The hotkey is checked at start (exit 2 if it cannot work), and only
 --grab takes one: without --grab every key acts here and is relayed, so
---hotkey alone is refused. Switching away releases at the receiver every key held there; the
+--hotkey on the command line without --grab is refused (one from a config
+file or the environment waits for the runs that grab). Switching away releases at the receiver every key held there; the
 hotkey itself reaches neither side. When relaying starts or resumes, the
 receiver's Caps Lock and Num Lock are set to this machine's. The grab ends
 with the process (X and the kernel drop it), so a crashed send cannot leave
@@ -129,6 +131,9 @@ Exit status: 0 delivered (or one-way), 1 the command failed (an error
 names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// Not from a config file or the environment, which fill the
+			// flag without marking it changed: see validate.
+			opts.hotkeyGiven = c.Flags().Changed("hotkey")
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -147,7 +152,7 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11 or evdev): keys reach the receiver only; --hotkey switches to local use and back")
-	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
+	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it on the command line): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
 	opts.Key.register(f)
 	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys held, a press the queue dropped): passwords typed included; without, counts only (command line only)")
@@ -306,7 +311,10 @@ func (o *SendOptions) validate() error {
 	}
 	// A hotkey is checked against its source now, not when the source
 	// starts: a usage error at once, not a failure seconds into a session.
-	if o.Hotkey != capture.DefaultHotkey && !o.Grab {
+	// One from a config file or the environment is a preference for the
+	// runs that grab, and is not refused without --grab; one on the
+	// command line without --grab would do nothing.
+	if o.hotkeyGiven && !o.Grab {
 		return involving(fmt.Errorf("--hotkey needs --grab: without it the keyboard is not owned, every key acts here and is relayed, and there is nothing to switch (add --grab with --input x11 or evdev)"), "hotkey", "grab")
 	}
 	if o.Grab {

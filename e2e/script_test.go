@@ -158,6 +158,7 @@ func TestHotkeyUsageErrors(t *testing.T) {
 		{"five keys", []string{"--input", "evdev", "--grab", "--hotkey", "ctrl+shift+alt+super+KeyA"}, "at most 4"},
 		{"without --grab", []string{"--input", "x11", "--hotkey", "ScrollLock"}, "--hotkey needs --grab"},
 		{"with a script", []string{"--script", "-", "--hotkey", "ScrollLock"}, "--hotkey needs --grab"},
+		{"even the default", []string{"--script", "-", "--hotkey", "ControlLeft+ControlRight"}, "--hotkey needs --grab"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := run(t, "", append([]string{"send", "--to", "127.0.0.1"}, tt.args...)...)
@@ -168,5 +169,21 @@ func TestHotkeyUsageErrors(t *testing.T) {
 				t.Errorf("the error does not give the valid form:\n%s", stderr)
 			}
 		})
+	}
+}
+
+// TestConfiguredHotkeyWithoutGrab: a hotkey from the environment (or a
+// config file) is a preference for the runs that grab: a scripted send
+// without --grab runs; a bad one is still a usage error.
+func TestConfiguredHotkeyWithoutGrab(t *testing.T) {
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	if code, _, stderr := runIn(t, "tap KeyA\n", []string{"KEYRELAY_SEND_HOTKEY=ScrollLock"}, "send", "--to", recv.addr, "--script", "-"); code != 0 {
+		t.Errorf("send with KEYRELAY_SEND_HOTKEY and no --grab exited %d, want 0:\n%s", code, stderr)
+	}
+	if got := render(recv.stop()); got != "KeyA down\nKeyA up" {
+		t.Errorf("recv logged:\n%s\nwant KeyA down, KeyA up", got)
+	}
+	if code, _, stderr := runIn(t, "", []string{"KEYRELAY_SEND_HOTKEY=ScrolLock"}, "send", "--to", "127.0.0.1", "--script", "-"); code != 2 || !strings.Contains(stderr, "did you mean ScrollLock?") {
+		t.Errorf("a misspelt KEYRELAY_SEND_HOTKEY: exit %d, want 2 with a suggestion:\n%s", code, stderr)
 	}
 }
