@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/keyrelay/keyrelay/internal/spell"
 )
 
 // aliases are other names people know for physical keys, as they are
@@ -144,7 +146,7 @@ func Suggest(s string) []string {
 	}
 	var best []cand
 	consider := func(name string, code Code, alias bool) {
-		d := editDistance(lower, strings.ToLower(name))
+		d := spell.Distance(lower, strings.ToLower(name))
 		if d <= limit {
 			best = append(best, cand{name, code, alias, d})
 		}
@@ -193,26 +195,4 @@ func unknownKey(s string) error {
 		hint = "did you mean " + strings.Join(near, " or ") + "? "
 	}
 	return fmt.Errorf("%w %q (%suse a W3C KeyboardEvent.code name such as KeyA, ShiftLeft, Enter, ArrowUp, F5, an X name such as Return, ctrl, Page_Up, or a usage such as 0x04; see 'keyrelay keys')", ErrUnknownKey, s, hint)
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes (names are
-// ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
