@@ -34,9 +34,11 @@ const (
 	TypeCookieReply wire.Type = 6
 )
 
-// FlagSealed marks a transport packet: ciphertext after the index. It is
-// the only flag of protocol 5; handshake messages carry none.
-const FlagSealed uint8 = 1 << 0
+// FlagSealed marks a handshaken link's transport packet: ciphertext after
+// the index. Handshake messages carry no flag. The queue packets and acks
+// of no handshake carry wire.FlagOneWay (one-way sealed, or plaintext):
+// Parse passes them on whole (Message.OneWay) for package wire to read.
+const FlagSealed uint8 = wire.FlagSealed
 
 // Sentinel errors of this package; every error it returns wraps exactly one
 // of them or one of wire's (ErrTooLarge, ErrTruncated, ErrMagic,
@@ -122,8 +124,10 @@ func ParseHeader(b []byte) (Header, error) {
 	}
 	switch h.Type {
 	case TypeQueue, TypeAck:
-		if h.Flags != FlagSealed {
-			return h, fmt.Errorf("%w: %#02x on a transport packet (protocol 5 seals every one)", wire.ErrFlags, h.Flags)
+		// SEALED (handshaken), ONEWAY (plaintext), and for a queue packet
+		// SEALED|ONEWAY (one-way): PROTOCOL.md §2.
+		if h.Flags != FlagSealed && h.Flags != wire.FlagOneWay && (h.Type != TypeQueue || h.Flags != FlagSealed|wire.FlagOneWay) {
+			return h, fmt.Errorf("%w: %#02x on a packet of type %d", wire.ErrFlags, h.Flags, h.Type)
 		}
 	case TypeInitiation, TypeResponse, TypeCookieReply:
 		if h.Flags != 0 {

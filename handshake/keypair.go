@@ -126,6 +126,12 @@ func (k *Keypair) Seal(dst []byte, h Header, plaintext []byte, now time.Time) ([
 	return k.send.Seal(dst, k.sendNonce[:], plaintext, dst[start:]), nil
 }
 
+// Sealed is how many packets k has sealed. The receiver numbers its acks
+// under k with it (the next ack's counter is Sealed()+1): a fresh keypair
+// counts from 1, so no two acks share a key and nonce, across receiver
+// restarts too (each run's keypairs are its own).
+func (k *Keypair) Sealed() uint64 { return k.sealed }
+
 // Open opens t, sealed by the other end of k, appending the plaintext to
 // dst, and records its counter in k's replay window. It allocates nothing
 // when dst has room. Only a packet that authenticates moves the window.

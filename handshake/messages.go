@@ -200,6 +200,9 @@ func ParseTransport(b []byte) (Transport, error) {
 }
 
 func transportOf(h Header, b []byte) (Transport, error) {
+	if h.Flags != FlagSealed {
+		return Transport{}, fmt.Errorf("%w: %#02x: not a handshaken link's packet", wire.ErrFlags, h.Flags)
+	}
 	if len(b) < TransportMinLen {
 		return Transport{}, fmt.Errorf("%w: %d bytes, a sealed packet has at least %d", wire.ErrTruncated, len(b), TransportMinLen)
 	}
@@ -222,7 +225,12 @@ type Message struct {
 	Initiation  Initiation  // Header.Type == TypeInitiation
 	Response    Response    // TypeResponse
 	CookieReply CookieReply // TypeCookieReply
-	Transport   Transport   // TypeQueue, TypeAck
+	Transport   Transport   // TypeQueue, TypeAck with flags SEALED
+	// OneWay is the whole datagram of a queue packet or ack of no
+	// handshake (flag wire.FlagOneWay: one-way sealed, or plaintext), for
+	// package wire to open or parse (wire.OpenOneWay, wire.ParseQueueBody
+	// after the header).
+	OneWay []byte
 }
 
 // Parse parses a datagram of any type of protocol 5: what a socket's
@@ -242,6 +250,10 @@ func Parse(b []byte) (m Message, err error) {
 	case TypeCookieReply:
 		m.CookieReply, err = cookieReplyOf(m.Header, b)
 	default: // ParseHeader let only the transport types through
+		if m.Header.Flags&wire.FlagOneWay != 0 {
+			m.OneWay = b
+			return m, nil
+		}
 		m.Transport, err = transportOf(m.Header, b)
 	}
 	return m, err

@@ -24,7 +24,7 @@ func TestWhatIsNews(t *testing.T) {
 	queue := []eventqueue.Event{up(kA, 2), dn(kA, 1)}
 	withB := append([]eventqueue.Event{dn(kB, 3)}, queue...)
 	locked := func(counter, clock uint64) []byte {
-		q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: 1, Counter: counter}, Clock: clock,
+		q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: 1, Counter: counter}, Clock: clock,
 			Locks: keys.LocksKnown | keys.LockCaps, Events: append(queue, eventqueue.Event{}, eventqueue.Event{})}
 		b, err := q.Append(nil)
 		if err != nil {
@@ -53,7 +53,7 @@ func TestWhatIsNews(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn := &ackConn{}
-			r, err := New(Config{Conn: conn, Injector: &fake.Recorder{}, Timeout: 3 * time.Second})
+			r, err := New(Config{Insecure: true, Conn: conn, Injector: &fake.Recorder{}, Timeout: 3 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestWhatIsNews(t *testing.T) {
 				// A late packet the window has not seen: as if 9 had been
 				// overtaken by 10 and 11.
 				counter = 9
-				r.sessions[1].keys.replay = replayWithout(9, 11)
+				r.sessions[1].window = replayWithout(9, 11)
 			}
 			pkt := tc.pkt
 			if pkt == nil {
@@ -122,7 +122,7 @@ func listenPair(t *testing.T, nw *netsim.Network) (recv, send net.PacketConn) {
 func runAckLog(t *testing.T) (*ackLog, func()) {
 	nw := netsim.NewNetwork(netsim.Config{})
 	rc, sc := listenPair(t, nw)
-	r, err := New(Config{Conn: rc, Injector: &fake.Recorder{}, PSK: psk})
+	r, err := New(Config{Insecure: true, Conn: rc, Injector: &fake.Recorder{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func runAckLog(t *testing.T) (*ackLog, func()) {
 func (l *ackLog) send(t *testing.T, dt time.Duration, events ...eventqueue.Event) {
 	l.counter++
 	l.clock += uint64(dt / time.Millisecond)
-	b := sealedAt(t, psk, 1, l.counter, l.clock, time.Now(), events...)
+	b := packet(t, 1, l.counter, l.clock, events...)
 	if _, err := l.sc.WriteTo(b, l.to); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package receiver_test
 
 import (
+	"crypto/rand"
 	"net"
 	"net/netip"
 	"slices"
@@ -10,11 +11,12 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/handshake"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
-	"github.com/keyrelay/keyrelay/wire"
 )
 
 // The handshake (PROTOCOL.md §8.3, issue 15 must-haves 1 and 2), with a
@@ -48,10 +50,29 @@ type rx struct {
 	rec  *fake.Recorder
 }
 
-func newRx(t *testing.T) *rx {
+// The identities: the receiver's machine (each newRx is a run of it: a
+// restart keeps the identity), the sender's, and another receiver's
+// machine, which pairs the same sender.
+var rxID, txID, otherID = mustID(), mustID(), mustID()
+
+func mustID() *identity.Identity {
+	id, err := identity.Generate()
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
+// pairedTx is a peers file listing the sender.
+func pairedTx(k [identity.KeyLen]byte) (string, bool) { return "tx", k == txID.Public() }
+
+func newRx(t *testing.T) *rx { return newRxAs(t, rxID) }
+
+// newRxAs is a receiver run with identity id, pairing the sender.
+func newRxAs(t *testing.T, id *identity.Identity) *rx {
 	t.Helper()
 	x := &rx{conn: &capConn{}, rec: &fake.Recorder{}}
-	r, err := receiver.New(receiver.Config{Conn: x.conn, Injector: x.rec, PSK: hsKey, Timeout: time.Hour})
+	r, err := receiver.New(receiver.Config{Conn: x.conn, Injector: x.rec, PSK: hsKey, Timeout: time.Hour, Identity: id, Peer: pairedTx})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +93,13 @@ type link struct {
 
 const rxAddr = "10.0.0.1:7575"
 
-func newLink(t *testing.T, from string, x *rx) *link {
+func newLink(t *testing.T, from string, x *rx) *link { return newLinkTo(t, from, x, rxID) }
+
+// newLinkTo is a sender that knows the receiver's key as peer's.
+func newLinkTo(t *testing.T, from string, x *rx, peer *identity.Identity) *link {
 	t.Helper()
 	l := &link{rx: x, from: net.UDPAddrFromAddrPort(netip.MustParseAddrPort(from))}
-	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Dests: []sender.Dest{{Addr: rxAddr}},
+	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Identity: txID, Dests: []sender.Dest{{Addr: rxAddr, PeerKey: peer.Public()}},
 		Output: func(b []byte, _ int) {
 			b = append([]byte(nil), b...)
 			l.record = append(l.record, b)
@@ -148,7 +172,12 @@ var word = []keys.Key{keys.Key(keys.KeyE), keys.Key(keys.KeyV), keys.Key(keys.Ke
 // that worked) and returns the recording.
 func recordSession(t *testing.T, x *rx, from string) [][]byte {
 	t.Helper()
-	l := newLink(t, from, x)
+	return recordSessionTo(t, x, from, rxID)
+}
+
+func recordSessionTo(t *testing.T, x *rx, from string, peer *identity.Identity) [][]byte {
+	t.Helper()
+	l := newLinkTo(t, from, x, peer)
 	l.start(t0)
 	now := t0.Add(50 * time.Millisecond)
 	for _, k := range word {
@@ -164,7 +193,7 @@ func recordSession(t *testing.T, x *rx, from string) [][]byte {
 	if got := downs(x.rec); len(got) != len(word) {
 		t.Fatalf("the recorded session typed %v, want %v", got, word)
 	}
-	if x.r.Stats().Tickets == 0 {
+	if x.r.Stats().Responses == 0 {
 		t.Fatal("the recorded session was not handshaken")
 	}
 	return l.record
@@ -178,11 +207,13 @@ func replayInto(x *rx, rec [][]byte, from string, at time.Time) {
 	}
 }
 
-// TestRecordingIsUselessAtARestartedReceiver (issue 15 must-have 1,
-// PROTOCOL.md §8.3): a session recorded on its way to a receiver, replayed
-// into that receiver restarted (a new instance, a new secret) at any age,
-// injects nothing and starts no session; the receiver answers with
-// tickets, which only the real sender could use.
+// TestRecordingIsUselessAtARestartedReceiver (PROTOCOL.md §8.3): a
+// session recorded on its way to a receiver, replayed into that receiver
+// restarted (same identity, a new process) at any age, injects nothing:
+// its initiations may be answered (the new process knows no timestamp of
+// the sender's), but the keypairs they make are new, known to no one
+// (their ephemeral keys died with the sender's handshakes), and the
+// recorded queue packets name indices it does not have.
 func TestRecordingIsUselessAtARestartedReceiver(t *testing.T) {
 	first := newRx(t)
 	rec := recordSession(t, first, "10.0.0.2:40000")
@@ -190,11 +221,11 @@ func TestRecordingIsUselessAtARestartedReceiver(t *testing.T) {
 		restarted := newRx(t)
 		replayInto(restarted, rec, "10.0.0.2:40000", t0.Add(age))
 		st := restarted.r.Stats()
-		if got := restarted.rec.Events(); len(got) != 0 || st.Accepted != 0 || st.Sessions != 0 {
-			t.Errorf("replayed %v after the restart: typed %v, %d packets applied, %d sessions", age, got, st.Accepted, st.Sessions)
+		if got := restarted.rec.Events(); len(got) != 0 || st.Accepted != 0 {
+			t.Errorf("replayed %v after the restart: typed %v, %d packets applied", age, got, st.Accepted)
 		}
-		if st.Foreign == 0 {
-			t.Errorf("replayed %v after the restart: no packet counted as sealed for another run (%+v)", age, st)
+		if st.UnknownIdx == 0 {
+			t.Errorf("replayed %v after the restart: no packet counted as for an unknown keypair (%+v)", age, st)
 		}
 	}
 	// The same instance, an hour later: every counter was seen.
@@ -204,14 +235,16 @@ func TestRecordingIsUselessAtARestartedReceiver(t *testing.T) {
 	}
 }
 
-// TestRecordingForAnotherReceiverInjectsNothing (issue 15 must-have 1): a
-// session recorded on its way to receiver B, replayed into receiver A
-// (same key) from another address and from the address of A's live
-// sender, types nothing at A and does not end or stall A's live session,
-// whose held key stays down until its own sender releases it.
+// TestRecordingForAnotherReceiverInjectsNothing (PROTOCOL.md §8.3): a
+// session recorded on its way to receiver B (another machine, same key
+// file, same sender paired), replayed into receiver A from another address
+// and from the address of A's live sender, types nothing at A (its
+// initiations are not addressed to A's key: mac1) and does not end or
+// stall A's live session, whose held key stays down until its own sender
+// releases it.
 func TestRecordingForAnotherReceiverInjectsNothing(t *testing.T) {
-	b := newRx(t)
-	rec := recordSession(t, b, "10.0.0.9:40000")
+	b := newRxAs(t, otherID)
+	rec := recordSessionTo(t, b, "10.0.0.9:40000", otherID)
 
 	a := newRx(t)
 	live := newLink(t, "10.0.0.2:40000", a)
@@ -231,8 +264,8 @@ func TestRecordingForAnotherReceiverInjectsNothing(t *testing.T) {
 			t.Fatalf("the replays made A inject %v", a.rec.Events())
 		}
 	}
-	if st := a.r.Stats(); st.Sessions != 1 || st.Foreign == 0 {
-		t.Errorf("A: %d sessions (want 1, the live one), %d packets of another receiver's (want > 0)", st.Sessions, st.Foreign)
+	if st := a.r.Stats(); st.Sessions != 1 || st.MAC1 == 0 || st.Accepted == 0 {
+		t.Errorf("A: %d sessions (want 1, the live one), %d initiations for another key (want > 0)", st.Sessions, st.MAC1)
 	}
 	// The live session goes on: its sender releases X.
 	live.c.Key(kX, false, t0.Add(3*time.Second))
@@ -243,12 +276,13 @@ func TestRecordingForAnotherReceiverInjectsNothing(t *testing.T) {
 	}
 }
 
-// TestRestartedReceiverIsFollowedAtOnce (issue 15 must-have 2): a receiver
-// restarts under a running sender (same address, new instance). Its first
-// packet of the session is answered with a ticket, the sender takes it at
-// once, and every key typed from then on arrives; the key held across the
-// restart is pressed again (Resync), not typed twice; the sender counts
-// the receiver live, with its acks taken from 1 again.
+// TestRestartedReceiverIsFollowedAtOnce (PROTOCOL.md §8.3): a receiver
+// restarts under a running sender (same address, same identity, new
+// process). It drops the packets sealed under a keypair it does not know;
+// the sender, unacked for PeerTimeout/2, handshakes again at once, and
+// every key typed from then on arrives; the key held across the restart
+// is pressed again (Resync), not typed twice; the sender counts the
+// receiver live, with its acks counted from 1 under the new keypair.
 func TestRestartedReceiverIsFollowedAtOnce(t *testing.T) {
 	a := newRx(t)
 	l := newLink(t, "10.0.0.2:40000", a)
@@ -276,8 +310,8 @@ func TestRestartedReceiverIsFollowedAtOnce(t *testing.T) {
 	if len(held) != 1 || held[0] != kShift {
 		t.Errorf("the restarted receiver holds %v, want ShiftLeft (held across the restart)", held)
 	}
-	if st := b.r.Stats(); st.Foreign != 1 || st.Tickets != 1 {
-		t.Errorf("the restarted receiver rejected %d packets and sent %d tickets; want 1 and 1 (followed at once)", st.Foreign, st.Tickets)
+	if st := b.r.Stats(); st.UnknownIdx == 0 || st.Responses != 1 {
+		t.Errorf("the restarted receiver dropped %d packets for an unknown keypair and answered %d handshakes; want some and 1", st.UnknownIdx, st.Responses)
 	}
 	ps := l.c.Peers(nil, now.Add(3*time.Second))
 	if len(ps) != 1 || !ps[0].Live {
@@ -382,61 +416,48 @@ func isSubsequence(a, b []keys.Key) bool {
 	return i == len(a)
 }
 
-// TestExpiredTicketStartsNoSession (PROTOCOL.md §8.3 step 5, §8.5): a
-// ticket this receiver issued more than TicketLife ago cannot start a
-// session (so a recording of a session the receiver has forgotten cannot
-// start it again); the packet is answered with a new ticket, which the
-// sender takes at once, and typing goes on.
-func TestExpiredTicketStartsNoSession(t *testing.T) {
-	a := newRx(t)
-	l := newLink(t, "10.0.0.2:40000", a)
-	// The hello and its ticket get through; then nothing does until the
-	// ticket is older than TicketLife.
-	n, blocked := 0, true
-	l.drop = func() bool { n++; return blocked && n > 2 }
-	l.start(t0)
-	if a.r.Stats().Tickets != 1 || a.r.Stats().Sessions != 0 {
-		t.Fatalf("after the handshake: %v", a.r.Stats())
-	}
-	blocked = false
-	now := t0.Add(receiver.TicketLife + time.Second)
-	l.tap(kX, now)
-	l.tick(now.Add(time.Second))
-	st := a.r.Stats()
-	if st.Foreign != 1 || st.Tickets != 2 || st.Sessions != 1 {
-		t.Errorf("a packet with a %v-old ticket: %d refused (want 1), %d tickets (want 2), %d sessions (want 1)", receiver.TicketLife+time.Second, st.Foreign, st.Tickets, st.Sessions)
-	}
-	if got := downs(a.rec); len(got) != 1 || got[0] != kX {
-		t.Errorf("typed %v, want X once under the new ticket", got)
-	}
-}
-
-// TestHelloAnsweredWithoutAcks (README, recv --acks=false): a receiver
-// that sends no acks still answers hellos with tickets, without which no
-// handshaken session could start; and it answers a burst of hellos from
-// one address once per 10 ms (PROTOCOL.md §8.3 step 2).
-func TestHelloAnsweredWithoutAcks(t *testing.T) {
+// TestInitiationAnsweredWithoutAcks (README, recv --acks=false): a
+// receiver that sends no acks still answers initiations, without which no
+// handshaken session could start; a burst of initiations from one address
+// gets at most what the per-source limiter allows.
+func TestInitiationAnsweredWithoutAcks(t *testing.T) {
 	conn := &capConn{}
-	r, err := receiver.New(receiver.Config{Conn: conn, Injector: &fake.Recorder{}, PSK: hsKey, NoAcks: true})
+	r, err := receiver.New(receiver.Config{Conn: conn, Injector: &fake.Recorder{}, PSK: hsKey, NoAcks: true, Identity: rxID, Peer: pairedTx})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := wire.HandshakeKey(hsKey, 0x77)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var psk [32]byte
+	copy(psk[:], hsKey)
+	in := handshake.NewInitiator(handshake.InitiatorConfig{Private: [32]byte(txID.Private().Bytes()), Peer: rxID.Public(), PSK: psk, Random: rand.Reader})
 	from := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.2:40000"))
-	for i := range 5 { // 5 hellos, 1 ms apart
-		r.Handle(wire.AppendHello(nil, 0x77, uint64(i+1), k), from, t0.Add(time.Duration(i)*time.Millisecond))
+	b, err := in.Initiate(nil, 0x77, 1, t0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.Handle(wire.AppendHello(nil, 0x77, 6, k), from, t0.Add(10*time.Millisecond))
-	if len(conn.sent) != 2 {
-		t.Fatalf("%d answers to 6 hellos over 10ms, want 2", len(conn.sent))
+	r.Handle(b, from, t0)
+	if len(conn.sent) != 1 {
+		t.Fatalf("%d answers to an initiation, want 1", len(conn.sent))
 	}
-	for i, d := range conn.sent {
-		h, _, err := wire.ParseTicket(d.b, func(uint64) ([]byte, error) { return k, nil })
-		if err != nil || h.Session != 0x77 || d.to != from.String() {
-			t.Errorf("answer %d: %+v to %s: %v", i, h, d.to, err)
-		}
+	m, err := handshake.ParseResponse(conn.sent[0].b)
+	if err != nil || conn.sent[0].to != from.String() {
+		t.Fatalf("answer %x to %s: %v", conn.sent[0].b, conn.sent[0].to, err)
+	}
+	if _, err := in.ConsumeResponse(m, t0); err != nil {
+		t.Fatalf("the response does not complete the handshake: %v", err)
+	}
+	// 200 more from the same address within a second, each newer than
+	// the last (every 5 ms, past the responder's InitiationInterval only
+	// for some): the answers stay within the limiter's burst and rate.
+	conn.sent = nil
+	for i := range 200 {
+		now := t0.Add(time.Duration(i+1) * 5 * time.Millisecond)
+		b, _ := in.Initiate(nil, 0x77, uint64(i+2), now)
+		r.Handle(b, from, now)
+	}
+	if n := len(conn.sent); n > 40 {
+		t.Errorf("%d answers to 200 initiations from one address in a second, want at most 40 (burst 20 + 20/s)", n)
+	}
+	if st := r.Stats(); st.Flood == 0 {
+		t.Errorf("no initiation counted as too frequent: %+v", st)
 	}
 }

@@ -82,14 +82,14 @@ type pace struct {
 // the session's newest so far, and its sender's clock (ms) is clock.
 func (r *Receiver) paced(s *session, counter, clock uint64, now time.Time) {
 	p := &s.pace
-	if s.counter == 0 && s.keys.handshaken {
+	if s.counter == 0 && s.mode == handshaken {
 		// A handshaken session: the counters before its first queue
-		// packet went out as hellos (PROTOCOL.md §8.3), and the hellos
-		// heard were counted as its packets are (hello): its pace goes on
-		// from theirs, and those after the newest hello heard were lost.
+		// packet went out as initiations (PROTOCOL.md §8.3), and those
+		// heard were counted as its packets are (initPace): its pace goes
+		// on from theirs, and those after the newest heard were lost.
 		// With none heard, the counters before it say nothing.
 		p.base = counter
-		if h, _ := r.hellos.get(helloFrom{s.id, s.addr}); h.newest != 0 && h.newest < counter {
+		if h := s.inits; h.newest != 0 && h.newest < counter {
 			*p = h.pace
 			p.count(counter - h.newest)
 		}
@@ -112,18 +112,27 @@ func (p *pace) count(gap uint64) {
 	p.aged = 1 - (1-p.aged)*paceDecay
 }
 
-// helloPaced counts a hello of counter c in seen's pace: the first heard
-// only sets where the counting starts (a hello says nothing of the
-// sender's clock, so not whether the counters before it were lost here);
-// each newer one is a packet that arrived. An older one (late, or a
-// duplicate: hellos have no replay window) is not counted.
-func helloPaced(seen *helloSeen, c uint64) {
+// initPace is the pace of a handshaken session's initiations heard before
+// its first queue packet: a sender's packets are initiations until it has
+// a keypair, and those that arrived are no loss.
+type initPace struct {
+	newest uint64
+	pace   pace
+}
+
+// heard counts an initiation of counter c: the first heard only sets
+// where the counting starts (an initiation says nothing of the sender's
+// clock, so not whether the counters before it were lost here); each
+// newer one is a packet that arrived. An older one (late, or a duplicate)
+// is not counted.
+func (p *initPace) heard(c uint64) {
 	switch {
-	case seen.newest == 0:
-		seen.pace.base = c
-	case c > seen.newest:
-		seen.pace.count(c - seen.newest)
+	case p.newest == 0:
+		p.pace.base = c
+	case c > p.newest:
+		p.pace.count(c - p.newest)
 	}
+	p.newest = max(p.newest, c)
 }
 
 // listened reports whether this receiver was listening when a sender

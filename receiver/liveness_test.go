@@ -183,7 +183,7 @@ func TestAllowanceBounded(t *testing.T) {
 		slices.SortStableFunc(arrivals, func(a, b arrival) int { return a.slot - b.slot })
 
 		rec := &fake.Recorder{}
-		r, err := New(Config{Conn: nopConn{}, Injector: rec, Timeout: timeout})
+		r, err := New(Config{Insecure: true, Conn: nopConn{}, Injector: rec, Timeout: timeout})
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestHeavyLossSaidOncePerMagnitude(t *testing.T) {
 		rec := &fake.Recorder{}
 		var mu sync.Mutex
 		var said []string
-		r, err := New(Config{Conn: rc, Injector: rec, Timeout: time.Second, NoAcks: true,
+		r, err := New(Config{Insecure: true, Conn: rc, Injector: rec, Timeout: time.Second, NoAcks: true,
 			Logf: func(f string, a ...any) {
 				mu.Lock()
 				defer mu.Unlock()

@@ -16,7 +16,7 @@ import (
 // receiver is not woken.
 func TestNextIsTheNextDeadline(t *testing.T) {
 	conn := &ackConn{}
-	r, err := New(Config{Conn: conn, Injector: &fake.Recorder{}, Timeout: time.Second})
+	r, err := New(Config{Insecure: true, Conn: conn, Injector: &fake.Recorder{}, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestRunReleasesWhenDue(t *testing.T) {
 		nw := netsim.NewNetwork(netsim.Config{})
 		rc, sc := listenPair(t, nw)
 		rec := &fake.Recorder{} // read here while Run injects
-		r, err := New(Config{Conn: rc, Injector: rec, Timeout: time.Second, NoAcks: true})
+		r, err := New(Config{Insecure: true, Conn: rc, Injector: rec, Timeout: time.Second, NoAcks: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,8 +19,9 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/handshake"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/keys"
-	"github.com/keyrelay/keyrelay/replay"
 	"github.com/keyrelay/keyrelay/sink"
 	"github.com/keyrelay/keyrelay/wire"
 )
@@ -54,27 +55,36 @@ type Config struct {
 	// again (DefaultJoinAfter if 0). A sender's first packets are sent at
 	// once, so only a receiver (re)started under a running sender joins.
 	JoinAfter time.Duration
-	// PSK is the pre-shared key: only packets sealed with it are accepted.
-	// Nil accepts plaintext only (--insecure).
+	// Identity is this machine's static key: the receiver's end of every
+	// handshake (PROTOCOL.md §8.3). Required unless Insecure.
+	Identity *identity.Identity
+	// Peer names a paired sender by its static key (the peers file): only
+	// those get a handshake. The receiver's own public key is always
+	// accepted besides: it is this machine's own send (send and recv on
+	// one machine share the identity: the demo, tests).
+	Peer func(key [identity.KeyLen]byte) (name string, ok bool)
+	// PSK is the key file's key: the optional second factor of handshakes
+	// (Noise psk2: the senders need the same one), and the key of one-way
+	// sessions (required with OneWay).
 	PSK []byte
+	// OneWay accepts one-way sessions (recv --one-way; default false):
+	// broadcast, multicast, send --one-way --feedback=false. Their only
+	// replay defence is MaxSkew (PROTOCOL.md §8.4); they are never acked.
+	OneWay bool
+	// Insecure accepts plaintext packets only (recv --insecure), and no
+	// handshake.
+	Insecure bool
 	// Allow, if not empty, lists the source networks accepted; datagrams
 	// from elsewhere are dropped before any decoding or crypto.
 	Allow []netip.Prefix
-	// MaxSkew bounds how far a sealed packet's wall clock may be from ours
-	// (DefaultMaxSkew if 0): the defence against replaying a recorded old
-	// session to a receiver that has forgotten it (PROTOCOL.md §8).
+	// MaxSkew bounds how far a one-way packet's wall clock may be from
+	// ours (DefaultMaxSkew if 0): the defence against replaying a recorded
+	// old one-way session (PROTOCOL.md §8.4).
 	MaxSkew time.Duration
-	// NoAcks turns feedback off: no ack packets are sent back. Hellos are
-	// still answered with tickets: without one no handshaken session can
-	// start.
+	// NoAcks turns feedback off: no ack packets are sent back.
+	// Initiations are still answered: without that no handshaken session
+	// can start.
 	NoAcks bool
-	// NoOneWay refuses sessions without a handshake (recv's default; recv
-	// --one-way accepts them): only senders that proved they know this
-	// receiver's current ticket can type, so no recording can ever be
-	// replayed here (PROTOCOL.md §8.4). One-way senders (broadcast,
-	// multicast, send --one-way --feedback=false) are refused, counted
-	// (Stats.Refused) and logged at most once a minute.
-	NoOneWay bool
 	// Debug lets log lines name keys (recv --debug): a key that failed to
 	// type. Without, they give counts only, since the keys of a password
 	// typed would be in the log.
@@ -132,90 +142,42 @@ const BusyGap = 75 * time.Millisecond
 // DefaultMaxSkew is the default Config.MaxSkew.
 const DefaultMaxSkew = 30 * time.Second
 
-// TicketLife is how long after it was issued a ticket may start a session
-// here (PROTOCOL.md §8.3). A sender uses its ticket within a round trip; a
-// session that exists keeps its ticket as long as it is kept. So a
-// recording of a session this receiver has forgotten (ended sessions are
-// forgotten once 1024 are kept) cannot start it again: it would need a
-// fresh ticket, which only its sender can use.
-const TicketLife = 10 * time.Second
-
-// ticketGap bounds the answers to one session's hellos from one address:
-// a sender sends a hello in every packet until it has a ticket, and one
-// answer per gap is enough. A packet sealed for another run is answered
-// each time (no larger than it, so nothing is amplified): the answer to the
-// first one the sender sent after this receiver came up sets where typing
-// resumes (PROTOCOL.md §8.3), and a replay from the same address must not
-// hold it back.
-const ticketGap = 10 * time.Millisecond
-
-// Stats are what a Receiver did.
+// Stats are what a Receiver did. The rejects are counted by reason.
 type Stats struct {
 	Packets    int // datagrams read
 	Accepted   int // packets applied
 	Stale      int // packets not newer than their session's last one
-	Malformed  int // packets that did not decode (size, magic, layout)
+	Malformed  int // packets that did not decode (size, magic, layout), or of a type a receiver does not read
 	Mismatched int // keyrelay packets of another protocol version (PROTOCOL.md §10)
 	NotAllowed int // datagrams from addresses outside Allow
 	Forged     int // packets that did not authenticate, or of the wrong security mode
 	Replayed   int // authenticated packets seen before (replay window)
-	Skewed     int // authenticated packets whose wall clock is too far from ours
-	Foreign    int // authenticated packets sealed with a ticket this receiver did not issue (a restart, a replay) or that expired: answered with a ticket
-	Refused    int // one-way packets refused: recv without --one-way (NoOneWay), or for a handshaken session
-	Tickets    int // tickets sent (handshakes answered)
-	Injected   int // key events given to the injector
-	InjectErr  int // key events the injector failed
-	NotTyped   int // key-downs the injector cannot type (sink.ErrCannotType): a character on uinput
-	Sessions   int // sessions seen
-	Ended      int // sessions that went silent holding no key (a sender's clean end)
-	Timeouts   int // sessions that went silent holding keys: released here
-	Acks       int // ack packets sent
-	Notices    int // version notices sent (PROTOCOL.md §10)
+	Skewed     int // authenticated one-way packets whose wall clock is too far from ours
+	UnknownIdx int // sealed packets for an index no keypair here has (a restarted receiver's sender, a replay): dropped, not answered
+	Refused    int // one-way packets refused (recv without --one-way), or for a handshaken session
+	// The handshake (PROTOCOL.md §8.3).
+	Responses    int // handshakes answered (responses sent)
+	Cookies      int // cookie replies sent (under load, an initiation without mac2)
+	MAC1         int // initiations not addressed to this key (mac1)
+	HandshakeBad int // initiations whose Noise message did not authenticate (another key file, forged)
+	Unpaired     int // initiations from a sender not in the peers file
+	ReplayedInit int // initiations not newer than one accepted from that peer
+	Flood        int // initiations too frequent from one peer, or past the per-source answer limit
+	Injected     int // key events given to the injector
+	InjectErr    int // key events the injector failed
+	NotTyped     int // key-downs the injector cannot type (sink.ErrCannotType): a character on uinput
+	Sessions     int // sessions seen
+	Ended        int // sessions that went silent holding no key (a sender's clean end)
+	Timeouts     int // sessions that went silent holding keys: released here
+	Acks         int // ack packets sent
+	Notices      int // version notices sent (PROTOCOL.md §10)
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d of another protocol version, %d forged, %d replayed, %d clock-skewed, %d for another receiver run, %d one-way refused, %d not allowed), %d sessions (%d ended, %d timed out holding keys), %d keys injected (%d failed, %d not typable here), %d acks and %d tickets sent, %d version notices sent",
-		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Mismatched, s.Forged, s.Replayed, s.Skewed, s.Foreign, s.Refused, s.NotAllowed, s.Sessions, s.Ended, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks, s.Tickets, s.Notices)
-}
-
-// sessionKeys are a session's keys and the counters that go with them,
-// owned together as wireguard-go's keypair owns its AEADs, nonce and replay
-// filter: the key that opens the session's packets and the window of their
-// counters (PROTOCOL.md §8.2, §8.5), and the key that seals its acks with
-// the acks' own counter, their nonce (§9). Each key is derived once per
-// session; both are nil in plaintext (--insecure). A handshaken session's
-// keys come from its ticket (PROTOCOL.md §8.3), which its packets and acks
-// carry; a one-way session's from its id alone.
-type sessionKeys struct {
-	handshaken bool
-	ticket     wire.Ticket
-	open       cipher.AEAD   // sender-to-receiver
-	replay     replay.Filter // counters accepted; also what the acks report
-	seal       cipher.AEAD   // receiver-to-sender
-	acks       uint64        // acks sealed: the next one's counter is acks+1
-}
-
-type session struct {
-	id        uint64
-	addr      string
-	keys      *sessionKeys
-	tracker   eventqueue.Tracker
-	held      map[keys.Key]bool // keys this session holds in the OS
-	counter   uint64            // newest packet counter applied
-	clock     uint64            // its sender clock (ms), for the sender's pace
-	lastHeard time.Time
-	live      bool // false once timed out or ended (keys released)
-	replaced  bool // a newer session from the same address took over
-
-	pace      pace          // the counters it spends per packet that arrives (liveness.go)
-	allowance time.Duration // the silence that ends it (liveness.go); 0: the timeout
-
-	from       net.Addr // where acks go
-	lastAck    time.Time
-	ackPending bool
-	newestAt   time.Time  // when the newest packet arrived
-	packets    int        // packets applied
-	locks      keys.Locks // the sender's lock state last matched
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d of another protocol version, %d forged, %d replayed, %d clock-skewed, %d for an unknown keypair, %d one-way refused, %d not allowed), %d handshakes answered (%d cookie replies; refused: %d mac1, %d not authenticating, %d unpaired, %d replayed, %d too frequent), %d sessions (%d ended, %d timed out holding keys), %d keys injected (%d failed, %d not typable here), %d acks sent, %d version notices sent",
+		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Mismatched, s.Forged, s.Replayed, s.Skewed, s.UnknownIdx, s.Refused, s.NotAllowed,
+		s.Responses, s.Cookies, s.MAC1, s.HandshakeBad, s.Unpaired, s.ReplayedInit, s.Flood,
+		s.Sessions, s.Ended, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks, s.Notices)
 }
 
 // Receiver is the receive loop. Its methods are not safe for concurrent use:
@@ -231,18 +193,25 @@ type Receiver struct {
 	pkt        wire.Queue
 	ds         []eventqueue.Dispatch
 	rejects    rejectLog
-	refusals   refusalLog // one-way packets refused by NoOneWay
+	refusals   refusalLog // one-way packets refused (no OneWay)
+	unpaired   refusalLog // initiations from unpaired senders
 	scratch    []byte
 	ackBuf     []byte
+	ackBody    []byte
 	since      time.Time // when Run started listening (liveness.go)
 
-	// The handshake (PROTOCOL.md §8.3): this instance's secret, drawn at
-	// New, makes and checks its tickets, so a restarted receiver knows
-	// none of the tickets recordings were sealed with. Tickets count their
-	// epoch from the first datagram.
-	secret []byte
-	born   time.Time
-	hellos *helloTable // per session and address: its hellos (rate limit, and the loss its counting starts from)
+	// The handshake (PROTOCOL.md §8.3, handshake.go): one responder for
+	// every sender, the index of every keypair held, and the defences of
+	// the answers.
+	responder *handshake.Responder
+	index     map[uint32]*session
+	limiter   *handshake.RateLimiter
+	load      loadMeter
+	refused   [identity.KeyLen]byte // the key Paired refused last, for the log
+	// The one-way key derived for the last new one-way session's packet,
+	// so a new session's packets cost one derivation, not one each.
+	lastOneWay   cipher.AEAD
+	lastOneWayID uint64
 
 	mu        sync.Mutex // guards status and versions
 	status    []SessionStatus
@@ -271,18 +240,32 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.PSK != nil && len(cfg.PSK) != wire.KeyLen {
 		return nil, fmt.Errorf("pre-shared key is %d bytes, want %d", len(cfg.PSK), wire.KeyLen)
 	}
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, fmt.Errorf("unable to draw the receiver's ticket secret: %w", err)
+	if cfg.OneWay && cfg.PSK == nil && !cfg.Insecure {
+		return nil, errors.New("one-way senders (--one-way) need the key file (--key-file): their packets are sealed with it")
 	}
-	return &Receiver{
+	if cfg.Identity == nil && !cfg.Insecure {
+		return nil, errors.New("receiver: no identity (--identity): it is this machine's end of every handshake")
+	}
+	r := &Receiver{
 		cfg:      cfg,
 		sessions: map[uint64]*session{},
 		byAddr:   map[string]*session{},
 		osHeld:   map[keys.Key]int{},
-		secret:   secret,
-		hellos:   newHelloTable(maxHellos),
-	}, nil
+		index:    map[uint32]*session{},
+		limiter:  handshake.NewRateLimiter(answersPerSecond, answersBurst, limiterSources),
+		scratch:  make([]byte, 0, wire.MaxPacketSize),
+		ackBuf:   make([]byte, 0, wire.MaxPacketSize),
+		ackBody:  make([]byte, 0, wire.MaxPacketSize),
+	}
+	if cfg.Identity != nil {
+		var psk [wire.KeyLen]byte
+		copy(psk[:], cfg.PSK)
+		r.responder = handshake.NewResponder(handshake.ResponderConfig{
+			Private: [identity.KeyLen]byte(cfg.Identity.Private().Bytes()), PSK: psk,
+			Paired: r.paired, IndexTaken: r.indexTaken, Random: rand.Reader,
+		})
+	}
+	return r, nil
 }
 
 type datagram struct {
@@ -387,29 +370,20 @@ loop:
 // (sink.ErrGone; Run returns it): nothing more can be typed.
 func (r *Receiver) Gone() error { return r.gone }
 
-// Handle applies one datagram received at now from from. Checks run
-// cheapest first, and nothing about sessions changes before a packet has
-// authenticated: allow-list, size/magic/version/layout, AEAD, wall clock,
-// replay window, then staleness.
+// Handle applies one datagram received at now from from. Its header is
+// parsed once, and the datagram dispatched on its type and flags; checks
+// run cheapest first, and nothing about sessions changes before a packet
+// has authenticated: allow-list, header and layout, the keypair its index
+// names (or the one-way key), AEAD, wall clock (one-way), replay window,
+// then staleness.
 func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	r.stats.Packets++
-	if r.born.IsZero() {
-		r.born = now
-	}
 	if len(r.cfg.Allow) > 0 && !r.allowed(from) {
 		r.stats.NotAllowed++
 		r.rejects.note(r.cfg.Logf, now, from, errNotAllowed)
 		return
 	}
-	var fresh *sessionKeys
-	h, err := wire.ParseHeader(b)
-	if err == nil && h.Type == wire.TypeHello {
-		r.hello(b, from, now)
-		return
-	}
-	if err == nil {
-		fresh, err = r.decode(b, h)
-	}
+	m, err := handshake.Parse(b)
 	if err != nil {
 		if v, ok := wire.OtherVersion(b); ok {
 			r.otherVersion(b, v, from, now) // PROTOCOL.md §10
@@ -418,33 +392,53 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.reject(err, from, now)
 		return
 	}
-	h = r.pkt.Header
-	s := r.sessions[h.Session]
-	if !r.fresh(h, s, fresh, from, now) {
+	switch m.Header.Type {
+	case handshake.TypeInitiation:
+		r.initiation(m.Initiation, from, now)
+		return
+	case handshake.TypeQueue:
+	default:
+		r.reject(fmt.Errorf("%w: %d is nothing a receiver reads", wire.ErrType, m.Header.Type), from, now)
+		return
+	}
+	h := wire.Header(m.Header)
+	var s *session
+	var k *handshake.Keypair
+	switch {
+	case m.OneWay == nil:
+		s, k = r.openTransport(m.Transport, from, now)
+	case h.Flags == wire.FlagOneWay:
+		s = r.openPlain(b, h, from, now)
+	default:
+		s = r.openOneWay(b, h, from, now)
+	}
+	if s == nil {
 		return
 	}
 	addr := from.String()
-	if s == nil {
+	if s.counter == 0 && r.byAddr[addr] != s && !s.replaced {
 		// A new session from an address ends the one it replaces: the
 		// sender restarted, and its old keys must not stay down. The new
 		// session has authenticated by now, and is as fresh as the one it
 		// replaces: a one-way session (replayable within --max-skew) never
 		// ends a handshaken one.
-		if old := r.byAddr[addr]; old != nil && (fresh.handshaken || !old.keys.handshaken) {
+		if old := r.byAddr[addr]; old != nil && (s.mode == handshaken || old.mode != handshaken) {
 			r.end(old, eventqueue.SessionEnd)
 			old.replaced = true
 			r.logf("session %016x from %s replaced by %016x", old.id, addr, h.Session)
 		}
-		s = r.newSession(h.Session, addr, fresh)
 		r.byAddr[addr] = s
 	}
-	if !s.keys.replay.Accept(h.Counter) {
+	if !s.window.Accept(h.Counter) {
 		r.stats.Replayed++
 		return
 	}
 	s.from = from
-	if h.Counter == s.keys.replay.Newest() {
+	if h.Counter == s.window.Newest() {
 		s.newestAt = now
+		if k != nil {
+			s.ackBy = k
+		}
 	}
 	// UDP reorders and duplicates: an older queue would release keys that
 	// are still held (DESIGN.md invariant 4). A replaced session's late
@@ -456,20 +450,13 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.ack(s, now, false)
 		return
 	}
-	if fresh != nil && s.keys != fresh {
-		// The sender took a new ticket from us (it had none, or ours had
-		// expired): the session goes on under the new keys, with its
-		// counters, so its replay window stays. Only now that the packet
-		// is new: an older ticket's recording can never switch back.
-		r.rekey(s, fresh)
-	}
 	// Where a session's first packet starts typing: a handshaken session
 	// says (Since, PROTOCOL.md §8.3); a one-way session that has run
 	// longer than JoinAfter is joined: only the keys it holds are pressed.
 	var since uint64
 	switch {
 	case s.counter != 0:
-	case s.keys.handshaken:
+	case s.mode == handshaken:
 		since = r.pkt.Since
 	case time.Duration(r.pkt.Clock)*time.Millisecond > r.cfg.JoinAfter && len(r.pkt.Events) > 0:
 		since = r.pkt.Events[0].Stamp
@@ -529,123 +516,6 @@ func (r *Receiver) allowed(from net.Addr) bool {
 	return false
 }
 
-// decode fills r.pkt from b: opened with the session key when the receiver
-// has one, parsed as plaintext otherwise. A sealed packet of a session not
-// known yet opens with keys derived for it now, which decode returns: they
-// become the session's if Handle creates it, so they are derived once.
-//
-// A packet keyed otherwise than its session (another ticket, or one-way
-// against handshaken) opens with keys derived for it too, returned as
-// fresh: Handle decides whether they may replace the session's.
-func (r *Receiver) decode(b []byte, h wire.Header) (fresh *sessionKeys, err error) {
-	handshaken := h.Flags&wire.FlagTicket != 0
-	same := func(s *session) bool {
-		return s != nil && s.keys.handshaken == handshaken && s.keys.ticket == h.Ticket
-	}
-	if r.cfg.PSK == nil {
-		if err := wire.ParseQueue(b, &r.pkt); err != nil {
-			return nil, err
-		}
-		if same(r.sessions[h.Session]) {
-			return nil, nil
-		}
-		return &sessionKeys{handshaken: handshaken, ticket: h.Ticket}, nil
-	}
-	r.scratch, err = wire.OpenQueue(b, func(id uint64) (cipher.AEAD, error) {
-		if s := r.sessions[id]; same(s) {
-			return s.keys.open, nil
-		}
-		var a cipher.AEAD
-		var err error
-		if handshaken {
-			a, err = wire.TicketAEAD(r.cfg.PSK, id, h.Ticket, wire.SenderToReceiver)
-		} else {
-			a, err = wire.SessionAEAD(r.cfg.PSK, id, wire.SenderToReceiver)
-		}
-		fresh = &sessionKeys{handshaken: handshaken, ticket: h.Ticket, open: a}
-		return a, err
-	}, r.scratch, &r.pkt)
-	return fresh, err
-}
-
-var (
-	errForeignTicket = errors.New("sealed with a ticket this receiver did not issue (it restarted since, or the packet is a replay of a session with another receiver): answered with a new ticket, nothing typed")
-	errExpiredTicket = errors.New("its ticket is too old to start a session (a session this receiver has forgotten, or a replay): answered with a new ticket, nothing typed")
-	errDowngrade     = errors.New("a one-way packet for a handshaken session (a replay?): refused")
-)
-
-// fresh decides whether an authenticated queue packet is fresh enough to
-// apply (PROTOCOL.md §8.7 step 4). A handshaken packet is, when it carries
-// its session's ticket, or a ticket this instance issued at most
-// TicketLife ago; any other is answered with a new ticket for its sender
-// to take (a restarted receiver is followed at once), and nothing is
-// typed. A one-way packet needs its wall clock within MaxSkew of ours, and
-// one-way sessions allowed.
-func (r *Receiver) fresh(h wire.Header, s *session, fresh *sessionKeys, from net.Addr, now time.Time) bool {
-	if h.Flags&wire.FlagTicket != 0 {
-		if fresh == nil {
-			return true // the session's own ticket
-		}
-		var err error
-		switch {
-		case !h.Ticket.Minted(r.secret, h.Session):
-			err = errForeignTicket
-		case now.Sub(r.born.Add(time.Duration(h.Ticket.Epoch())*time.Second)) > TicketLife:
-			err = errExpiredTicket
-		default:
-			return true
-		}
-		r.stats.Foreign++
-		r.rejects.note(r.cfg.Logf, now, from, err)
-		r.sendTicket(h.Session, h.Counter, from, now)
-		return false
-	}
-	if r.cfg.NoOneWay {
-		r.stats.Refused++
-		r.refusals.note(r.cfg.Logf, now, from)
-		return false
-	}
-	if s != nil && s.keys.handshaken {
-		r.stats.Refused++
-		r.rejects.note(r.cfg.Logf, now, from, errDowngrade)
-		return false
-	}
-	if r.cfg.PSK != nil {
-		// A recorded old one-way session replayed to a receiver that has
-		// forgotten it carries old wall-clock times (authenticated).
-		skew := time.Duration(int64(r.pkt.Wall)-now.UnixMilli()) * time.Millisecond
-		if skew > r.cfg.MaxSkew || skew < -r.cfg.MaxSkew {
-			r.stats.Skewed++
-			r.rejects.note(r.cfg.Logf, now, from, fmt.Errorf("sender clock differs from ours by %v, more than --max-skew %v: a replay, or clocks out of sync (use NTP on both machines, or raise --max-skew; a sender with feedback needs no clock: check it can hear this receiver)", skew.Round(time.Millisecond), r.cfg.MaxSkew))
-			return false
-		}
-	}
-	return true
-}
-
-// rekey moves session s to the keys k its latest packet opened with,
-// keeping its replay window (the counters go on); acks restart their own
-// count under the new key.
-func (r *Receiver) rekey(s *session, k *sessionKeys) {
-	k.replay = s.keys.replay
-	r.deriveSeal(s.id, k)
-	s.keys = k
-	r.logf("session %016x from %s now under a new ticket", s.id, s.addr)
-}
-
-// deriveSeal derives the key that seals k's acks.
-func (r *Receiver) deriveSeal(id uint64, k *sessionKeys) {
-	if k.open == nil {
-		return
-	}
-	// It cannot fail where the open key did not.
-	if k.handshaken {
-		k.seal, _ = wire.TicketAEAD(r.cfg.PSK, id, k.ticket, wire.ReceiverToSender)
-	} else {
-		k.seal, _ = wire.SessionAEAD(r.cfg.PSK, id, wire.ReceiverToSender)
-	}
-}
-
 // reject counts a packet that did not decode or authenticate, as forged
 // (wrong key or security mode) or malformed, and logs it (rate limited).
 func (r *Receiver) reject(err error, from net.Addr, now time.Time) {
@@ -655,248 +525,6 @@ func (r *Receiver) reject(err error, from net.Addr, now time.Time) {
 		r.stats.Malformed++
 	}
 	r.rejects.note(r.cfg.Logf, now, from, err)
-}
-
-// hello answers a sender's hello with a ticket (PROTOCOL.md §8.3). The
-// ticket is made from this instance's secret, and checked when the
-// session's first ticketed packet comes; no session is created. What it
-// keeps, per session and address, is in the bounded helloTable: when it
-// last answered (the rate limit) and the hellos' pace (the session's loss
-// counts from it).
-func (r *Receiver) hello(b []byte, from net.Addr, now time.Time) {
-	var keyFor func(uint64) ([]byte, error)
-	if r.cfg.PSK != nil {
-		keyFor = func(id uint64) ([]byte, error) { return wire.HandshakeKey(r.cfg.PSK, id) }
-	}
-	h, err := wire.ParseHello(b, keyFor)
-	if err != nil {
-		r.reject(err, from, now)
-		return
-	}
-	k := helloFrom{h.Session, from.String()}
-	seen, ok := r.hellos.get(k)
-	helloPaced(&seen, h.Counter)
-	seen.newest = max(seen.newest, h.Counter)
-	if !ok || now.Sub(seen.answered) >= ticketGap {
-		seen.answered = now
-		r.sendTicket(h.Session, h.Counter, from, now)
-	}
-	r.hellos.put(k, seen) // past its bound, the stalest entry goes
-}
-
-// helloFrom keys what a receiver remembers of a session's hellos: per
-// session and source address.
-type helloFrom struct {
-	session uint64
-	addr    string
-}
-
-// helloSeen is what a receiver remembers of a session's hellos from one
-// address: when it last answered one (at most one answer per ticketGap),
-// the newest counter among them, and the pace of the hellos heard. A
-// handshaken session's loss is counted on from there (liveness.go): the
-// counters before its first queue packet went out as hellos, and those
-// that arrived are no loss.
-type helloSeen struct {
-	answered time.Time
-	newest   uint64
-	pace     pace
-}
-
-// sendTicket sends session a ticket answering its packet echo, at most one
-// (hello limits its answers).
-func (r *Receiver) sendTicket(session, echo uint64, to net.Addr, now time.Time) {
-	epoch := uint32(now.Sub(r.born) / time.Second)
-	t := wire.MintTicket(r.secret, session, epoch)
-	var key []byte
-	if r.cfg.PSK != nil {
-		var err error
-		if key, err = wire.HandshakeKey(r.cfg.PSK, session); err != nil {
-			return
-		}
-	}
-	b := wire.AppendTicket(r.ackBuf[:0], session, echo, t, key)
-	r.ackBuf = b
-	if _, err := r.cfg.Conn.WriteTo(b, to); err == nil {
-		r.stats.Tickets++
-	}
-}
-
-// newSession starts session id from addr with the keys its first packet
-// opened with (nil in plaintext).
-func (r *Receiver) newSession(id uint64, addr string, k *sessionKeys) *session {
-	if len(r.sessions) >= maxSessions {
-		r.forgetOldest()
-	}
-	if k == nil {
-		k = &sessionKeys{}
-	}
-	// Derived only now that a packet of the session has authenticated, so
-	// a flood of forged packets for made-up sessions costs one derivation
-	// each, not two.
-	r.deriveSeal(id, k)
-	s := &session{id: id, addr: addr, keys: k, held: map[keys.Key]bool{}}
-	s.tracker.Unbalanced = r.cfg.Unbalanced
-	r.sessions[id] = s
-	r.stats.Sessions++
-	r.logf("new session %016x from %s", id, addr)
-	return s
-}
-
-// forgetOldest drops the longest-silent session, releasing its keys if it
-// still held any.
-func (r *Receiver) forgetOldest() {
-	var oldest *session
-	for _, s := range r.sessions {
-		if oldest == nil || s.lastHeard.Before(oldest.lastHeard) {
-			oldest = s
-		}
-	}
-	if oldest != nil {
-		r.end(oldest, eventqueue.SessionEnd)
-		delete(r.sessions, oldest.id)
-		if r.byAddr[oldest.addr] == oldest {
-			delete(r.byAddr, oldest.addr)
-		}
-	}
-}
-
-// ack answers a packet of the session (PROTOCOL.md §9). A packet with news
-// is acked now, or when MinAckInterval has passed since the last ack
-// (pending; Expire sends it). A packet without (the next counter, nothing
-// new applied, at the sender's idle pace) is acked only if the last ack is
-// IdleAckInterval old: the sender heard from us recently enough.
-func (r *Receiver) ack(s *session, now time.Time, news bool) {
-	// An ack says "typed"; with the injector gone nothing is, and the
-	// sender must see the receiver fall silent.
-	if r.cfg.NoAcks || s.from == nil || r.gone != nil {
-		return
-	}
-	if !news && !s.ackPending && !s.lastAck.IsZero() && now.Sub(s.lastAck) < IdleAckInterval {
-		return
-	}
-	if !s.lastAck.IsZero() && now.Sub(s.lastAck) < MinAckInterval {
-		s.ackPending = true
-		return
-	}
-	s.ackPending = false
-	s.lastAck = now
-	s.keys.acks++
-	a := wire.Ack{
-		Header: wire.Header{Type: wire.TypeAck, Session: s.id, Counter: s.keys.acks, Ticket: s.keys.ticket},
-		Newest: s.keys.replay.Newest(),
-		Bits:   s.keys.replay.AckBits(),
-		Stamp:  s.tracker.Newest(),
-		Delay:  uint64(now.Sub(s.newestAt) / time.Microsecond),
-		Wall:   uint64(now.UnixMilli()),
-	}
-	if s.keys.handshaken {
-		a.Header.Flags = wire.FlagTicket
-	}
-	var b []byte
-	var err error
-	if r.cfg.PSK != nil {
-		b, err = a.AppendSealed(r.ackBuf[:0], s.keys.seal)
-	} else {
-		b, err = a.Append(r.ackBuf[:0])
-	}
-	if err != nil {
-		return
-	}
-	r.ackBuf = b
-	if _, err := r.cfg.Conn.WriteTo(b, s.from); err == nil {
-		r.stats.Acks++
-	}
-}
-
-// Next is when Expire must next be called: the earliest of a live
-// session's timeout, a held-back ack's turn (MinAckInterval after the
-// session's last ack) and the publishing of a status change. It is zero when
-// nothing is due, so an idle receiver with no live session sleeps until a
-// packet comes. Like kcp's Check: Handle and Expire change it, and the
-// caller arms one timer for it.
-func (r *Receiver) Next() time.Time {
-	var next time.Time
-	earliest := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
-	for _, s := range r.sessions {
-		if s.live {
-			earliest(s.lastHeard.Add(r.allowance(s)))
-		}
-		if s.ackPending {
-			earliest(s.lastAck.Add(MinAckInterval))
-		}
-	}
-	return next
-}
-
-// Expire ends the live sessions silent for longer than the timeout
-// (DESIGN.md invariant 5), and sends the acks held back whose turn has
-// come. The ended sessions' state is kept, so a session that comes back
-// resumes without typing old events again.
-func (r *Receiver) Expire(now time.Time) {
-	for _, s := range r.sortedSessions() {
-		if s.ackPending {
-			r.ack(s, now, true)
-		}
-		if s.live && now.Sub(s.lastHeard) >= r.allowance(s) {
-			// A sender that ends cleanly leaves every key released, then
-			// falls silent: that is an end, not a loss. Only silence with
-			// keys held is a timeout, and says what it released.
-			silence := now.Sub(s.lastHeard).Round(time.Millisecond)
-			if n := r.end(s, eventqueue.Timeout); n == 0 {
-				r.stats.Ended++
-				r.logf("session %016x from %s ended (no key held, silent for %v)", s.id, s.addr, silence)
-			} else {
-				r.stats.Timeouts++
-				r.logf("session %016x from %s timed out after %v of silence: %d held keys released", s.id, s.addr, silence, n)
-			}
-		}
-	}
-	r.publish(now)
-}
-
-// ReleaseAll releases every key every session holds.
-func (r *Receiver) ReleaseAll(cause eventqueue.Cause) {
-	for _, s := range r.sortedSessions() {
-		r.end(s, cause)
-	}
-}
-
-// end releases the keys a session holds and marks it not live. It returns
-// how many keys it released.
-func (r *Receiver) end(s *session, cause eventqueue.Cause) int {
-	if !s.live {
-		return 0
-	}
-	r.ds = s.tracker.Release(r.ds[:0], cause)
-	n := len(r.ds)
-	for _, d := range r.ds {
-		r.inject(s, d.Key, false, cause)
-	}
-	// Keys the tracker no longer knows about but the session holds (none
-	// when the tracker and the session agree) are released too.
-	for c := range s.held {
-		r.inject(s, c, false, cause)
-		n++
-	}
-	s.live = false
-	r.changed = true
-	return n
-}
-
-// sortedSessions lists sessions in a stable order so that releases are
-// deterministic.
-func (r *Receiver) sortedSessions() []*session {
-	out := make([]*session, 0, len(r.sessions))
-	for _, s := range r.sessions {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out
 }
 
 // inject merges one session's key event into the OS state: a key goes down
@@ -1017,6 +645,21 @@ func (l *refusalLog) note(logf func(string, ...any), now time.Time, from net.Add
 	logf("refused one-way packets (no handshake): %d since last said, the latest from %v; a broadcast, multicast or send --one-way --feedback=false sender; recv --one-way accepts them, off by default because a recording of a one-way session can be typed again here within --max-skew of when it was made (PROTOCOL.md §8.4)", l.count, from)
 	l.last = now
 	l.count = 0
+}
+
+// due reports whether a refusal at now is to be logged (at most once per
+// refusalInterval); it counts it either way.
+func (l *refusalLog) due(now time.Time) bool {
+	l.count++
+	return l.last.IsZero() || now.Sub(l.last) >= refusalInterval
+}
+
+// take returns how many were refused since last logged, and restarts the
+// count at now.
+func (l *refusalLog) take(now time.Time) int {
+	n := l.count
+	l.last, l.count = now, 0
+	return n
 }
 
 type rejectLog struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sink"
@@ -26,14 +27,23 @@ const (
 	kB = keys.Key(0x05)
 )
 
-// packet encodes a queue packet; events are given newest first and padded
+// testID is the receivers' identity in the tests that need one.
+var testID = func() *identity.Identity {
+	id, err := identity.Generate()
+	if err != nil {
+		panic(err)
+	}
+	return id
+}()
+
+// packet encodes a plaintext queue packet (--insecure); events are given newest first and padded
 // with None events to N=4.
 func packet(t *testing.T, session, counter, clock uint64, events ...eventqueue.Event) []byte {
 	t.Helper()
 	for len(events) < 4 {
 		events = append(events, eventqueue.Event{})
 	}
-	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: session, Counter: counter}, Clock: clock, Events: events}
+	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: session, Counter: counter}, Clock: clock, Events: events}
 	b, err := q.Append(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +61,7 @@ func up(c keys.Key, s uint64) eventqueue.Event {
 func newReceiver(t *testing.T) (*Receiver, *fake.Recorder) {
 	t.Helper()
 	rec := &fake.Recorder{}
-	r, err := New(Config{Conn: nopConn{}, Injector: rec, Timeout: time.Second})
+	r, err := New(Config{Insecure: true, Conn: nopConn{}, Injector: rec, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +174,7 @@ func TestSilenceReleases(t *testing.T) {
 func TestSilenceAfterReleaseIsAnEnd(t *testing.T) {
 	var log []string
 	rec := &fake.Recorder{}
-	r, err := New(Config{Conn: nopConn{}, Injector: rec, Timeout: time.Second,
+	r, err := New(Config{Insecure: true, Conn: nopConn{}, Injector: rec, Timeout: time.Second,
 		Logf: func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }})
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +245,7 @@ func TestReleaseAllOnShutdown(t *testing.T) {
 // character-down is counted as not typable, and keys go on.
 func TestCharactersAnInjectorCannotType(t *testing.T) {
 	inj := &fake.CannotType{}
-	r, err := New(Config{Conn: nopConn{}, Injector: inj, Timeout: time.Second})
+	r, err := New(Config{Insecure: true, Conn: nopConn{}, Injector: inj, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +281,7 @@ func (l *lockRecorder) SetLocks(locks keys.Locks, session uint64) error {
 // issue 12 must-have 3).
 func TestLocksFollowTheSender(t *testing.T) {
 	inj := &lockRecorder{}
-	r, err := New(Config{Conn: nopConn{}, Injector: inj, Timeout: time.Second})
+	r, err := New(Config{Insecure: true, Conn: nopConn{}, Injector: inj, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +299,7 @@ func TestLocksFollowTheSender(t *testing.T) {
 		for len(events) < 4 {
 			events = append(events, eventqueue.Event{})
 		}
-		q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: 1, Counter: counter}, Clock: clock, Locks: locks, Events: events}
+		q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: 1, Counter: counter}, Clock: clock, Locks: locks, Events: events}
 		b, err := q.Append(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -331,7 +341,7 @@ var xGone = fmt.Errorf("the X server of DISPLAY=:99 went away; %w", sink.ErrGone
 func TestInjectorGoneStopsRecv(t *testing.T) {
 	inj := &fake.Watched{Err: xGone}
 	conn := &ackConn{}
-	r, err := New(Config{Conn: conn, Injector: inj, Timeout: time.Second})
+	r, err := New(Config{Insecure: true, Conn: conn, Injector: inj, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +368,7 @@ func TestRunStopsWhenInjectorGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	inj := &fake.Watched{Err: xGone}
-	r, err := New(Config{Conn: conn, Injector: inj, Timeout: time.Second})
+	r, err := New(Config{Insecure: true, Conn: conn, Injector: inj, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +391,7 @@ func (failing) Inject(e sink.Event) error { return fmt.Errorf("cannot press %v",
 func TestInjectErrorsNameNoKey(t *testing.T) {
 	for _, debug := range []bool{false, true} {
 		var logs []string
-		r, err := New(Config{Conn: nopConn{}, Injector: failing{}, Timeout: time.Second, Debug: debug,
+		r, err := New(Config{Insecure: true, Conn: nopConn{}, Injector: failing{}, Timeout: time.Second, Debug: debug,
 			Logf: func(f string, args ...any) { logs = append(logs, fmt.Sprintf(f, args...)) }})
 		if err != nil {
 			t.Fatal(err)

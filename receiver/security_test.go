@@ -34,11 +34,11 @@ func sealedAt(t *testing.T, key []byte, session, counter, clock uint64, at time.
 	for len(events) < 4 {
 		events = append(events, eventqueue.Event{})
 	}
-	a, err := wire.SessionAEAD(key, session, wire.SenderToReceiver)
+	a, err := wire.OneWayAEAD(key, session)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: session, Counter: counter},
+	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: session, Counter: counter},
 		Clock: clock, Wall: uint64(at.UnixMilli()), Events: events}
 	b, err := q.AppendSealed(nil, a)
 	if err != nil {
@@ -50,7 +50,7 @@ func sealedAt(t *testing.T, key []byte, session, counter, clock uint64, at time.
 func newSecureReceiver(t *testing.T, allow ...netip.Prefix) (*Receiver, *fake.Recorder) {
 	t.Helper()
 	rec := &fake.Recorder{}
-	r, err := New(Config{Conn: nopConn{}, Injector: rec, PSK: psk, Allow: allow})
+	r, err := New(Config{OneWay: true, Identity: testID, Conn: nopConn{}, Injector: rec, PSK: psk, Allow: allow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,20 +160,21 @@ func TestAllowList(t *testing.T) {
 	}
 }
 
-// TestAcks (PROTOCOL.md §9): each new authenticated packet with news is
-// acked with the newest counter, the ack bits of the ones before, the newest
-// applied stamp, at most once per MinAckInterval per session, the rest
-// flushed by Expire.
+// TestAcks (PROTOCOL.md §9): each new packet with news is acked with the
+// newest counter, the ack bits of the ones before, the newest applied
+// stamp, at most once per MinAckInterval per session, the rest flushed by
+// Expire. (In plaintext here; handshaken acks: TestAckNonces.) A packet of
+// the wrong security mode gets no ack.
 func TestAcks(t *testing.T) {
 	conn := &ackConn{}
 	rec := &fake.Recorder{}
-	r, err := New(Config{Conn: conn, Injector: rec, PSK: psk})
+	r, err := New(Config{Insecure: true, Conn: conn, Injector: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Handle(sealed(t, psk, 3, 1, t0, dn(kA, 1)), addr1, t0)
-	r.Handle(sealed(t, psk, 3, 3, t0, up(kA, 4), dn(kA, 1)), addr1, t0.Add(10*time.Millisecond))
-	r.Handle(sealed(t, psk, 3, 4, t0, dn(kB, 6), up(kA, 4), dn(kA, 1)), addr1, t0.Add(11*time.Millisecond))
+	r.Handle(packet(t, 3, 1, 0, dn(kA, 1)), addr1, t0)
+	r.Handle(packet(t, 3, 3, 10, up(kA, 4), dn(kA, 1)), addr1, t0.Add(10*time.Millisecond))
+	r.Handle(packet(t, 3, 4, 11, dn(kB, 6), up(kA, 4), dn(kA, 1)), addr1, t0.Add(11*time.Millisecond))
 	if len(conn.sent) != 2 {
 		t.Fatalf("%d acks sent, want 2 (the third packet came within %v)", len(conn.sent), MinAckInterval)
 	}
@@ -181,43 +182,56 @@ func TestAcks(t *testing.T) {
 	if len(conn.sent) != 3 {
 		t.Fatalf("%d acks after Expire, want the pending one flushed", len(conn.sent))
 	}
-	aead, _ := wire.SessionAEAD(psk, 3, wire.ReceiverToSender)
 	var a wire.Ack
-	if _, err := wire.OpenAck(conn.sent[2], aead, nil, &a); err != nil {
+	if err := wire.ParseAck(conn.sent[2], &a); err != nil {
 		t.Fatal(err)
 	}
-	if a.Header.Counter != 3 || a.Newest != 4 || !a.Received(3) || a.Received(2) || !a.Received(1) || a.Stamp != 6 || a.Delay != 9000 {
+	if a.Header.Counter != 3 || a.Header.Flags != wire.FlagOneWay || a.Newest != 4 || !a.Received(3) || a.Received(2) || !a.Received(1) || a.Stamp != 6 || a.Delay != 9000 {
 		t.Errorf("ack %+v", a)
 	}
-	// A forged packet gets no ack.
-	wrong := append([]byte(nil), psk...)
-	wrong[1] ^= 1
-	r.Handle(sealed(t, wrong, 3, 9, t0, dn(kB, 9)), addr1, t0.Add(time.Second))
+	// A one-way sealed packet to a plaintext receiver gets no ack.
+	r.Handle(sealed(t, psk, 3, 9, t0, dn(kB, 9)), addr1, t0.Add(time.Second))
 	if len(conn.sent) != 3 {
-		t.Error("a forged packet was acked")
+		t.Error("a packet of the wrong security mode was acked")
 	}
 }
 
-// TestSessionKeysLastTheSession (PROTOCOL.md §8.2, §8.5, §9): a session's
-// keys and counters are its own and outlive a timeout: its acks are sealed
-// with its own receiver-to-sender key, their counter (the nonce) goes on
-// from where it was when the session comes back, never reused, and its
-// replay window still refuses what it accepted before.
-func TestSessionKeysLastTheSession(t *testing.T) {
+// TestOneWayIsNeverAcked (PROTOCOL.md §9): a one-way session's packets are
+// typed but never acked: an ack keyed by the key file and the session id
+// alone could repeat a nonce across receivers.
+func TestOneWayIsNeverAcked(t *testing.T) {
 	conn := &ackConn{}
-	r, err := New(Config{Conn: conn, Injector: &fake.Recorder{}, PSK: psk, Timeout: time.Second})
+	rec := &fake.Recorder{}
+	r, err := New(Config{OneWay: true, Identity: testID, Conn: conn, Injector: rec, PSK: psk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Handle(sealed(t, psk, 3, 1, t0, dn(kA, 1)), addr1, t0)
+	r.Handle(sealed(t, psk, 3, 2, t0, up(kA, 4), dn(kA, 1)), addr1, t0.Add(10*time.Millisecond))
+	r.Expire(t0.Add(20 * time.Millisecond))
+	if len(rec.Events()) != 2 || len(conn.sent) != 0 {
+		t.Errorf("%d events typed, %d acks: want 2 typed, no ack", len(rec.Events()), len(conn.sent))
+	}
+}
+
+// TestPlainAcksCountOn (PROTOCOL.md §9): a session's ack counter goes on
+// from where it was when the session comes back after a timeout, and its
+// replay window still refuses what it accepted before.
+func TestPlainAcksCountOn(t *testing.T) {
+	conn := &ackConn{}
+	r, err := New(Config{Insecure: true, Conn: conn, Injector: &fake.Recorder{}, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := t0
-	r.Handle(sealed(t, psk, 5, 1, at, dn(kA, 1)), addr1, at)
-	r.Handle(sealed(t, psk, 6, 1, at, dn(kB, 1)), addr2, at)
+	r.Handle(packet(t, 5, 1, 0, dn(kA, 1)), addr1, at)
+	r.Handle(packet(t, 6, 1, 0, dn(kB, 1)), addr2, at)
 	at = at.Add(10 * time.Millisecond)
-	r.Handle(sealed(t, psk, 5, 2, at, up(kA, 2), dn(kA, 1)), addr1, at)
+	r.Handle(packet(t, 5, 2, 10, up(kA, 2), dn(kA, 1)), addr1, at)
 	r.Expire(at.Add(2 * time.Second)) // both time out
 	at = at.Add(3 * time.Second)
-	r.Handle(sealed(t, psk, 5, 2, at, up(kA, 2), dn(kA, 1)), addr1, at) // replayed
-	r.Handle(sealed(t, psk, 5, 3, at, up(kA, 2), dn(kA, 1)), addr1, at)
+	r.Handle(packet(t, 5, 2, 10, up(kA, 2), dn(kA, 1)), addr1, at) // replayed
+	r.Handle(packet(t, 5, 3, 3010, up(kA, 2), dn(kA, 1)), addr1, at)
 	if st := r.Stats(); st.Replayed != 1 || st.Sessions != 2 {
 		t.Errorf("stats %+v, want the replay refused and no new session", st)
 	}
@@ -226,10 +240,9 @@ func TestSessionKeysLastTheSession(t *testing.T) {
 		t.Fatalf("%d acks, want %d", len(conn.sent), len(want))
 	}
 	for i, w := range want {
-		aead, _ := wire.SessionAEAD(psk, w.session, wire.ReceiverToSender)
 		var a wire.Ack
-		if _, err := wire.OpenAck(conn.sent[i], aead, nil, &a); err != nil {
-			t.Fatalf("ack %d does not open with session %d's key: %v", i, w.session, err)
+		if err := wire.ParseAck(conn.sent[i], &a); err != nil {
+			t.Fatalf("ack %d: %v", i, err)
 		}
 		if a.Header.Session != w.session || a.Header.Counter != w.counter || a.Newest != w.newest {
 			t.Errorf("ack %d: session %d counter %d newest %d, want %+v", i, a.Header.Session, a.Header.Counter, a.Newest, w)
@@ -238,8 +251,8 @@ func TestSessionKeysLastTheSession(t *testing.T) {
 }
 
 // TestOneWayRefusedByDefault (PROTOCOL.md §8.4): recv without --one-way
-// (NoOneWay, its default) types nothing of a one-way sender, sealed or in
-// plaintext, counts each packet as refused, and says so with the fix at
+// (Config.OneWay false, its default) types nothing of a one-way sender,
+// with or without a key file of its own, counts each packet as refused, and says so with the fix at
 // most once a minute (a one-way sender resends every 100 ms).
 func TestOneWayRefusedByDefault(t *testing.T) {
 	for _, tc := range []struct {
@@ -248,12 +261,12 @@ func TestOneWayRefusedByDefault(t *testing.T) {
 		pkt  func(counter uint64, at time.Time) []byte
 	}{
 		{"sealed", psk, func(c uint64, at time.Time) []byte { return sealed(t, psk, 9, c, at, dn(kA, 1)) }},
-		{"plaintext", nil, func(c uint64, _ time.Time) []byte { return packet(t, 9, c, c*10, dn(kA, 1)) }},
+		{"no key file", nil, func(c uint64, at time.Time) []byte { return sealed(t, psk, 9, c, at, dn(kA, 1)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &fake.Recorder{}
 			var logs []string
-			r, err := New(Config{Conn: nopConn{}, Injector: rec, PSK: tc.key, NoOneWay: true,
+			r, err := New(Config{Identity: testID, Conn: nopConn{}, Injector: rec, PSK: tc.key,
 				Logf: func(f string, args ...any) { logs = append(logs, fmt.Sprintf(f, args...)) }})
 			if err != nil {
 				t.Fatal(err)

@@ -18,6 +18,7 @@ func versionRig(t *testing.T, cfg Config) (*Receiver, *fake.Recorder, *ackConn, 
 	conn := &ackConn{}
 	var logs []string
 	cfg.Conn, cfg.Injector = conn, rec
+	cfg.Insecure = cfg.Identity == nil // the tests' packets are plaintext
 	cfg.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
 	r, err := New(cfg)
 	if err != nil {

@@ -21,7 +21,7 @@ func (d *discard) WriteTo(b []byte, _ net.Addr) (int, error) { d.n++; return len
 // feedback. The figure per op is per key event.
 func BenchmarkKeyEvent(b *testing.B) {
 	w := &discard{}
-	s, err := sender.New(sender.Config{Conn: w, Dests: []net.Addr{&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7575}},
+	s, err := sender.New(sender.Config{Conn: w, Dests: []sender.Dest{{UDP: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7575}, OneWay: true}},
 		PSK: key, Linger: -1})
 	if err != nil {
 		b.Fatal(err)

@@ -107,8 +107,8 @@ func TestHandshakeCostsOneRoundTrip(t *testing.T) {
 		if downs[0] != 60*time.Millisecond {
 			t.Errorf("the first key arrived %v after it was typed, want 60ms: the 20ms link's round trip for the ticket, then its one way", downs[0])
 		}
-		if st.Tickets != 1 {
-			t.Errorf("%d tickets taken, want 1", st.Tickets)
+		if st.Handshakes != 1 {
+			t.Errorf("%d handshakes completed, want 1", st.Handshakes)
 		}
 	})
 }

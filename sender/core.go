@@ -1,11 +1,15 @@
 package sender
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/handshake"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/wire"
 )
@@ -29,11 +33,14 @@ type Core struct {
 	queue *eventqueue.Queue
 	pkt   wire.Queue
 	buf   []byte // a handshaken link's packet
-	// The one-way packet and the hello of a send, each encoded once.
-	oneWayBuf, helloBuf []byte
-	locks               keys.Locks
-	start               time.Time
-	stats               Stats
+	body  []byte // its plaintext body, before its keypair seals it
+	// The one-way (or plaintext) packet of a send, encoded once; an
+	// initiation.
+	oneWayBuf, hsBuf []byte
+	wall             uint64 // the packet's wall clock (one-way, plaintext)
+	locks            keys.Locks
+	start            time.Time
+	stats            Stats
 
 	peers   map[string]*peer
 	links   []*link
@@ -64,10 +71,22 @@ type CoreConfig struct {
 	// to this long (DefaultOutage if 0; never less than PeerTimeout).
 	Outage  time.Duration
 	Session uint64
-	PSK     []byte
+	// Identity is this machine's static key: required for a handshaken
+	// destination (PROTOCOL.md §8.3).
+	Identity *identity.Identity
+	// PSK is the key file's key: the second factor of handshaken links
+	// (Noise psk2: both ends need the same one, or none), and the key of
+	// one-way destinations, which require it.
+	PSK []byte
+	// Insecure sends every packet in plaintext (send --insecure): no
+	// handshake, no key; acks come in plaintext too.
+	Insecure bool
+	// Random supplies ephemeral keys and indices (nil: crypto/rand).
+	Random io.Reader
 	// Feedback: acks are expected (Ack will be called). Without, the
 	// sender is one-way: no bursts, no lossless typing, no grace, and no
-	// handshake.
+	// handshake: its destinations must be one-way (or the sender
+	// --insecure).
 	Feedback bool
 	// Dests are the destinations; Output's to indexes them. None: one
 	// one-way destination.
@@ -135,20 +154,52 @@ func NewCore(cfg CoreConfig, now time.Time) (*Core, error) {
 			return nil, err
 		}
 	}
-	k, err := newSessionKeys(cfg.PSK, cfg.Session)
-	if err != nil {
-		return nil, err
-	}
 	if len(cfg.Dests) == 0 {
 		cfg.Dests = []Dest{{OneWay: true}}
 	}
+	if cfg.Random == nil {
+		cfg.Random = rand.Reader
+	}
+	oneWay, handshaken := false, false
+	for i, d := range cfg.Dests {
+		if cfg.Insecure {
+			continue
+		}
+		if !cfg.Feedback && !d.OneWay {
+			return nil, fmt.Errorf("destination %s: without feedback no handshake can complete: it must be one-way (send --one-way)", d.Addr)
+		}
+		if d.OneWay {
+			oneWay = true
+			if len(cfg.PSK) != wire.KeyLen {
+				return nil, fmt.Errorf("destination %s is one-way, which needs the key file (--key-file): its packets are sealed with it (PROTOCOL.md §8.4)", d.Addr)
+			}
+			continue
+		}
+		handshaken = true
+		if d.PeerKey == ([identity.KeyLen]byte{}) {
+			return nil, fmt.Errorf("destination %s has no receiver key: pair with it (keyrelay pair) or list it in the peers file", d.Addr)
+		}
+		if cfg.Identity == nil {
+			return nil, fmt.Errorf("destination %d (%s) is handshaken, which needs this machine's identity (--identity)", i, d.Addr)
+		}
+	}
+	if cfg.PSK != nil && len(cfg.PSK) != wire.KeyLen {
+		return nil, fmt.Errorf("pre-shared key is %d bytes, want %d", len(cfg.PSK), wire.KeyLen)
+	}
+	// A one-way sender reads no feedback: nothing goes back to it
+	// (one-way sessions are never acked, PROTOCOL.md §9).
+	if !cfg.Insecure && !handshaken {
+		cfg.Feedback = false
+	}
+	k, err := newSessionKeys(cfg.PSK, cfg.Session, oneWay)
+	if err != nil {
+		return nil, err
+	}
 	c := &Core{cfg: cfg, keys: k, queue: q, start: now, peers: map[string]*peer{},
-		buf: make([]byte, 0, wire.MaxPacketSize), oneWayBuf: make([]byte, 0, wire.MaxPacketSize),
-		helloBuf: make([]byte, 0, wire.HelloLen)}
+		buf: make([]byte, 0, wire.MaxPacketSize), body: make([]byte, 0, wire.MaxPacketSize),
+		oneWayBuf: make([]byte, 0, wire.MaxPacketSize), hsBuf: make([]byte, 0, handshake.InitiationLen)}
 	for _, d := range cfg.Dests {
-		// A receiver that cannot answer cannot hand out a ticket.
-		d.OneWay = d.OneWay || !cfg.Feedback
-		c.links = append(c.links, &link{Dest: d})
+		c.links = append(c.links, c.newLink(d))
 	}
 	return c, nil
 }
@@ -200,17 +251,28 @@ func (c *Core) Ack(b []byte, from string, now time.Time) error {
 		}
 		return nil
 	}
-	// The header is read once here: it says a ticket from an ack, and
-	// which link's keys open an ack (a broken one fails to open).
-	h, _ := wire.ParseHeader(b)
-	if h.Type == wire.TypeTicket {
-		if err := c.handleTicket(b, from, now); err != nil {
-			c.stats.AckErrors++
-			return err
+	// The header is read once here, and the datagram dispatched on it: a
+	// response or a cookie reply to a handshake, or an ack.
+	m, err := handshake.Parse(b)
+	if err == nil {
+		switch m.Header.Type {
+		case handshake.TypeResponse:
+			err = c.handleResponse(m.Response, now)
+			if err == nil {
+				return nil
+			}
+		case handshake.TypeCookieReply:
+			err = c.handleCookieReply(m.CookieReply, now)
+			if err == nil {
+				return nil
+			}
+		case handshake.TypeAck:
+			err = c.handleAck(m, from, now)
+		default:
+			err = fmt.Errorf("%w: %d is nothing a sender reads", wire.ErrType, m.Header.Type)
 		}
-		return nil
 	}
-	if err := c.handleAck(b, h, from, now); err != nil {
+	if err != nil {
 		c.stats.AckErrors++
 		return err
 	}
@@ -269,9 +331,9 @@ func (c *Core) Done() bool { return c.phase == done }
 func (c *Core) Next() time.Time {
 	switch c.phase {
 	case running:
-		return earliest(c.tickAt, c.burst.next())
+		return earliest(earliest(c.tickAt, c.burst.next()), c.nextInitiation())
 	case flushing:
-		return earliest(earliest(c.tickAt, c.burst.next()), c.stuckAt)
+		return earliest(earliest(earliest(c.tickAt, c.burst.next()), c.stuckAt), c.nextInitiation())
 	case lingering:
 		next := earliest(c.tickAt, c.maxEnd)
 		if !c.lingered {
@@ -312,6 +374,11 @@ func (c *Core) Tick(now time.Time) {
 				c.startBurst(now)
 			}
 			c.drain(now) // a receiver may have stopped being live
+		} else if c.initiationDue(now) {
+			// A handshake's retry is due before the resend: the packet
+			// goes now (initiations to the links waiting, the queue to the
+			// others).
+			c.send(now)
 		}
 		if c.phase == flushing && !now.Before(c.stuckAt) && len(c.backlog) > 0 {
 			// No ack let the backlog shrink for Outage: add what is left
@@ -461,47 +528,48 @@ func (c *Core) clock(now time.Time) uint64 {
 }
 
 // send sends the queue to every destination as the next packet: sealed
-// with the link's ticket where it has one, one-way (encoded once) where it
-// is one-way, and a hello alone where it has no ticket yet (PROTOCOL.md
-// §8.3, §8.4).
+// by the link's keypair where it has one, one-way or plaintext (encoded
+// once) where it is one-way or --insecure. A handshaken link that wants a
+// keypair gets an initiation with the packet's counter, when its backoff
+// allows; before its first keypair it gets nothing else, however long that
+// takes (PROTOCOL.md §8.4).
 func (c *Core) send(now time.Time) {
 	c.pkt.Clock = c.clock(now)
-	c.pkt.Wall = uint64(now.UnixMilli())
+	c.wall = uint64(now.UnixMilli())
 	c.pkt.Locks = c.locks
 	c.pkt.Events = c.queue.Events()
 	counter := c.keys.nonce + 1
-	// Each kind is encoded at most once per packet, in its own buffer:
-	// the hello and the one-way packet are the same for every destination
-	// that gets them.
-	var hello, oneWay []byte
+	var oneWay []byte
 	for i, l := range c.links {
-		if !l.OneWay && !l.has {
-			if hello == nil {
-				hello = c.keys.appendHello(c.helloBuf[:0], counter)
-				c.helloBuf = hello
+		if l.init == nil {
+			if oneWay == nil {
+				b, err := c.appendOneWay(c.oneWayBuf[:0], counter)
+				if !c.encoded(err) {
+					return
+				}
+				c.oneWayBuf, oneWay = b, b
 			}
-			// No key goes to it before its ticket, however long that
-			// takes (PROTOCOL.md §8.4).
-			c.cfg.Output(hello, i)
+			c.cfg.Output(oneWay, i)
 			continue
 		}
-		if l.has {
-			b, err := c.keys.appendQueue(c.buf[:0], &c.pkt, counter, l)
-			if !c.encoded(err) {
-				return
-			}
-			c.buf = b
-			c.cfg.Output(b, i)
+		c.initiate(l, i, counter, now)
+		k := l.sealer(now)
+		if k == nil {
 			continue
 		}
-		if oneWay == nil {
-			b, err := c.keys.appendQueue(c.oneWayBuf[:0], &c.pkt, counter, nil)
-			if !c.encoded(err) {
-				return
-			}
-			c.oneWayBuf, oneWay = b, b
+		c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.FlagSealed, Session: c.keys.id, Counter: counter}
+		c.pkt.Since, c.pkt.Wall = l.since, 0
+		body, err := c.pkt.AppendBody(c.body[:0])
+		if !c.encoded(err) {
+			return
 		}
-		c.cfg.Output(oneWay, i)
+		c.body = body
+		b, err := k.Seal(c.buf[:0], handshake.Header{Type: handshake.TypeQueue, Session: c.keys.id, Counter: counter}, body, now)
+		if !c.encoded(err) {
+			return
+		}
+		c.buf = b
+		c.cfg.Output(b, i)
 	}
 	c.keys.nonce = counter
 	c.stats.Packets++
@@ -510,6 +578,31 @@ func (c *Core) send(now time.Time) {
 		top = c.pkt.Events[0].Stamp
 	}
 	c.recordSent(counter, now, top)
+}
+
+// appendOneWay appends the queue as packet counter, one-way sealed, or in
+// plaintext (--insecure), to b.
+func (c *Core) appendOneWay(b []byte, counter uint64) ([]byte, error) {
+	c.pkt.Wall = uint64(0)
+	c.pkt.Since = 0
+	if c.cfg.Insecure {
+		c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: c.keys.id, Counter: counter}
+		c.pkt.Wall = c.wall
+		return c.pkt.Append(b)
+	}
+	c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.FlagSealed | wire.FlagOneWay, Session: c.keys.id, Counter: counter}
+	c.pkt.Wall = c.wall
+	return c.pkt.AppendSealedBy(b, c.keys.oneWay)
+}
+
+// initiationDue reports whether a link's handshake retry is due at now.
+func (c *Core) initiationDue(now time.Time) bool {
+	for _, l := range c.links {
+		if l.waiting && !now.Before(l.initAt) {
+			return true
+		}
+	}
+	return false
 }
 
 // encoded reports whether a packet encoded. The queue always does

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/handshake"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -28,11 +30,14 @@ func (c *capConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 }
 
 // TestUnansweredHandshakeFailsClosed (PROTOCOL.md §8.4): a unicast
-// destination whose tickets are dropped for 3 s, longer than --timeout,
-// gets hellos only until the ticket comes: never a one-way packet, which
-// a recording attacker could replay into another receiver. The keys typed
-// meanwhile, more than the queue holds, wait in the backlog (within
-// --outage) and are all typed once the ticket comes.
+// destination whose handshake responses are dropped for 3 s, longer than
+// --timeout, gets initiations only until a response comes: never a
+// one-way packet, which a recording attacker could replay into another
+// receiver. The keys typed meanwhile, more than the queue holds, wait in
+// the backlog (within --outage) and are all typed once the response comes.
+// The whole recording, replayed into another receiver (another identity)
+// or into this one restarted (same identity, a new process), types
+// nothing: its keypairs died with the handshakes.
 func TestUnansweredHandshakeFailsClosed(t *testing.T) {
 	psk := make([]byte, wire.KeyLen)
 	for i := range psk {
@@ -42,41 +47,50 @@ func TestUnansweredHandshakeFailsClosed(t *testing.T) {
 	from := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.2:40000"))
 	conn := &capConn{}
 	rec := &fake.Recorder{}
-	r, err := receiver.New(receiver.Config{Conn: conn, Injector: rec, PSK: psk, Timeout: time.Hour})
+	rxID, txID := newID(t), newID(t)
+	paired := func(k [32]byte) (string, bool) { return "tx", k == txID.Public() }
+	r, err := receiver.New(receiver.Config{Conn: conn, Injector: rec, PSK: psk, Timeout: time.Hour, Identity: rxID, Peer: paired})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pending [][]byte
-	c, err := sender.NewCore(sender.CoreConfig{PSK: psk, Feedback: true, Dests: []sender.Dest{{Addr: rxAddr}},
-		Output: func(b []byte, _ int) { pending = append(pending, append([]byte(nil), b...)) }}, t0)
+	var pending, recording [][]byte
+	c, err := sender.NewCore(sender.CoreConfig{PSK: psk, Feedback: true, Identity: txID, Dests: []sender.Dest{{Addr: rxAddr, PeerKey: rxID.Public()}},
+		Output: func(b []byte, _ int) {
+			pending = append(pending, append([]byte(nil), b...))
+			recording = append(recording, append([]byte(nil), b...))
+		}}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dropUntil := t0.Add(3 * time.Second)
 	ticketAt := time.Time{}
 	// pump delivers what is in flight both ways at now, checking each
-	// packet to the receiver: a hello until the sender took a ticket.
+	// packet to the receiver: an initiation until the sender took a
+	// response.
 	pump := func(now time.Time) {
 		for len(pending) > 0 {
 			ps := pending
 			pending = nil
 			for _, b := range ps {
-				h, err := wire.ParseHeader(b)
+				h, err := handshake.ParseHeader(b)
 				if err != nil {
 					t.Fatalf("the sender sent a packet that does not parse: %v", err)
 				}
-				if ticketAt.IsZero() && h.Type != wire.TypeHello {
-					t.Fatalf("at +%v, before any ticket, the sender sent a packet of type %d (flags %#x), want only hellos: a one-way packet to a unicast destination", now.Sub(t0), h.Type, h.Flags)
+				if ticketAt.IsZero() && h.Type != handshake.TypeInitiation {
+					t.Fatalf("at +%v, before any response, the sender sent a packet of type %d (flags %#x), want only initiations: a one-way packet to a unicast destination", now.Sub(t0), h.Type, h.Flags)
+				}
+				if h.Flags&wire.FlagOneWay != 0 {
+					t.Fatalf("at +%v the sender sent a one-way packet (flags %#x) to a handshaken destination", now.Sub(t0), h.Flags)
 				}
 				r.Handle(b, from, now)
 				back := conn.out
 				conn.out = nil
 				for _, a := range back {
-					ah, _ := wire.ParseHeader(a)
-					if ah.Type == wire.TypeTicket && now.Before(dropUntil) {
-						continue // the attacker drops the tickets
+					ah, _ := handshake.ParseHeader(a)
+					if ah.Type == handshake.TypeResponse && now.Before(dropUntil) {
+						continue // the attacker drops the responses
 					}
-					if ah.Type == wire.TypeTicket && ticketAt.IsZero() && c.Ack(a, rxAddr, now) == nil {
+					if ah.Type == handshake.TypeResponse && ticketAt.IsZero() && c.Ack(a, rxAddr, now) == nil {
 						ticketAt = now
 						continue
 					}
@@ -114,10 +128,10 @@ func TestUnansweredHandshakeFailsClosed(t *testing.T) {
 		pump(n)
 	}
 	if ticketAt.IsZero() {
-		t.Fatal("the sender never took a ticket")
+		t.Fatal("the sender never took a response")
 	}
 	if ticketAt.Before(dropUntil) {
-		t.Fatalf("ticket taken at +%v, while they were dropped", ticketAt.Sub(t0))
+		t.Fatalf("response taken at +%v, while they were dropped", ticketAt.Sub(t0))
 	}
 	var got []keys.Key
 	for _, a := range rec.Events() {
@@ -131,4 +145,31 @@ func TestUnansweredHandshakeFailsClosed(t *testing.T) {
 	if st := r.Stats(); st.Sessions != 1 || st.Refused != 0 {
 		t.Errorf("receiver: %d sessions, %d one-way refused, want 1 handshaken session", st.Sessions, st.Refused)
 	}
+	// The recording replayed, at once and an hour later, into another
+	// receiver (another identity that pairs the sender) and into this
+	// receiver's identity restarted: nothing is typed.
+	for name, id := range map[string]*identity.Identity{"another receiver": newID(t), "the receiver restarted": rxID} {
+		for _, later := range []time.Duration{0, time.Hour} {
+			rec2 := &fake.Recorder{}
+			r2, err := receiver.New(receiver.Config{Conn: &capConn{}, Injector: rec2, PSK: psk, Timeout: time.Hour, Identity: id, Peer: paired})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range recording {
+				r2.Handle(b, from, now.Add(later))
+			}
+			if evs := rec2.Events(); len(evs) != 0 {
+				t.Errorf("%s, the recording replayed +%v: %d key events typed, want none", name, later, len(evs))
+			}
+		}
+	}
+}
+
+func newID(t testing.TB) *identity.Identity {
+	t.Helper()
+	id, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -1,54 +1,81 @@
 package sender
 
 import (
-	"crypto/cipher"
 	"errors"
+	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
-	"github.com/keyrelay/keyrelay/replay"
+	"github.com/keyrelay/keyrelay/handshake"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
 // Dest is one destination of a Core's packets.
 type Dest struct {
-	// Addr is the destination as acks from it name it (host:port).
+	// Addr is the destination as the log and PeerStatus name it
+	// (host:port); Sender.New fills it from UDP when empty.
 	Addr string
+	// UDP is where Sender writes its packets (unused by Core).
+	UDP net.Addr
 	// OneWay: no handshake (a broadcast or multicast address, or no
-	// feedback): packets go sealed with the session's own keys, and a
-	// receiver checks their wall clock (PROTOCOL.md §8.4).
+	// feedback; send --one-way): packets are sealed with the one-way key
+	// derived from the key file, never acked, and a receiver checks their
+	// wall clock (PROTOCOL.md §8.4).
 	OneWay bool
+	// PeerKey is the receiver's static public key (the peers file, or this
+	// machine's own on loopback): required for a handshaken destination.
+	PeerKey [identity.KeyLen]byte
 }
 
-// link is the session's handshake with one destination (PROTOCOL.md
-// §8.3): a hello in every packet until the receiver's ticket comes, then
-// packets sealed with keys derived from it. A receiver that restarts
-// answers the old ticket's packets with a new ticket, which replaces it
-// at once (issue 15: a restarted receiver is followed at once), with
-// fresh ack state.
+// Backoff of initiations while a handshake is unanswered: the first retry
+// after initialBackoff, doubling to maxBackoff, and never faster than the
+// responder accepts them (handshake.InitiationInterval).
+const (
+	initialBackoff = 100 * time.Millisecond
+	maxBackoff     = time.Second
+)
+
+// idleAckInterval is how often a receiver acks an idle sender
+// (PROTOCOL.md §9; receiver.IdleAckInterval): the silence that shows a
+// restarted receiver must be longer.
+const idleAckInterval = time.Second
+
+// link is the session's handshaken link with one destination (PROTOCOL.md
+// §8.3): initiations until a response gives it a keypair, then packets
+// sealed by it. Each link has its own keys, so no two destinations ever
+// share a key and nonce.
 type link struct {
 	Dest
-	has    bool        // a ticket came
-	ticket wire.Ticket // the receiver's ticket
-	echo   uint64      // the packet counter the ticket answered
-	since  uint64      // what the ticket's packets carry as Since
-	first  uint64      // the counter of the first packet under the ticket
-	sealer *wire.Sealer
-	opener cipher.AEAD
-	acks   replay.Filter // acks under this ticket
-	newest uint64        // newest packet counter acked under this ticket
-	stamp  uint64        // newest event stamp acked under it (applied there)
-	// unanswered: no ticket came within PeerTimeout, and the log said
-	// so. Its packets stay hellos, carrying no key (PROTOCOL.md §8.4: a
-	// unicast destination never falls back to one-way).
+	init *handshake.Initiator // nil: one-way or plaintext
+	// current seals; previous still opens acks of packets sent before the
+	// switch.
+	current, previous *handshake.Keypair
+	initAt            time.Time     // the next initiation may go then
+	backoff           time.Duration // the wait after the next initiation
+	since             uint64        // what the current keypair's packets carry as Since
+	first             uint64        // the counter of the first packet under current
+	acked             bool          // an ack came under current
+	waiting           bool          // wanted a handshake at the last packet: Next counts initAt
+	ackedAt           time.Time     // when the newest ack under current came, or current was taken
+	stamp             uint64        // newest event stamp acked on this link (any keypair)
+	// why says what the handshake is waiting on, for the user.
+	why string
+	// unanswered: no response within PeerTimeout, and the log said so.
+	// No key goes to it (PROTOCOL.md §8.4: a unicast destination never
+	// falls back to one-way).
 	unanswered bool
 }
 
-var (
-	errTicketForOther  = errors.New("ticket from an address that is no destination")
-	errStaleTicket     = errors.New("ticket answering an old packet (a replay, or a late duplicate)")
-	errTicketForeignID = errors.New("ticket for another session")
+// Why a handshake has no keypair yet (Core.Unanswered).
+const (
+	whyNoAnswer = "no answer"
+	whyCookie   = "cookie (receiver under load)"
+	whyAuth     = "a response that does not authenticate (another key file, or another receiver)"
 )
+
+var errNoLink = errors.New("answers no handshake of this session")
 
 // sameAddr compares two host:port strings as addresses (an IPv4-mapped
 // IPv6 address is its IPv4 address), or as strings if they do not parse.
@@ -61,99 +88,177 @@ func sameAddr(a, b string) bool {
 	return err1 == nil && err2 == nil && x.Addr().Unmap() == y.Addr().Unmap() && x.Port() == y.Port()
 }
 
-// linkFor is the link a ticket from the address from belongs to: the
-// destination of that address, or, with a single handshaking
-// destination, that one (a receiver with several addresses may answer from
-// another than the one it was sent to; the ticket is authenticated).
-func (c *Core) linkFor(from string) *link {
-	var only *link
-	n := 0
-	for _, l := range c.links {
-		if l.OneWay {
-			continue
-		}
-		if sameAddr(l.Addr, from) {
-			return l
-		}
-		only = l
-		n++
+// newLink makes the link of destination d: with an initiator when it is
+// handshaken.
+func (c *Core) newLink(d Dest) *link {
+	l := &link{Dest: d, backoff: initialBackoff, why: whyNoAnswer}
+	if c.cfg.Insecure || d.OneWay {
+		return l
 	}
-	if n == 1 {
-		return only
-	}
-	return nil
+	var psk [wire.KeyLen]byte
+	copy(psk[:], c.cfg.PSK)
+	priv := [identity.KeyLen]byte(c.cfg.Identity.Private().Bytes())
+	l.init = handshake.NewInitiator(handshake.InitiatorConfig{
+		Private: priv, Peer: d.PeerKey, PSK: psk, Random: c.cfg.Random,
+		IndexTaken: c.indexTaken,
+	})
+	return l
 }
 
-// handleTicket takes a receiver's ticket. It is accepted when it answers a
-// packet sent within 2 PeerTimeout, and, if the link has a ticket already,
-// answers a later packet than that one did and the receiver has acked no
-// packet from then on under the old one (only a receiver that can no
-// longer open them, a restarted one, asks again; a ticket another
-// receiver was tricked into sending for a replayed packet changes
-// nothing while this one acks).
-func (c *Core) handleTicket(b []byte, from string, now time.Time) error {
-	var keyFor func(uint64) ([]byte, error)
-	if c.keys.handshake != nil {
-		keyFor = func(uint64) ([]byte, error) { return c.keys.handshake, nil }
+// indexTaken reports whether a keypair this sender holds has index i, so
+// a new handshake's index never names one still in use.
+func (c *Core) indexTaken(i uint32) bool {
+	for _, l := range c.links {
+		for _, k := range [...]*handshake.Keypair{l.current, l.previous} {
+			if k != nil && k.Local == i {
+				return true
+			}
+		}
 	}
-	h, t, err := wire.ParseTicket(b, keyFor)
+	return false
+}
+
+// sealer is the keypair l seals with now: nil before the first response,
+// or once it expired (its packets then wait: PROTOCOL.md §8.3).
+func (l *link) sealer(now time.Time) *handshake.Keypair {
+	if l.current == nil || l.current.Expired(now) {
+		return nil
+	}
+	return l.current
+}
+
+// wantsHandshake reports whether l needs a new keypair: it has none (or
+// an expired one), the current one is due for a rekey, or the receiver
+// has not acked it for restartAfter (since it was taken, or since its
+// last ack): a restarted receiver knows no index of ours, drops our
+// packets, and only a new handshake reaches it. (A receiver that is only
+// silent, in an outage, costs an initiation a second meanwhile.)
+func (c *Core) wantsHandshake(l *link, now time.Time) bool {
+	k := l.sealer(now)
+	if k == nil || k.NeedsRekey(now) {
+		return true
+	}
+	return c.cfg.Feedback && now.Sub(l.ackedAt) >= c.restartAfter()
+}
+
+// restartAfter is the silence of an acked keypair after which the sender
+// handshakes again: PeerTimeout/2, but longer than the idle ack interval
+// (a live idle receiver acks once a second; the sender asks for an ack at
+// 60 % of PeerTimeout: Core.quiet).
+func (c *Core) restartAfter() time.Duration {
+	return max(c.cfg.PeerTimeout/2, idleAckInterval*3/2)
+}
+
+// initiate sends l (destination i) an initiation as packet counter when
+// it wants a handshake and its backoff allows.
+func (c *Core) initiate(l *link, i int, counter uint64, now time.Time) {
+	l.waiting = l.init != nil && c.wantsHandshake(l, now)
+	if !l.waiting || now.Before(l.initAt) {
+		return
+	}
+	b, err := l.init.Initiate(c.hsBuf[:0], c.cfg.Session, counter, now)
 	if err != nil {
-		return err
+		c.stats.SendErrors++
+		c.logf("unable to make a handshake initiation: %v", err)
+		return
 	}
-	if h.Session != c.keys.id {
-		return errTicketForeignID
+	c.hsBuf = b
+	c.cfg.Output(b, i)
+	c.stats.Initiations++
+	l.initAt = now.Add(max(l.backoff, handshake.InitiationInterval))
+	l.backoff = min(2*l.backoff, maxBackoff)
+}
+
+// nextInitiation is when a link waiting for a keypair may next send an
+// initiation (zero: none waits). Tick sends the packet then.
+func (c *Core) nextInitiation() time.Time {
+	var next time.Time
+	for _, l := range c.links {
+		if l.waiting {
+			next = earliest(next, l.initAt)
+		}
 	}
-	l := c.linkFor(from)
-	if l == nil {
-		return errTicketForOther
+	return next
+}
+
+// handleResponse completes the handshake of the link the response
+// answers. A response another receiver made (another identity) does not
+// authenticate: nothing changes (its address is trusted for nothing).
+func (c *Core) handleResponse(m handshake.Response, now time.Time) error {
+	for _, l := range c.links {
+		if l.init == nil {
+			continue
+		}
+		k, err := l.init.ConsumeResponse(m, now)
+		if errors.Is(err, handshake.ErrNoHandshake) {
+			continue
+		}
+		if err != nil {
+			if l.sealer(now) == nil {
+				l.why = whyAuth
+			}
+			return err
+		}
+		c.take(l, k, now)
+		return nil
 	}
-	at, ok := c.sentAt(h.Counter)
-	if !ok || h.Counter > c.keys.nonce || now.Sub(at) > 2*c.cfg.PeerTimeout {
-		return errStaleTicket
+	return fmt.Errorf("response: %w", errNoLink)
+}
+
+// handleCookieReply takes the cookie of a receiver under load: the next
+// initiation carries mac2.
+func (c *Core) handleCookieReply(m handshake.CookieReply, now time.Time) error {
+	for _, l := range c.links {
+		if l.init == nil {
+			continue
+		}
+		err := l.init.ConsumeCookieReply(m, now)
+		if errors.Is(err, handshake.ErrNoHandshake) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		c.stats.Cookies++
+		if l.sealer(now) == nil {
+			l.why = whyCookie
+		}
+		return nil
 	}
-	if l.has && (t == l.ticket || h.Counter <= l.echo || l.newest >= h.Counter) {
-		return errStaleTicket
-	}
-	since := uint64(0)
-	if l.has {
-		// The receiver restarted: it types what was first sent in the
-		// packet it could not open, or later (what the old one may have
-		// typed is not typed twice).
-		// (what it acked as applied is certainly not typed twice).
-		since = max(c.topBefore(h.Counter), l.stamp)
-		c.logf("receiver %s restarted: new ticket, typing goes on", l.Addr)
-	} else if l.unanswered {
+	return fmt.Errorf("cookie reply: %w", errNoLink)
+}
+
+// take makes k link l's keypair: it seals from the next packet on, with
+// fresh ack state. Since is the newest stamp the receiver acked under the
+// old keypair: a restarted receiver (a new process) types what the old
+// one did not confirm, and presses the keys held then.
+func (c *Core) take(l *link, k *handshake.Keypair, now time.Time) {
+	restarted := l.current != nil && l.acked && now.Sub(l.ackedAt) >= c.restartAfter()
+	l.previous, l.current = l.current, k
+	l.since = l.stamp
+	l.first = c.keys.nonce + 1
+	l.acked, l.ackedAt = false, now
+	l.backoff, l.initAt, l.why, l.waiting = initialBackoff, time.Time{}, "", false
+	c.stats.Handshakes++
+	switch {
+	case restarted:
+		c.logf("receiver %s answered a new handshake (it restarted?): typing goes on", l.Addr)
+	case l.unanswered:
 		c.logf("receiver %s answered the handshake: the keys typed meanwhile go to it now", l.Addr)
 	}
-	if err := c.keys.take(l, t, h.Counter, since); err != nil {
-		return err
-	}
-	c.stats.Tickets++
+	l.unanswered = false
 	// The queue goes to it at once, as after an event: keys typed while
 	// the handshake ran are in it.
 	c.send(now)
 	c.startBurst(now)
-	return nil
 }
 
-// topBefore is the newest stamp the packets before counter carried.
-func (c *Core) topBefore(counter uint64) uint64 {
-	if counter <= 1 {
-		return 0
-	}
-	r := c.sent[(counter-1)%sentRing]
-	if r.counter != counter-1 {
-		return 0
-	}
-	return r.top
-}
-
-// awaitingTicket reports whether a handshaking destination has no ticket
-// yet: its packets are hellos, and the keys typed meanwhile wait for it
-// (inGrace).
-func (c *Core) awaitingTicket() bool {
+// awaitingHandshake reports whether a handshaken destination has no
+// keypair yet: no key has gone to it, and the keys typed meanwhile wait
+// for it (inGrace).
+func (c *Core) awaitingHandshake() bool {
 	for _, l := range c.links {
-		if !l.OneWay && !l.has {
+		if l.init != nil && l.current == nil {
 			return true
 		}
 	}
@@ -161,29 +266,37 @@ func (c *Core) awaitingTicket() bool {
 }
 
 // noteUnanswered says, once per destination, that one has not answered a
-// hello within PeerTimeout of the start. Its packets stay hellos: a
-// sender that fell back to one-way here would let whoever drops the
-// tickets for that long downgrade the session to one a recording can be
+// handshake within PeerTimeout of the start. Its packets stay
+// initiations: a sender that fell back to one-way here would let whoever
+// drops the responses downgrade the session to one a recording can be
 // replayed from (PROTOCOL.md §8.4). Keys typed meanwhile wait, within
-// Outage (inGrace), and go out once a ticket comes.
+// Outage (inGrace), and go out once a response comes.
 func (c *Core) noteUnanswered(now time.Time) {
 	if now.Sub(c.start) < c.cfg.PeerTimeout {
 		return
 	}
 	for _, l := range c.links {
-		if !l.OneWay && !l.has && !l.unanswered {
+		if l.init != nil && l.current == nil && !l.unanswered {
 			l.unanswered = true
-			c.logf("no handshake answer from %s within %v: no key goes to it until it answers (hellos go on; a unicast destination never gets one-way packets)", l.Addr, c.cfg.PeerTimeout)
+			c.logf("no handshake with %s within %v (%s): no key goes to it until it answers (initiations go on; a unicast destination never gets one-way packets)", l.Addr, c.cfg.PeerTimeout, l.why)
 		}
 	}
 }
 
+// LinkState is a handshaken destination that has no keypair, and why.
+type LinkState struct {
+	Addr string
+	// Handshake says what it waits on: "no answer", "cookie (receiver
+	// under load)", or a response that does not authenticate.
+	Handshake string
+}
+
 // Unanswered appends to dst the destinations whose handshake has not been
-// answered: no ticket came from them (yet).
-func (c *Core) Unanswered(dst []string) []string {
+// answered: no keypair yet.
+func (c *Core) Unanswered(dst []LinkState) []LinkState {
 	for _, l := range c.links {
-		if !l.OneWay && !l.has {
-			dst = append(dst, l.Addr)
+		if l.init != nil && l.current == nil {
+			dst = append(dst, LinkState{Addr: l.Addr, Handshake: l.why})
 		}
 	}
 	return dst

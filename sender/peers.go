@@ -1,8 +1,10 @@
 package sender
 
 import (
+	"errors"
 	"time"
 
+	"github.com/keyrelay/keyrelay/handshake"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -21,6 +23,8 @@ const DefaultOutage = 5 * time.Second
 
 // maxPeers bounds the receivers tracked (a broadcast reaches many).
 const maxPeers = 64
+
+var errTooManyAcks = errors.New("ack from one receiver too many")
 
 // lossAlpha weighs each settled packet in the smoothed loss estimate (an
 // effective window of about 32 packets).
@@ -86,7 +90,7 @@ func (c *Core) inGrace(now time.Time) bool {
 		return false
 	}
 	grace := c.cfg.PeerTimeout
-	if c.awaitingTicket() {
+	if c.awaitingHandshake() {
 		grace = c.cfg.Outage
 	}
 	return now.Sub(c.start) < grace
@@ -210,22 +214,31 @@ func (c *Core) settle(p *peer, a *wire.Ack) {
 	p.counted = max(p.counted, last)
 }
 
-// handleAck applies one datagram read from a feedback socket.
-func (c *Core) handleAck(b []byte, h wire.Header, from string, now time.Time) error {
+// handleAck applies one ack, parsed as m, from the address from. A
+// handshaken link's ack counts for that link's destination, whatever
+// address it came from: it authenticates, but its address is trusted for
+// nothing.
+func (c *Core) handleAck(m handshake.Message, from string, now time.Time) error {
 	a := &c.ack
-	l, err := c.keys.openAck(b, h, from, a, c.links)
+	l, err := c.openAck(m, a, now)
 	if err != nil {
 		return err
 	}
+	if l != nil {
+		from = l.Addr
+	}
 	p := c.peers[from]
 	if p == nil {
+		if len(c.peers) >= maxPeers {
+			return errTooManyAcks
+		}
 		p = &peer{PeerStatus: PeerStatus{Addr: from}}
 		c.peers[from] = p
 	}
 	if l != nil {
-		// The packets before the ticket's first went to the receiver as
-		// hellos, or under a ticket it could not open (it restarted):
-		// their absence from its ack bits is no loss.
+		// The packets before the keypair's first went to the receiver as
+		// initiations, or under a keypair it could not open (it
+		// restarted): their absence from its ack bits is no loss.
 		p.counted = max(p.counted, l.first-1)
 	}
 	p.LastHeard = now

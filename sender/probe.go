@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -34,6 +35,15 @@ func (e VersionError) Error() string {
 	return "the receiver speaks keyrelay protocol " + wire.DescribeVersions(e.Speaks)
 }
 
+// ProbeConfig says how a probe reaches its receiver: as send would (the
+// same identity, the receiver's key, the key file, or --insecure).
+type ProbeConfig struct {
+	Identity *identity.Identity
+	PeerKey  [identity.KeyLen]byte
+	PSK      []byte
+	Insecure bool
+}
+
 // Probe runs one short session with the receiver at to over conn, with the
 // Core that send runs (so its handshake, keys and acks are send's own, not a
 // copy that could drift from them): the session holds no key, and ends at
@@ -41,13 +51,15 @@ func (e VersionError) Error() string {
 // ctx is done. A receiver that falls silent after it has nothing to
 // release: the probe's session ended, it was not lost. Probe reads conn
 // until it returns; the caller closes it.
-func Probe(ctx context.Context, conn net.PacketConn, to net.Addr, psk []byte, timeout time.Duration) (ProbeResult, error) {
+func Probe(ctx context.Context, conn net.PacketConn, to net.Addr, pc ProbeConfig, timeout time.Duration) (ProbeResult, error) {
 	begun := time.Now()
 	var werr error
 	core, err := NewCore(CoreConfig{
-		PSK:      psk,
+		PSK:      pc.PSK,
+		Identity: pc.Identity,
+		Insecure: pc.Insecure,
 		Feedback: true,
-		Dests:    []Dest{{Addr: to.String()}},
+		Dests:    []Dest{{Addr: to.String(), PeerKey: pc.PeerKey}},
 		Output: func(b []byte, _ int) {
 			if _, err := conn.WriteTo(b, to); err != nil && werr == nil {
 				werr = err
@@ -86,7 +98,7 @@ func Probe(ctx context.Context, conn net.PacketConn, to net.Addr, psk []byte, ti
 				return ProbeResult{}, err
 			}
 			if !now.Before(deadline) {
-				if core.Stats().Tickets > 0 {
+				if core.Stats().Handshakes > 0 {
 					return ProbeResult{}, ErrNoAcks
 				}
 				return ProbeResult{}, ErrNoAnswer

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/transport"
 	"github.com/keyrelay/keyrelay/wire"
@@ -61,8 +62,11 @@ type Writer interface {
 type Config struct {
 	// Conn sends the packets; the Sender does not close it.
 	Conn Writer
-	// Dests receive every packet.
-	Dests []net.Addr
+	// Dests receive every packet: each with its address (Dest.UDP) and,
+	// when handshaken, the receiver's key. A broadcast or multicast
+	// address is one-way whatever it says (one packet reaches many
+	// receivers, each with its own keys: no handshake).
+	Dests []Dest
 	// QueueLen is N, the queue length (DefaultQueueLen if 0).
 	QueueLen int
 	// Interval is the resend period when no key moves (DefaultInterval if 0).
@@ -73,9 +77,13 @@ type Config struct {
 	Linger time.Duration
 	// Session is the session id; 0 picks a random one.
 	Session uint64
-	// PSK is the pre-shared key that seals every packet (PROTOCOL.md §8);
-	// nil sends plaintext (--insecure).
+	// Identity is this machine's static key (handshaken destinations).
+	Identity *identity.Identity
+	// PSK is the key file's key: the optional second factor of handshaken
+	// links, required by one-way destinations (CoreConfig.PSK).
 	PSK []byte
+	// Insecure sends plaintext, with no handshake (--insecure).
+	Insecure bool
 	// Feedback lists the sockets acks arrive on (usually the sending
 	// sockets). Run reads them until it returns; the caller closes them
 	// after. Empty: one-way, no feedback.
@@ -95,19 +103,21 @@ type Config struct {
 
 // Stats are what a Sender did.
 type Stats struct {
-	Events     int // key events from the source
-	Queued     int // events the queue took
-	Dropped    int // key-downs dropped because the queue was full of held keys
-	Packets    int // packets sent (one packet to several destinations counts once)
-	Bytes      int // bytes written, over all destinations
-	SendErrors int // failed writes
-	Bursts     int // redundant re-sends after events
-	Held       int // events that waited in the backlog for acks
-	Overflow   int // events forced into the queue because the backlog was full
-	Acks       int // acks applied
-	AckErrors  int // feedback datagrams that were not a valid ack of this session
-	Tickets    int // receivers' tickets taken (handshakes, PROTOCOL.md §8.3)
-	Mismatched int // version notices (and other packets of another protocol version) for this session, PROTOCOL.md §10
+	Events      int // key events from the source
+	Queued      int // events the queue took
+	Dropped     int // key-downs dropped because the queue was full of held keys
+	Packets     int // packets sent (one packet to several destinations counts once)
+	Bytes       int // bytes written, over all destinations
+	SendErrors  int // failed writes
+	Bursts      int // redundant re-sends after events
+	Held        int // events that waited in the backlog for acks
+	Overflow    int // events forced into the queue because the backlog was full
+	Acks        int // acks applied
+	AckErrors   int // feedback datagrams that were not a valid ack of this session
+	Handshakes  int // handshakes completed: keypairs taken (PROTOCOL.md §8.3)
+	Initiations int // handshake initiations sent
+	Cookies     int // cookie replies taken (a receiver under load)
+	Mismatched  int // version notices (and other packets of another protocol version) for this session, PROTOCOL.md §10
 }
 
 func (s Stats) String() string {
@@ -141,7 +151,7 @@ type published struct {
 	final   uint64
 	// unanswered: destinations whose handshake has no answer yet (no key
 	// goes to them, PROTOCOL.md §8.4).
-	unanswered []string
+	unanswered []LinkState
 }
 
 // New checks cfg and makes a Sender.
@@ -159,6 +169,7 @@ func New(cfg Config) (*Sender, error) {
 	core, err := NewCore(CoreConfig{
 		QueueLen: cfg.QueueLen, Interval: cfg.Interval, Linger: cfg.Linger,
 		PeerTimeout: cfg.PeerTimeout, Outage: cfg.Outage, Session: cfg.Session, PSK: cfg.PSK,
+		Identity: cfg.Identity, Insecure: cfg.Insecure,
 		Feedback: len(cfg.Feedback) > 0, Dests: dests(cfg.Dests), Output: s.output, Logf: cfg.Logf, Debug: cfg.Debug,
 	}, time.Now())
 	if err != nil {
@@ -307,23 +318,27 @@ func (s *Sender) step(lockSrc LockSource) time.Time {
 	return time.Now()
 }
 
-// dests are the core's destinations: a broadcast or multicast address
-// cannot take part in a handshake (one packet reaches many receivers, each
-// with its own ticket), so it is one-way (PROTOCOL.md §8.4).
-func dests(addrs []net.Addr) []Dest {
-	ds := make([]Dest, len(addrs))
-	for i, a := range addrs {
-		ds[i].Addr = a.String()
-		if ua, ok := a.(*net.UDPAddr); ok && transport.IsBroadcast(ua.IP) {
-			ds[i].OneWay = true
+// dests are the core's destinations: named by their address where they
+// do not say; a broadcast or multicast address cannot take part in a
+// handshake (one packet reaches many receivers, each with its own keys),
+// so it is one-way (PROTOCOL.md §8.4).
+func dests(in []Dest) []Dest {
+	ds := make([]Dest, len(in))
+	for i, d := range in {
+		if d.Addr == "" && d.UDP != nil {
+			d.Addr = d.UDP.String()
 		}
+		if ua, ok := d.UDP.(*net.UDPAddr); ok && transport.IsBroadcast(ua.IP) {
+			d.OneWay = true
+		}
+		ds[i] = d
 	}
 	return ds
 }
 
 // output writes one packet to destination to: the core's Output.
 func (s *Sender) output(b []byte, to int) {
-	d := s.cfg.Dests[to]
+	d := s.cfg.Dests[to].UDP
 	n, err := s.cfg.Conn.WriteTo(b, d)
 	s.bytes += n
 	if err != nil {

@@ -64,7 +64,8 @@ func run(t *testing.T, cfg Config, src Source, ctx context.Context) (Stats, erro
 	r2, _ := nw.Listen("10.0.0.3:7575")
 	start := time.Now()
 	c1, c2 := collect(t, r1, start), collect(t, r2, start)
-	cfg.Conn, cfg.Dests = sc, []net.Addr{r1.LocalAddr(), r2.LocalAddr()}
+	// Plaintext, one-way: the loop's timing is under test, not its keys.
+	cfg.Conn, cfg.Dests, cfg.Insecure = sc, []Dest{{UDP: r1.LocalAddr()}, {UDP: r2.LocalAddr()}}, true
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +202,9 @@ func TestSourceErrorStillReleases(t *testing.T) {
 func TestNewRejectsBadConfig(t *testing.T) {
 	nw := netsim.NewNetwork(netsim.Config{})
 	c, _ := nw.Listen("10.0.0.1:1")
-	for _, cfg := range []Config{{}, {Conn: c}, {Conn: c, Dests: []net.Addr{c.LocalAddr()}, QueueLen: 90}, {Conn: c, Dests: []net.Addr{c.LocalAddr()}, Interval: time.Microsecond}} {
+	for _, cfg := range []Config{{}, {Conn: c}, {Conn: c, Dests: []Dest{{UDP: c.LocalAddr()}}, Insecure: true, QueueLen: 90}, {Conn: c, Dests: []Dest{{UDP: c.LocalAddr()}}, Insecure: true, Interval: time.Microsecond},
+		{Conn: c, Dests: []Dest{{UDP: c.LocalAddr()}}, Feedback: []net.PacketConn{c}}, // handshaken: no identity, no receiver key
+		{Conn: c, Dests: []Dest{{UDP: c.LocalAddr(), OneWay: true}}}} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
 		}

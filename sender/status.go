@@ -77,11 +77,11 @@ func (s *Sender) Final() uint64 {
 	return s.pub.final
 }
 
-// Unanswered lists the destinations (as Dests name them) that have not
-// answered the handshake: no ticket came from them, so no key went to
+// Unanswered lists the destinations (as Dests name them) whose handshake
+// has not completed, and what it waits on: no keypair, so no key went to
 // them (PROTOCOL.md §8.4). Safe to call while Run runs.
-func (s *Sender) Unanswered() []string {
+func (s *Sender) Unanswered() []LinkState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.pub.unanswered...)
+	return append([]LinkState(nil), s.pub.unanswered...)
 }

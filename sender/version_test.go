@@ -53,7 +53,7 @@ func TestCoreNamesReceiverOfOtherVersion(t *testing.T) {
 
 	// An ack of another version (no notice) for this session: its version
 	// byte is what it speaks, and the change is named.
-	a := wire.Ack{Header: wire.Header{Type: wire.TypeAck, Session: 0x1234, Counter: 1}, Newest: 1}
+	a := wire.Ack{Header: wire.Header{Type: wire.TypeAck, Flags: wire.FlagOneWay, Session: 0x1234, Counter: 1}, Newest: 1}
 	ab, _ := a.Append(nil)
 	ab[2] = wire.Version - 1
 	if err := r.c.Ack(ab, receiverAddr, at(ms(30))); err != nil {

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"crypto/cipher"
 	"encoding/binary"
 	"fmt"
 )
@@ -11,8 +10,10 @@ const AckBits = 64
 
 // Ack is a feedback packet from a receiver to a sender session
 // (PROTOCOL.md §9). Its header's session id is the sender's; its counter is
-// the receiver's own, counting the acks it sent that session (the nonce of
-// the receiver-to-sender key).
+// the receiver's own, counting the acks it sealed under the keypair (their
+// nonce), or sent in plaintext (flags ONEWAY, --insecure). A handshaken
+// link's ack (flags SEALED) carries the sender's index after the header and
+// is sealed by package handshake; one-way sessions are never acked.
 type Ack struct {
 	Header Header
 	// Newest is the newest packet counter received from the session.
@@ -54,9 +55,6 @@ func (a *Ack) validate() error {
 	if a.Header.Type != TypeAck {
 		return fmt.Errorf("%w: ack packet with type %d", ErrType, a.Header.Type)
 	}
-	if a.Header.Flags&FlagSealed != 0 {
-		return ErrSealed
-	}
 	if err := a.Header.check(); err != nil {
 		return err
 	}
@@ -66,25 +64,29 @@ func (a *Ack) validate() error {
 	return nil
 }
 
-// Append appends the plaintext ack (--insecure) to b.
+// Append appends the plaintext ack (--insecure, flags ONEWAY) to b.
 func (a *Ack) Append(b []byte) ([]byte, error) {
 	if err := a.validate(); err != nil {
 		return b, err
 	}
+	if a.Header.Flags != FlagOneWay {
+		return b, fmt.Errorf("%w: %#02x on a plaintext ack (want ONEWAY)", ErrFlags, a.Header.Flags)
+	}
 	return a.appendBody(a.Header.Append(b)), nil
 }
 
-// AppendSealed appends the ack sealed with aead (the session's
-// receiver-to-sender key).
-func (a *Ack) AppendSealed(b []byte, aead cipher.AEAD) ([]byte, error) {
+// AppendBody appends only the plaintext body of a (PROTOCOL.md §9), for a
+// handshaken link's keypair to seal.
+func (a *Ack) AppendBody(b []byte) ([]byte, error) {
 	if err := a.validate(); err != nil {
 		return b, err
 	}
-	n := nonce(a.Header.Counter)
-	return seal(b, a.Header, aead, n[:], a.appendBody), nil
+	return a.appendBody(b), nil
 }
 
-func parseAckBody(h Header, p []byte, dst *Ack) error {
+// ParseAckBody decodes the plaintext body of an ack under header h,
+// already parsed and, if sealed, opened.
+func ParseAckBody(h Header, p []byte, dst *Ack) error {
 	dst.Header = h
 	var n int
 	var err error
@@ -117,7 +119,7 @@ func parseAckBody(h Header, p []byte, dst *Ack) error {
 	return nil
 }
 
-// ParseAck decodes a plaintext ack.
+// ParseAck decodes a plaintext ack (flags ONEWAY).
 func ParseAck(b []byte, dst *Ack) error {
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -129,15 +131,5 @@ func ParseAck(b []byte, dst *Ack) error {
 	if h.Flags&FlagSealed != 0 {
 		return ErrSealed
 	}
-	return parseAckBody(h, b[h.Len():], dst)
-}
-
-// OpenAck authenticates and decodes a sealed ack with aead (the session's
-// receiver-to-sender key).
-func OpenAck(b []byte, aead cipher.AEAD, scratch []byte, dst *Ack) ([]byte, error) {
-	h, body, err := open(b, TypeAck, func(uint64) (cipher.AEAD, error) { return aead, nil }, scratch)
-	if err != nil {
-		return body, err
-	}
-	return body, parseAckBody(h, body, dst)
+	return ParseAckBody(h, b[HeaderLen:], dst)
 }

@@ -37,7 +37,7 @@ type Queue struct {
 	// packet; a receiver rejects packets too far from its own clock, which
 	// defeats the replay of a recorded old session (PROTOCOL.md §8).
 	Wall uint64
-	// Since replaces Wall in a handshaken session's packets (FlagTicket):
+	// Since replaces Wall in a handshaken session's packets (flags SEALED alone):
 	// a receiver that creates the session from this packet types only the
 	// events newer than Since and presses the keys held then (a receiver
 	// that restarted joins where it came in: PROTOCOL.md §8.3).
@@ -52,10 +52,10 @@ type Queue struct {
 // MaxQueueLen is the largest encoding of a sealed queue packet of n entries:
 // every varint at its longest (10 bytes), every entry a character beyond
 // U+FFFF (4 bytes), plus the AEAD tag. For n = 64 it is
-// 22+12+10+10+1+1+10+64*4+63*10+16 = 968 bytes (with a ticket), so any
+// 22+12+10+10+1+1+10+64*4+63*10+16 = 968 bytes (with a handshaken link's index), so any
 // 64-entry queue fits in MaxPacketSize.
 func MaxQueueLen(n int) int {
-	const fixed = HeaderLen + TicketLen + 10 + 10 + 1 + 1 + TagLen
+	const fixed = HeaderLen + IndexLen + 10 + 10 + 1 + 1 + TagLen
 	if n <= 0 {
 		return fixed
 	}
@@ -69,7 +69,7 @@ const MaxSafeEvents = 80
 // Len is the encoded length of q in plaintext (add TagLen when sealed); it
 // assumes q is valid (Append checks).
 func (q *Queue) Len() int {
-	n := q.Header.Len() + uvarintLen(q.Clock) + uvarintLen(q.second()) + 1 + 1
+	n := HeaderLen + uvarintLen(q.Clock) + uvarintLen(q.second()) + 1 + 1
 	for i, e := range q.Events {
 		n += entryLen(e.Key)
 		if i == 0 {
@@ -77,6 +77,9 @@ func (q *Queue) Len() int {
 		} else {
 			n += uvarintLen(q.Events[i-1].Stamp - e.Stamp)
 		}
+	}
+	if Handshaken(q.Header.Flags) {
+		n += IndexLen
 	}
 	return n
 }
@@ -86,9 +89,6 @@ func (q *Queue) Len() int {
 func (q *Queue) validate() error {
 	if q.Header.Type != TypeQueue {
 		return fmt.Errorf("%w: queue packet with type %d", ErrType, q.Header.Type)
-	}
-	if q.Header.Flags&FlagSealed != 0 {
-		return ErrSealed
 	}
 	if err := q.Header.check(); err != nil {
 		return err
@@ -172,20 +172,33 @@ func checkEntry(events []eventqueue.Event, i int, e eventqueue.Event) error {
 	return nil
 }
 
-// Append appends the encoded plaintext packet to b, or returns an error, and
-// b unchanged, if q is not a valid packet.
+// Append appends the encoded plaintext packet (--insecure: flags ONEWAY)
+// to b, or returns an error, and b unchanged, if q is not a valid packet.
 func (q *Queue) Append(b []byte) ([]byte, error) {
 	if err := q.validate(); err != nil {
 		return b, err
 	}
+	if q.Header.Flags != FlagOneWay {
+		return b, fmt.Errorf("%w: %#02x on a plaintext queue packet (want ONEWAY)", ErrFlags, q.Header.Flags)
+	}
 	b = q.Header.Append(b)
+	return q.appendBody(b), nil
+}
+
+// AppendBody appends only the plaintext body of q (PROTOCOL.md §3), for a
+// handshaken link's keypair to seal: q.Header says its kind (flags SEALED:
+// field 2 is Since).
+func (q *Queue) AppendBody(b []byte) ([]byte, error) {
+	if err := q.validate(); err != nil {
+		return b, err
+	}
 	return q.appendBody(b), nil
 }
 
 // second is the body's second field: Since in a handshaken session's
 // packet, Wall in a one-way packet (PROTOCOL.md §3).
 func (q *Queue) second() uint64 {
-	if q.Header.Flags&FlagTicket != 0 {
+	if Handshaken(q.Header.Flags) {
 		return q.Since
 	}
 	return q.Wall
@@ -257,9 +270,9 @@ func parseEntry(p []byte) (eventqueue.Event, int, error) {
 	}
 }
 
-// ParseQueue decodes a plaintext queue packet into dst, reusing dst.Events'
-// storage (no allocation once it is large enough). On error dst is left in
-// an unspecified state and must not be used.
+// ParseQueue decodes a plaintext queue packet (flags ONEWAY) into dst,
+// reusing dst.Events' storage (no allocation once it is large enough). On
+// error dst is left in an unspecified state and must not be used.
 func ParseQueue(b []byte, dst *Queue) error {
 	h, err := ParseHeader(b)
 	if err != nil {
@@ -271,11 +284,14 @@ func ParseQueue(b []byte, dst *Queue) error {
 	if h.Flags&FlagSealed != 0 {
 		return ErrSealed
 	}
-	return parseBody(h, b[h.Len():], dst)
+	return ParseQueueBody(h, b[HeaderLen:], dst)
 }
 
-// parseBody decodes the body of PROTOCOL.md §3 (plaintext) into dst.
-func parseBody(h Header, p []byte, dst *Queue) error {
+// ParseQueueBody decodes the plaintext body of PROTOCOL.md §3 into dst,
+// under header h, already parsed (once, by whoever dispatched the
+// datagram) and, for a sealed packet, opened: h's flags say what field 2
+// is.
+func ParseQueueBody(h Header, p []byte, dst *Queue) error {
 	dst.Header = h
 	var n int
 	var err error
@@ -288,7 +304,7 @@ func parseBody(h Header, p []byte, dst *Queue) error {
 		return fmt.Errorf("wall clock or since: %w", err)
 	}
 	dst.Wall, dst.Since = second, 0
-	if h.Flags&FlagTicket != 0 {
+	if Handshaken(h.Flags) {
 		dst.Wall, dst.Since = 0, second
 	}
 	p = p[n:]

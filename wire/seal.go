@@ -11,33 +11,30 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
-// KeyLen is the length of the pre-shared key; TagLen the AEAD overhead.
+// KeyLen is the length of the pre-shared key; TagLen the AEAD overhead;
+// IndexLen the recipient's index a handshaken link's packets carry after
+// the header.
 const (
-	KeyLen = 32
-	TagLen = chacha20poly1305.Overhead
+	KeyLen   = 32
+	TagLen   = chacha20poly1305.Overhead
+	IndexLen = 4
 )
 
-// Direction separates the keys of the two directions of a session, so a
-// packet sealed one way never opens the other way.
-type Direction string
+// oneWayInfo labels the one-way key: only sender-to-receiver exists, as
+// one-way sessions are never acked (PROTOCOL.md §8.4, §9).
+const oneWayInfo = "keyrelay v5 one-way sender-to-receiver"
 
-const (
-	// SenderToReceiver seals queue packets.
-	SenderToReceiver Direction = "keyrelay v2 sender-to-receiver"
-	// ReceiverToSender seals feedback (acks).
-	ReceiverToSender Direction = "keyrelay v2 receiver-to-sender"
-)
-
-// SessionAEAD derives the AEAD of one session and direction from the
-// pre-shared key: HKDF-SHA256 with the session id as salt and the direction
-// as info (PROTOCOL.md §8). Each session thus has its own key, and within it
-// the packet counter is a nonce that is never reused.
-func SessionAEAD(psk []byte, session uint64, dir Direction) (cipher.AEAD, error) {
+// OneWayAEAD derives the AEAD that seals one one-way session's packets
+// from the pre-shared key file: HKDF-SHA256 with the session id as salt
+// (PROTOCOL.md §8.4). Within the session the packet counter is the nonce,
+// never reused. Nothing seals the other way under it: an ack keyed only by
+// the key file and the session id would repeat nonces across receivers.
+func OneWayAEAD(psk []byte, session uint64) (cipher.AEAD, error) {
 	if len(psk) != KeyLen {
 		return nil, fmt.Errorf("pre-shared key is %d bytes, want %d", len(psk), KeyLen)
 	}
 	salt := binary.BigEndian.AppendUint64(nil, session)
-	key, err := hkdf.Key(sha256.New, psk, salt, string(dir), chacha20poly1305.KeySize)
+	key, err := hkdf.Key(sha256.New, psk, salt, oneWayInfo, chacha20poly1305.KeySize)
 	if err != nil {
 		return nil, err
 	}
@@ -51,8 +48,9 @@ func nonce(counter uint64) [chacha20poly1305.NonceSize]byte {
 	return n
 }
 
-// AppendSealed appends q sealed with aead: the header (with FlagSealed) in
-// clear as associated data, then the encrypted body and its tag.
+// AppendSealed appends q one-way sealed with aead (flags SEALED|ONEWAY):
+// the header in clear as associated data, then the encrypted body and its
+// tag.
 func (q *Queue) AppendSealed(b []byte, aead cipher.AEAD) ([]byte, error) {
 	if err := q.validate(); err != nil {
 		return b, err
@@ -61,11 +59,10 @@ func (q *Queue) AppendSealed(b []byte, aead cipher.AEAD) ([]byte, error) {
 	return seal(b, q.Header, aead, n[:], q.appendBody), nil
 }
 
-// Sealer seals the packets of one session and direction with no
-// allocation. It owns the nonce buffer: a nonce handed to the AEAD (an
-// interface, so the compiler cannot see it stay local) escapes to the heap
-// when it lives on the stack, one allocation per packet. The sender's send
-// path makes none (issue 14).
+// Sealer seals the packets of one one-way session with no allocation. It
+// owns the nonce buffer: a nonce handed to the AEAD (an interface, so the
+// compiler cannot see it stay local) escapes to the heap when it lives on
+// the stack, one allocation per packet.
 type Sealer struct {
 	AEAD  cipher.AEAD
 	nonce [chacha20poly1305.NonceSize]byte
@@ -81,11 +78,11 @@ func (q *Queue) AppendSealedBy(b []byte, s *Sealer) ([]byte, error) {
 	return seal(b, q.Header, s.AEAD, s.nonce[:], q.appendBody), nil
 }
 
-// seal appends the header h with FlagSealed, then the body appendBody
-// writes, encrypted in place with aead (nonce n, from the counter;
-// associated data: the header), then the tag.
+// seal appends the header h with flags SEALED|ONEWAY, then the body
+// appendBody writes, encrypted in place with aead (nonce n, from the
+// counter; associated data: the header), then the tag.
 func seal(b []byte, h Header, aead cipher.AEAD, n []byte, appendBody func([]byte) []byte) []byte {
-	h.Flags |= FlagSealed
+	h.Flags = FlagSealed | FlagOneWay
 	start := len(b)
 	b = h.Append(b)
 	bodyStart := len(b)
@@ -96,40 +93,30 @@ func seal(b []byte, h Header, aead cipher.AEAD, n []byte, appendBody func([]byte
 	return b[:bodyStart+len(sealed)]
 }
 
-// open checks the header of a sealed packet of type want, then opens its
-// body with the AEAD aeadFor returns; the plaintext goes into scratch.
-func open(b []byte, want Type, aeadFor func(session uint64) (cipher.AEAD, error), scratch []byte) (Header, []byte, error) {
-	h, err := ParseHeader(b)
-	if err != nil {
-		return h, scratch, err
-	}
-	if h.Type != want {
-		return h, scratch, fmt.Errorf("%w: %d where %d was expected", ErrType, h.Type, want)
-	}
-	if h.Flags&FlagSealed == 0 {
-		return h, scratch, ErrNotSealed
-	}
-	aead, err := aeadFor(h.Session)
-	if err != nil {
-		return h, scratch, err
+// OpenOneWay authenticates and decodes the one-way queue packet b whose
+// header h was parsed already (flags SEALED|ONEWAY), with aead
+// (OneWayAEAD of its session). scratch is reused for the plaintext and
+// returned. On error dst must not be used.
+func OpenOneWay(b []byte, h Header, aead cipher.AEAD, scratch []byte, dst *Queue) ([]byte, error) {
+	if h.Type != TypeQueue || h.Flags != FlagSealed|FlagOneWay {
+		return scratch, fmt.Errorf("%w: type %d flags %#02x is no one-way queue packet", ErrFlags, h.Type, h.Flags)
 	}
 	n := nonce(h.Counter)
-	hl := h.Len()
-	body, err := aead.Open(scratch[:0], n[:], b[hl:], b[:hl])
+	body, err := aead.Open(scratch[:0], n[:], b[HeaderLen:], b[:HeaderLen])
 	if err != nil {
-		return h, scratch, ErrAuth
+		return scratch, ErrAuth
 	}
-	return h, body, nil
+	return body, ParseQueueBody(h, body, dst)
 }
 
-// OpenQueue checks, authenticates and decodes a sealed queue packet: the
-// cheap header checks first, then the AEAD, then the body. aeadFor returns
-// the AEAD of a session (SessionAEAD, or one cached). scratch is reused for
-// the plaintext and returned. On error dst must not be used.
-func OpenQueue(b []byte, aeadFor func(session uint64) (cipher.AEAD, error), scratch []byte, dst *Queue) ([]byte, error) {
-	h, body, err := open(b, TypeQueue, aeadFor, scratch)
+// OpenQueue parses the header of b, then opens it as OpenOneWay does.
+func OpenQueue(b []byte, aead cipher.AEAD, scratch []byte, dst *Queue) ([]byte, error) {
+	h, err := ParseHeader(b)
 	if err != nil {
-		return body, err
+		return scratch, err
 	}
-	return body, parseBody(h, body, dst)
+	if h.Flags&FlagSealed == 0 {
+		return scratch, ErrNotSealed
+	}
+	return OpenOneWay(b, h, aead, scratch, dst)
 }

@@ -16,17 +16,17 @@ func testPSK() []byte {
 	return k
 }
 
-func aeadFor(psk []byte, dir Direction) func(uint64) (cipher.AEAD, error) {
-	return func(s uint64) (cipher.AEAD, error) { return SessionAEAD(psk, s, dir) }
+func oneWay(psk []byte, session uint64) cipher.AEAD {
+	a, err := OneWayAEAD(psk, session)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }
 
 func sealedGolden(t testing.TB) []byte {
 	t.Helper()
-	a, err := SessionAEAD(testPSK(), golden.Header.Session, SenderToReceiver)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := golden.AppendSealed(nil, a)
+	b, err := golden.AppendSealed(nil, oneWay(testPSK(), golden.Header.Session))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func sealedGolden(t testing.TB) []byte {
 // TestSealedGolden: PROTOCOL.md §8's worked example is the sealed golden
 // vector, and it opens to the plaintext golden packet.
 func TestSealedGolden(t *testing.T) {
-	want := readHex(t, "../testdata/golden/queue_v4_sealed.hex")
+	want := readHex(t, "../testdata/golden/queue_v5_oneway.hex")
 	got := sealedGolden(t)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("sealed % x\nwant   % x", got, want)
@@ -45,10 +45,10 @@ func TestSealedGolden(t *testing.T) {
 		t.Errorf("overhead %d bytes, want %d", len(got)-golden.Len(), TagLen)
 	}
 	var q Queue
-	if _, err := OpenQueue(got, aeadFor(testPSK(), SenderToReceiver), nil, &q); err != nil {
+	if _, err := OpenQueue(got, oneWay(testPSK(), golden.Header.Session), nil, &q); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(q.Events) != fmt.Sprint(golden.Events) || q.Wall != golden.Wall || q.Header.Flags != FlagSealed {
+	if fmt.Sprint(q.Events) != fmt.Sprint(golden.Events) || q.Wall != golden.Wall || q.Header.Flags != FlagSealed|FlagOneWay {
 		t.Errorf("opened %+v", q)
 	}
 }
@@ -58,7 +58,7 @@ func TestSealedGolden(t *testing.T) {
 // all rejected (PROTOCOL.md §8).
 func TestTamperingIsRejected(t *testing.T) {
 	good := sealedGolden(t)
-	open := aeadFor(testPSK(), SenderToReceiver)
+	open := oneWay(testPSK(), golden.Header.Session)
 	var q Queue
 	for i := range good {
 		for bit := range 8 {
@@ -71,9 +71,9 @@ func TestTamperingIsRejected(t *testing.T) {
 	}
 	wrong := testPSK()
 	wrong[0] ^= 1
-	for name, f := range map[string]func(uint64) (cipher.AEAD, error){
-		"wrong key":       aeadFor(wrong, SenderToReceiver),
-		"other direction": aeadFor(testPSK(), ReceiverToSender),
+	for name, f := range map[string]cipher.AEAD{
+		"wrong key":     oneWay(wrong, golden.Header.Session),
+		"other session": oneWay(testPSK(), golden.Header.Session+1),
 	} {
 		if _, err := OpenQueue(good, f, nil, &q); !errors.Is(err, ErrAuth) {
 			t.Errorf("%s: %v, want ErrAuth", name, err)
@@ -94,7 +94,7 @@ func TestTamperingIsRejected(t *testing.T) {
 	if err := ParseQueue(good, &q); !errors.Is(err, ErrSealed) {
 		t.Errorf("sealed to a receiver without a key: %v, want ErrSealed", err)
 	}
-	if _, err := SessionAEAD(make([]byte, 16), 1, SenderToReceiver); err == nil {
+	if _, err := OneWayAEAD(make([]byte, 16), 1); err == nil {
 		t.Error("a 16-byte key was accepted")
 	}
 }
@@ -104,14 +104,12 @@ func FuzzOpenQueue(f *testing.F) {
 	f.Add(good)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var q Queue
-		open := aeadFor(testPSK(), SenderToReceiver)
-		body, err := OpenQueue(b, open, nil, &q)
+		a := oneWay(testPSK(), golden.Header.Session)
+		body, err := OpenQueue(b, a, nil, &q)
 		if err != nil {
 			return
 		}
 		// Only the genuine packet authenticates; it re-seals to itself.
-		a, _ := open(q.Header.Session)
-		q.Header.Flags = 0
 		out, err := q.AppendSealed(nil, a)
 		if err != nil || !bytes.Equal(out, b) {
 			t.Fatalf("opened a packet (body % x) that does not re-seal to itself: %v", body, err)
@@ -123,7 +121,7 @@ func BenchmarkSeal(b *testing.B) {
 	for _, n := range []int{16, 64} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			q := typingQueue(b, n)
-			a, _ := SessionAEAD(testPSK(), q.Header.Session, SenderToReceiver)
+			a, _ := OneWayAEAD(testPSK(), q.Header.Session)
 			buf := make([]byte, 0, MaxPacketSize)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -134,7 +132,7 @@ func BenchmarkSeal(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("Sealer/N=%d", n), func(b *testing.B) {
 			q := typingQueue(b, n)
-			a, _ := SessionAEAD(testPSK(), q.Header.Session, SenderToReceiver)
+			a, _ := OneWayAEAD(testPSK(), q.Header.Session)
 			s := &Sealer{AEAD: a}
 			buf := make([]byte, 0, MaxPacketSize)
 			b.ReportAllocs()
@@ -149,7 +147,7 @@ func BenchmarkSeal(b *testing.B) {
 // its buffer has room: the sender's send path (issue 14 must-have 4).
 func TestSealerMatchesAndDoesNotAllocate(t *testing.T) {
 	q := typingQueue(t, 16)
-	a, err := SessionAEAD(testPSK(), q.Header.Session, SenderToReceiver)
+	a, err := OneWayAEAD(testPSK(), q.Header.Session)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,9 +175,9 @@ func BenchmarkOpen(b *testing.B) {
 	for _, n := range []int{16, 64} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			q := typingQueue(b, n)
-			a, _ := SessionAEAD(testPSK(), q.Header.Session, SenderToReceiver)
+			a := oneWay(testPSK(), q.Header.Session)
 			pkt, _ := q.AppendSealed(nil, a)
-			aeadOf := func(uint64) (cipher.AEAD, error) { return a, nil }
+			aeadOf := a
 			var dst Queue
 			scratch := make([]byte, 0, MaxPacketSize)
 			b.ReportAllocs()
@@ -193,13 +191,13 @@ func BenchmarkOpen(b *testing.B) {
 	}
 }
 
-// BenchmarkSessionAEAD is the per-session key derivation a receiver pays
-// for a packet of a session it has not authenticated yet.
-func BenchmarkSessionAEAD(b *testing.B) {
+// BenchmarkOneWayAEAD is the per-session key derivation a receiver pays
+// for a one-way packet of a session it has not authenticated yet.
+func BenchmarkOneWayAEAD(b *testing.B) {
 	psk := testPSK()
 	b.ReportAllocs()
 	for i := uint64(0); b.Loop(); i++ {
-		if _, err := SessionAEAD(psk, i, SenderToReceiver); err != nil {
+		if _, err := OneWayAEAD(psk, i); err != nil {
 			b.Fatal(err)
 		}
 	}

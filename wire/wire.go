@@ -8,22 +8,28 @@
 //	 0      2     3     4     5      6                14                22
 //	+------+-----+-----+-----+------+-----------------+-----------------+------
 //	|magic |ver  |type |flags|rsvd  | session id      | packet counter  | body
-//	|"KR"  | 4   |     |     | 0    | u64, non-zero   | u64, non-zero   |
+//	|"KR"  | 5   |     |     | 0    | u64, non-zero   | u64, non-zero   |
 //	+------+-----+-----+-----+------+-----------------+-----------------+------
 //
-// A queue packet or ack of a handshaken session (flag TICKET) carries the
-// receiver's 12-byte ticket right after, in clear: part of the header.
-//
 // Magic and version come first so that anything else is rejected cheaply.
-// A sealed packet (flag SEALED) carries its body encrypted with
-// ChaCha20-Poly1305 under a per-session key, with the header as associated
-// data and the counter as nonce (seal.go).
+// The flags say which of three kinds a queue packet is:
+//
+//	SEALED         handshaken: the recipient's 4-byte index follows the
+//	               header, then the body sealed by the link's keypair
+//	               (package handshake seals and opens it; Queue.AppendBody,
+//	               ParseQueueBody make and read the plaintext body)
+//	SEALED|ONEWAY  one-way (send and recv --one-way): the body sealed with
+//	               ChaCha20-Poly1305 under a key derived from the key file
+//	               and the session id, the header as associated data and the
+//	               counter as nonce (seal.go); never acked
+//	ONEWAY         plaintext (--insecure): the body in clear; acked in
+//	               plaintext (flags ONEWAY)
 //
 // The body of a queue packet (type 1), before sealing:
 //
 //	clock  uvarint   sender's session clock, ms since the session started
-//	wall   uvarint   one-way (no ticket): sender's wall clock, Unix ms
-//	 or since        handshaken (ticket): the stamp a joining receiver types after
+//	wall   uvarint   one-way and plaintext: sender's wall clock, Unix ms
+//	 or since        handshaken (SEALED alone): the stamp a joining receiver types after
 //	locks  u8        Caps/Num Lock the receiver should have: bit 7 known, bit 0 caps, bit 1 num
 //	n      u8        queue length N, 1..255
 //	top    uvarint   stamp of entry 0 (the newest)
@@ -55,7 +61,7 @@ const (
 const (
 	Magic0  = 'K'
 	Magic1  = 'R'
-	Version = 4
+	Version = 5
 	// MaxPacketSize is the largest datagram keyrelay sends or accepts: it
 	// stays below the IPv6 minimum MTU, so packets are never fragmented.
 	MaxPacketSize = 1200
@@ -69,32 +75,27 @@ type Type uint8
 const (
 	// TypeQueue carries the sender's queue (sender to receiver).
 	TypeQueue Type = 1
-	// TypeAck is reserved for acknowledgements (receiver to sender).
+	// TypeAck acknowledges queue packets (receiver to sender, §9).
 	TypeAck Type = 2
-	// TypeHello asks a receiver for a ticket (sender to receiver, §8.3).
-	TypeHello Type = 3
-	// TypeTicket carries a receiver's ticket (receiver to sender, §8.3).
-	TypeTicket Type = 4
+	// Types 3 (initiation), 4 (response) and 6 (cookie reply) are the
+	// handshake's, package handshake's to make and read; 5 is the version
+	// notice (notice.go).
 )
 
-// Flag bits.
+// Flag bits (PROTOCOL.md §2).
 const (
-	// FlagSealed marks a body sealed with the session's AEAD.
+	// FlagSealed marks a body sealed: by a handshaken link's keypair, or,
+	// with FlagOneWay, by the one-way key.
 	FlagSealed uint8 = 1 << 0
-	// FlagTicket marks a queue packet or ack of a handshaken session: the
-	// receiver's ticket follows the 22 bytes, in clear, as part of the
-	// header (PROTOCOL.md §2, §8.3).
-	FlagTicket uint8 = 1 << 1
-	knownFlags       = FlagSealed | FlagTicket
+	// FlagOneWay marks a packet of no handshake: one-way sealed (with
+	// FlagSealed) or plaintext (without).
+	FlagOneWay uint8 = 1 << 1
+	knownFlags       = FlagSealed | FlagOneWay
 )
 
-// TicketLen is the length of a receiver's ticket (PROTOCOL.md §8.3).
-const TicketLen = 12
-
-// Ticket is what a receiver hands a sender's session in the handshake:
-// when it was issued and a MAC under the receiver instance's own secret
-// (ticket.go). The keys of a handshaken session are derived from it.
-type Ticket [TicketLen]byte
+// Handshaken reports whether flags are those of a handshaken link's
+// transport packet (an index follows the header; field 2 is since).
+func Handshaken(flags uint8) bool { return flags == FlagSealed }
 
 // Sentinel errors; every decoding error wraps exactly one of them.
 var (
@@ -119,40 +120,24 @@ type Header struct {
 	Flags   uint8
 	Session uint64
 	Counter uint64
-	// Ticket follows the fixed header when Flags has FlagTicket.
-	Ticket Ticket
-}
-
-// Len is the encoded length of the header: HeaderLen, and the ticket if
-// it has one.
-func (h Header) Len() int {
-	if h.Flags&FlagTicket != 0 {
-		return HeaderLen + TicketLen
-	}
-	return HeaderLen
 }
 
 // Append appends the encoded header to b.
 func (h Header) Append(b []byte) []byte {
 	b = append(b, Magic0, Magic1, Version, byte(h.Type), h.Flags, 0)
 	b = binary.BigEndian.AppendUint64(b, h.Session)
-	b = binary.BigEndian.AppendUint64(b, h.Counter)
-	if h.Flags&FlagTicket != 0 {
-		b = append(b, h.Ticket[:]...)
-	}
-	return b
+	return binary.BigEndian.AppendUint64(b, h.Counter)
 }
 
 // check reports why a header is not valid to send or accept.
 func (h Header) check() error {
-	if h.Type < TypeQueue || h.Type > TypeTicket {
+	if h.Type != TypeQueue && h.Type != TypeAck {
 		return fmt.Errorf("%w: %d", ErrType, h.Type)
 	}
-	if h.Flags&^knownFlags != 0 {
+	// No flags at all is no kind of packet; an ack is never one-way sealed
+	// (one-way sessions are never acked, PROTOCOL.md §9).
+	if h.Flags&^knownFlags != 0 || h.Flags == 0 || (h.Type == TypeAck && h.Flags == knownFlags) {
 		return fmt.Errorf("%w: %#02x", ErrFlags, h.Flags)
-	}
-	if h.Flags&FlagTicket != 0 && h.Type != TypeQueue && h.Type != TypeAck {
-		return fmt.Errorf("%w: ticket flag on a packet of type %d", ErrFlags, h.Type)
 	}
 	if h.Session == 0 || h.Counter == 0 {
 		return ErrHeader
@@ -186,12 +171,6 @@ func ParseHeader(b []byte) (Header, error) {
 	}
 	if err := h.check(); err != nil {
 		return h, err
-	}
-	if h.Flags&FlagTicket != 0 {
-		if len(b) < HeaderLen+TicketLen {
-			return h, fmt.Errorf("%w: %d bytes, header with ticket needs %d", ErrTruncated, len(b), HeaderLen+TicketLen)
-		}
-		copy(h.Ticket[:], b[HeaderLen:])
 	}
 	return h, nil
 }

@@ -47,7 +47,7 @@ func unhex(t testing.TB, s string) []byte {
 }
 
 var golden = Queue{
-	Header: Header{Type: TypeQueue, Session: 0x0123456789ABCDEF, Counter: 42},
+	Header: Header{Type: TypeQueue, Flags: FlagOneWay, Session: 0x0123456789ABCDEF, Counter: 42},
 	Clock:  1500,
 	Wall:   1_795_000_000_000,
 	Locks:  keys.LocksKnown | keys.LockNum,
@@ -62,7 +62,7 @@ var golden = Queue{
 // TestGolden: the worked example of PROTOCOL.md §6 decodes field by field
 // and re-encodes to the same bytes.
 func TestGolden(t *testing.T) {
-	b := readHex(t, "../testdata/golden/queue_v4.hex")
+	b := readHex(t, "../testdata/golden/queue_v5.hex")
 	var q Queue
 	if err := ParseQueue(b, &q); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestGolden(t *testing.T) {
 
 // goldenChars is PROTOCOL.md §6.1: characters typed from a terminal, "é€".
 var goldenChars = Queue{
-	Header: Header{Type: TypeQueue, Session: 0x0123456789ABCDEF, Counter: 43},
+	Header: Header{Type: TypeQueue, Flags: FlagOneWay, Session: 0x0123456789ABCDEF, Counter: 43},
 	Clock:  2000,
 	Wall:   1_795_000_000_500,
 	Events: []eventqueue.Event{
@@ -98,7 +98,7 @@ var goldenChars = Queue{
 // TestGoldenChars: the character example of PROTOCOL.md §6.1 decodes to
 // character events and re-encodes to the same bytes.
 func TestGoldenChars(t *testing.T) {
-	b := readHex(t, "../testdata/golden/queue_v4_chars.hex")
+	b := readHex(t, "../testdata/golden/queue_v5_chars.hex")
 	var q Queue
 	if err := ParseQueue(b, &q); err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestTruncatedPrefixes(t *testing.T) {
 
 // TestDecodeErrors: one case per decoding rule of PROTOCOL.md §4.
 func TestDecodeErrors(t *testing.T) {
-	hdr := "4b52 04 01 00 00 0123456789abcdef 000000000000002a"
+	hdr := "4b52 05 01 02 00 0123456789abcdef 000000000000002a"
 	tests := []struct {
 		name string
 		hex  string
@@ -155,18 +155,20 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown lock bit", hdr + "00 00 84 01 00 000000", ErrQueue},
 		{"no locks byte", hdr + "00 00", ErrTruncated},
 		{"overlong wall", hdr + "00 8000 01 00 000000", ErrVarint},
-		{"bad magic", "4b53 04 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrMagic},
-		{"version 5", "4b52 05 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
-		{"version 3 (keyrelay before the handshake)", "4b52 03 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
-		{"version 2 (keyrelay before characters)", "4b52 02 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
-		{"version 1 (plaintext keyrelay before keys)", "4b52 01 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
-		{"unknown type", "4b52 04 07 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
-		{"ack where a queue is expected", "4b52 04 02 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
-		{"unknown flag", "4b52 04 01 04 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
-		{"reserved byte set", "4b52 04 01 00 01 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
-		{"sealed", "4b52 04 01 01 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrSealed},
-		{"session 0", "4b52 04 01 00 00 0000000000000000 000000000000002a 00 00 00 01 00 000000", ErrHeader},
-		{"counter 0", "4b52 04 01 00 00 0123456789abcdef 0000000000000000 00 00 01 00 000000", ErrHeader},
+		{"bad magic", "4b53 05 01 02 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrMagic},
+		{"version 4 (keyrelay with tickets)", "4b52 04 01 02 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
+		{"version 3 (keyrelay before the handshake)", "4b52 03 01 02 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
+		{"version 2 (keyrelay before characters)", "4b52 02 01 02 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
+		{"version 1 (plaintext keyrelay before keys)", "4b52 01 01 02 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrVersion},
+		{"unknown type", "4b52 05 07 02 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
+		{"ack where a queue is expected", "4b52 05 02 02 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
+		{"unknown flag", "4b52 05 01 06 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
+		{"reserved byte set", "4b52 05 01 02 01 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
+		{"sealed", "4b52 05 01 03 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrSealed},
+		{"handshaken", "4b52 05 01 01 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrSealed},
+		{"no flags", "4b52 05 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
+		{"session 0", "4b52 05 01 02 00 0000000000000000 000000000000002a 00 00 00 01 00 000000", ErrHeader},
+		{"counter 0", "4b52 05 01 02 00 0123456789abcdef 0000000000000000 00 00 01 00 000000", ErrHeader},
 		{"overlong clock", hdr + "8000 00 01 00 000000", ErrVarint},
 		{"clock overflow", hdr + "ffffffffffffffffff02 00 01 00 000000", ErrVarint},
 		{"zero entries", hdr + "00 00 00 00 00", ErrQueue},
@@ -247,7 +249,7 @@ func genQueue(t *rapid.T) Queue {
 		_, _ = q.Add(eventqueue.Event{Key: genKey(t), Kind: k, Stamp: stamp})
 	}
 	return Queue{
-		Header: Header{Type: TypeQueue, Session: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "session"), Counter: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "counter")},
+		Header: Header{Type: TypeQueue, Flags: FlagOneWay, Session: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "session"), Counter: rapid.Uint64Range(1, ^uint64(0)).Draw(t, "counter")},
 		Clock:  rapid.Uint64().Draw(t, "clock"),
 		Locks:  rapid.SampledFrom([]keys.Locks{0, keys.LocksKnown, keys.LocksKnown | keys.LockCaps, keys.LocksKnown | keys.LockNum, keys.LocksKnown | keys.LockCaps | keys.LockNum}).Draw(t, "locks"),
 		Wall:   rapid.Uint64().Draw(t, "wall"),
@@ -299,12 +301,12 @@ func TestRoundTrip(t *testing.T) {
 // TestSizes backs PROTOCOL.md §5: N=64 always fits; the sizes of typical
 // typing queues.
 func TestSizes(t *testing.T) {
-	if m := MaxQueueLen(64); m != 968 || m > MaxPacketSize {
-		t.Errorf("MaxQueueLen(64) = %d, PROTOCOL.md says 968 (< 1200)", m)
+	if m := MaxQueueLen(64); m != 960 || m > MaxPacketSize {
+		t.Errorf("MaxQueueLen(64) = %d, want 960 (< 1200)", m)
 	}
 	// The worst case is real: 64 characters beyond U+FFFF with stamps 2^63
-	// apart do make a 967-byte packet with a ticket.
-	worst := Queue{Header: Header{Type: TypeQueue, Flags: FlagTicket, Session: 1, Counter: 1}, Clock: ^uint64(0), Since: ^uint64(0)}
+	// apart do make a 959-byte packet with a handshaken link's index.
+	worst := Queue{Header: Header{Type: TypeQueue, Flags: FlagSealed, Session: 1, Counter: 1}, Clock: ^uint64(0), Since: ^uint64(0)}
 	for i := range 64 {
 		worst.Events = append(worst.Events, eventqueue.Event{Key: keys.Char(0x10FFFD - rune(i)), Kind: eventqueue.Down, Stamp: ^uint64(0) - uint64(i)*(1<<57)})
 	}
@@ -313,8 +315,11 @@ func TestSizes(t *testing.T) {
 	if got := worst.Len() + TagLen; got > MaxQueueLen(64) || got < MaxQueueLen(64)-64 {
 		t.Errorf("a 64-entry queue of long characters and wide stamps is %d bytes; MaxQueueLen(64) = %d", got, MaxQueueLen(64))
 	}
-	if MaxQueueLen(MaxSafeEvents) > MaxPacketSize || MaxQueueLen(MaxSafeEvents+1) <= MaxPacketSize {
-		t.Errorf("MaxSafeEvents %d is not the largest N that always fits", MaxSafeEvents)
+	// Protocol 4's ticket made 80 the largest N that always fits; the
+	// 4-byte index leaves room for one more, but the limit stays where
+	// send's --queue has it.
+	if MaxQueueLen(MaxSafeEvents) > MaxPacketSize || MaxQueueLen(MaxSafeEvents+2) <= MaxPacketSize {
+		t.Errorf("MaxSafeEvents %d does not always fit, or is far below what does", MaxSafeEvents)
 	}
 	for _, tc := range []struct{ n, want int }{{16, 116}, {64, 309}} {
 		q := typingQueue(t, tc.n)
@@ -349,7 +354,7 @@ func typingQueue(t testing.TB, n int) Queue {
 		add(keys.KeyA+keys.Code(i%26), eventqueue.Down)
 		add(keys.KeyA+keys.Code(i%26), eventqueue.Up)
 	}
-	return Queue{Header: Header{Type: TypeQueue, Session: 1, Counter: 600}, Clock: stamp, Wall: 1_795_000_000_000, Events: q.Events()}
+	return Queue{Header: Header{Type: TypeQueue, Flags: FlagOneWay, Session: 1, Counter: 600}, Clock: stamp, Wall: 1_795_000_000_000, Events: q.Events()}
 }
 
 // textQueue is typingQueue's minute of typing as characters (a-z taps), as
@@ -365,7 +370,7 @@ func textQueue(t testing.TB, n int) Queue {
 			}
 		}
 	}
-	return Queue{Header: Header{Type: TypeQueue, Session: 1, Counter: 600}, Clock: stamp, Wall: 1_795_000_000_000, Events: q.Events()}
+	return Queue{Header: Header{Type: TypeQueue, Flags: FlagOneWay, Session: 1, Counter: 600}, Clock: stamp, Wall: 1_795_000_000_000, Events: q.Events()}
 }
 
 func TestParseHeader(t *testing.T) {
@@ -380,11 +385,7 @@ func TestParseHeader(t *testing.T) {
 }
 
 func FuzzParseQueue(f *testing.F) {
-	// A handshaken session's packet too: the ticket after the header,
-	// since in the wall's place (PROTOCOL.md §2, §8.3).
-	ticketed := golden
-	ticketed.Header.Flags, ticketed.Header.Ticket, ticketed.Wall, ticketed.Since = FlagTicket, Ticket{0, 0, 0, 7, 1, 2, 3, 4, 5, 6, 7, 8}, 0, 1490
-	for _, g := range []Queue{golden, goldenChars, ticketed} {
+	for _, g := range []Queue{golden, goldenChars} {
 		b, _ := g.Append(nil)
 		f.Add(b)
 	}
@@ -412,10 +413,9 @@ func FuzzParseHeader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// The header is the fixed 22 bytes, and the ticket after them
-		// when it has one (PROTOCOL.md §2).
-		if out := h.Append(nil); !bytes.Equal(out, b[:h.Len()]) {
-			t.Fatalf("header re-encodes to % x from % x", out, b[:h.Len()])
+		// The header is the fixed 22 bytes (PROTOCOL.md §2).
+		if out := h.Append(nil); !bytes.Equal(out, b[:HeaderLen]) {
+			t.Fatalf("header re-encodes to % x from % x", out, b[:HeaderLen])
 		}
 	})
 }

@@ -23,7 +23,7 @@ func Datagrams(n int, seed uint64) [][]byte {
 	out := make([][]byte, 0, n)
 	for i := range n {
 		q := wire.Queue{
-			Header: wire.Header{Type: wire.TypeQueue, Session: rng.Uint64() | 1, Counter: rng.Uint64N(1000) + 1},
+			Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: rng.Uint64() | 1, Counter: rng.Uint64N(1000) + 1},
 			Clock:  rng.Uint64N(10_000),
 			Events: []eventqueue.Event{{Key: keys.Key(keys.KeyA) + keys.Key(rng.IntN(26)), Kind: eventqueue.Down, Stamp: 5}, {}, {}},
 		}
@@ -36,10 +36,10 @@ func Datagrams(n int, seed uint64) [][]byte {
 			}
 		case 1: // a plaintext packet: well formed, but a keyed receiver wants sealed ones
 			b, _ = q.Append(nil)
-		case 2: // sealed with a key the receiver does not have
-			a, _ := wire.SessionAEAD(wrongKey, q.Header.Session, wire.SenderToReceiver)
+		case 2: // one-way sealed with a key the receiver does not have
+			a, _ := wire.OneWayAEAD(wrongKey, q.Header.Session)
 			b, _ = q.AppendSealed(nil, a)
-		case 3: // a valid sealed header with random "ciphertext"
+		case 3: // a valid handshaken header with a random index and "ciphertext"
 			h := q.Header
 			h.Flags = wire.FlagSealed
 			b = h.Append(nil)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -34,8 +35,15 @@ type Config struct {
 	// RecvConn and SendConn are the receiver's and the sender's sockets,
 	// when the test makes them itself.
 	RecvConn, SendConn net.PacketConn
-	// PSK seals the packets: Receiver.PSK and Sender.PSK where they are nil.
+	// PSK is the key file's key: Receiver.PSK and Sender.PSK where they
+	// are nil (the second factor of the handshake).
 	PSK []byte
+	// Insecure: both ends in plaintext (Receiver.Insecure, Sender.Insecure).
+	Insecure bool
+	// Identity is both ends' identity, as send and recv on one machine
+	// share it, where Receiver.Identity and Sender.Identity are nil; nil:
+	// a new one (unless Insecure).
+	Identity *identity.Identity
 	// Feedback: the sender reads acks on SendConn, unless Sender.Feedback
 	// names the sockets already.
 	Feedback bool
@@ -76,8 +84,23 @@ func Start(tb testing.TB, cfg Config) *Relay {
 	rc := listen(cfg.RecvConn, RecvAddr)
 	sc := listen(cfg.SendConn, SendAddr)
 
+	id := cfg.Identity
+	if id == nil && !cfg.Insecure {
+		var err error
+		if id, err = identity.Generate(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	// Without feedback no handshake completes: the relay is one-way at
+	// both ends (send and recv --one-way), sealed with the key file.
+	oneWay := !cfg.Feedback && len(cfg.Sender.Feedback) == 0 && !cfg.Insecure
 	rcfg := cfg.Receiver
 	rcfg.Conn = rc
+	rcfg.Insecure = rcfg.Insecure || cfg.Insecure
+	rcfg.OneWay = rcfg.OneWay || oneWay
+	if rcfg.Identity == nil {
+		rcfg.Identity = id
+	}
 	if rcfg.Injector == nil {
 		rcfg.Injector = fake.Nop{}
 	}
@@ -97,8 +120,18 @@ func Start(tb testing.TB, cfg Config) *Relay {
 
 	scfg := cfg.Sender
 	scfg.Conn = sc
+	scfg.Insecure = scfg.Insecure || cfg.Insecure
+	if scfg.Identity == nil {
+		scfg.Identity = id
+	}
 	if len(scfg.Dests) == 0 {
-		scfg.Dests = []net.Addr{rc.LocalAddr()}
+		scfg.Dests = []sender.Dest{{UDP: rc.LocalAddr()}}
+	}
+	for i, d := range scfg.Dests {
+		if d.PeerKey == ([identity.KeyLen]byte{}) && rcfg.Identity != nil {
+			scfg.Dests[i].PeerKey = rcfg.Identity.Public()
+		}
+		scfg.Dests[i].OneWay = d.OneWay || oneWay
 	}
 	if scfg.PSK == nil {
 		scfg.PSK = cfg.PSK

@@ -1,0 +1,73 @@
+package receiver
+
+import (
+	"time"
+
+	"github.com/keyrelay/keyrelay/handshake"
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// ack answers a packet of the session (PROTOCOL.md §9). A packet with news
+// is acked now, or when MinAckInterval has passed since the last ack
+// (pending; Expire sends it). A packet without (the next counter, nothing
+// new applied, at the sender's idle pace) is acked only if the last ack is
+// IdleAckInterval old: the sender heard from us recently enough.
+func (r *Receiver) ack(s *session, now time.Time, news bool) {
+	// An ack says "typed"; with the injector gone nothing is, and the
+	// sender must see the receiver fall silent.
+	// A one-way session is never acked: nothing goes back (PROTOCOL.md
+	// §9): an ack keyed by the key file and the session id alone could
+	// repeat a nonce across receivers.
+	if r.cfg.NoAcks || s.from == nil || r.gone != nil || s.mode == oneWay {
+		return
+	}
+	if !news && !s.ackPending && !s.lastAck.IsZero() && now.Sub(s.lastAck) < IdleAckInterval {
+		return
+	}
+	if !s.lastAck.IsZero() && now.Sub(s.lastAck) < MinAckInterval {
+		s.ackPending = true
+		return
+	}
+	s.ackPending = false
+	s.lastAck = now
+	a := wire.Ack{
+		Header: wire.Header{Type: wire.TypeAck, Flags: wire.FlagOneWay, Session: s.id},
+		Newest: s.window.Newest(),
+		Bits:   s.window.AckBits(),
+		Stamp:  s.tracker.Newest(),
+		Delay:  uint64(now.Sub(s.newestAt) / time.Microsecond),
+		Wall:   uint64(now.UnixMilli()),
+	}
+	b, err := r.appendAck(s, &a, now)
+	if err != nil {
+		return
+	}
+	r.ackBuf = b
+	if _, err := r.cfg.Conn.WriteTo(b, s.from); err == nil {
+		r.stats.Acks++
+	}
+}
+
+// appendAck encodes a for session s into r.ackBuf: a handshaken session's
+// sealed by the keypair its newest queue packet came under, the counter
+// the receiver's own count of acks under that keypair (from 1: a fresh
+// keypair, a fresh count, so no key and nonce ever repeat, across
+// restarts too); a plaintext session's in plaintext (flags ONEWAY).
+func (r *Receiver) appendAck(s *session, a *wire.Ack, now time.Time) ([]byte, error) {
+	if s.mode == plaintext {
+		s.acks++
+		a.Header.Flags, a.Header.Counter = wire.FlagOneWay, s.acks
+		return a.Append(r.ackBuf[:0])
+	}
+	k := s.ackBy
+	if k == nil {
+		return nil, handshake.ErrIndex
+	}
+	a.Header.Flags, a.Header.Counter = wire.FlagSealed, k.Sealed()+1
+	body, err := a.AppendBody(r.ackBody[:0])
+	if err != nil {
+		return nil, err
+	}
+	r.ackBody = body
+	return k.Seal(r.ackBuf[:0], handshake.Header{Type: handshake.TypeAck, Session: s.id, Counter: a.Header.Counter}, body, now)
+}
