@@ -173,8 +173,8 @@ func TestStopSignals(t *testing.T) {
 }
 
 // TestSendFailsClosedWithoutHandshake (PROTOCOL.md §8.4): a receiver
-// whose tickets never reach send (here a socket that reads and answers
-// nothing, as a firewall dropping them would leave it) gets hellos only,
+// whose handshake responses never reach send (here a socket that reads and answers
+// nothing, as a firewall dropping them would leave it) gets initiations only,
 // never a one-way packet carrying keys, however long send waits; send
 // names the cause and exits 3.
 func TestSendFailsClosedWithoutHandshake(t *testing.T) {
@@ -197,18 +197,19 @@ func TestSendFailsClosedWithoutHandshake(t *testing.T) {
 			}
 		}
 	}()
+	isolate(t)
 	addr := pc.LocalAddr().String()
 	// The warning comes from a timer's goroutine.
 	var out bytes.Buffer
 	errb := notebuf.New()
-	code := Run([]string{"send", "--insecure", "--script", "-", "--to", addr, "--timeout", "100ms", "--outage", "300ms", "--linger", "50ms"},
+	code := Run([]string{"send", "--script", "-", "--to", addr, "--timeout", "100ms", "--outage", "300ms", "--linger", "50ms"},
 		IO{In: strings.NewReader("tap KeyA\nsleep 200ms\ntap KeyB\n"), Out: &out, Err: errb})
 	pc.Close()
 	got := <-types
 	if code != ExitUndelivered {
 		t.Errorf("exit %d, want %d\n%s", code, ExitUndelivered, errb.String())
 	}
-	for _, want := range []string{"no handshake answer from " + addr, "no key was sent to it", "nothing listening there (is keyrelay recv running"} {
+	for _, want := range []string{"no handshake with " + addr, "no key was sent to it", "nothing listening there (is keyrelay recv running", "this machine not paired there"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr does not say %q:\n%s", want, errb.String())
 		}
@@ -218,7 +219,7 @@ func TestSendFailsClosedWithoutHandshake(t *testing.T) {
 	}
 	for i, ty := range got {
 		if ty != 3 {
-			t.Fatalf("packet %d of %d has type %d, want only hellos (3): a unicast destination got a one-way packet", i+1, len(got), ty)
+			t.Fatalf("packet %d of %d has type %d, want only initiations (3): a unicast destination got a one-way packet", i+1, len(got), ty)
 		}
 	}
 }

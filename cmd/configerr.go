@@ -150,7 +150,7 @@ func (s *Setting) inTable() string {
 // noKeyError is the error of send and recv without a key, naming the
 // config file a key-file setting would go in.
 func noKeyError(configPath string) error {
-	return usageError{err: fmt.Errorf("%w: make one with 'keyrelay keygen --out keyrelay.key', copy it to both machines, then pass --key-file keyrelay.key (or set %s, or key-file in %s); --insecure relays in plaintext", secret.ErrNoKey, secret.Env, configPath)}
+	return usageError{err: fmt.Errorf("%w: one-way use (--one-way) seals its packets with it: make one with 'keyrelay keygen --out keyrelay.key', copy it to both machines, then pass --key-file keyrelay.key (or set %s, or key-file in %s); --insecure relays in plaintext", secret.ErrNoKey, secret.Env, configPath)}
 }
 
 // where is the place of a key in the config file: "PATH:LINE: ", or

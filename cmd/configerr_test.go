@@ -80,8 +80,8 @@ func TestEveryMistakeNamesItsSource(t *testing.T) {
 			want: []string{"--grab needs --input x11 or --input evdev", "(grab = true from @CONFIG@:2 in [send])"}},
 		{name: "unreadable key file", file: "key-file = \"/does/not/exist.key\"\n", args: []string{"send", "--to", "127.0.0.1", "--script", "-"}, code: ExitError,
 			want: []string{"/does/not/exist.key", `(key-file = "/does/not/exist.key" from @CONFIG@:1)`}},
-		// --config FILE without a key names FILE.
-		{name: "no key with --config", file: "[send]\nto = \"127.0.0.1\"\n", args: []string{"send", "--config", "@CONFIG@", "--script", "-"}, code: ExitUsage,
+		// --config FILE without a key, which one-way use needs, names FILE.
+		{name: "no key with --config", file: "[send]\nto = \"127.0.0.1\"\n", args: []string{"send", "--config", "@CONFIG@", "--script", "-", "--one-way", "--feedback=false"}, code: ExitUsage,
 			want: []string{"no key", "key-file in @CONFIG@"}, not: []string{"~/.config"}},
 
 		// The environment: the variable, its value, what is wanted.

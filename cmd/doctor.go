@@ -1,9 +1,11 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,7 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"
 	"github.com/keyrelay/keyrelay/sender"
@@ -36,6 +40,14 @@ type DoctorOptions struct {
 	// To are send's destinations ([send] to, $KEYRELAY_SEND_TO, --to):
 	// with the send role, each unicast one is probed as --peer is.
 	To []string
+	// Identity and Peers are --identity and --peers (sharedPath resolves
+	// them into identityPath and peersPath).
+	Identity, Peers         string
+	identityPath, peersPath string
+	// id and peerList are what the identity and peers checks loaded: the
+	// probes reach a recv as send would.
+	id       *identity.Identity
+	peerList *peers.List
 
 	config *configFile // the config file the settings came from, if any
 	// toFrom and peerFrom say where To and Peer came from, for people to
@@ -118,10 +130,19 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 	}
 	var settings []Setting
 	c.RunE = func(c *cobra.Command, _ []string) error {
+		var err error
+		if opts.identityPath, err = sharedPath(c, "identity", identity.FileName); err != nil {
+			return err
+		}
+		if opts.peersPath, err = sharedPath(c, "peers", peers.FileName); err != nil {
+			return err
+		}
 		// A wrong value from the file or the environment is named there.
 		return attribute(runDoctor(c.Context(), stdio, opts), settings, opts.config)
 	}
 	f := c.Flags()
+	registerIdentityFlag(f, &opts.Identity)
+	registerPeersFlag(f, &opts.Peers)
 	f.StringVar(&opts.Role, "role", roleAuto, "what this machine does: send, recv, both, or auto (from the config file's tables and the settings given)")
 	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use (auto, x11, robotgo, uinput, log)")
 	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use (terminal, x11, evdev, script; hook is x11)")
@@ -221,6 +242,14 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	if err != nil {
 		return err
 	}
+	// Called without the command (tests): the files beside the default
+	// config file.
+	if o.identityPath == "" || o.peersPath == "" {
+		if p, err := DefaultConfigPath(); err == nil {
+			o.identityPath = cmp.Or(o.identityPath, filepath.Join(filepath.Dir(p), identity.FileName))
+			o.peersPath = cmp.Or(o.peersPath, filepath.Join(filepath.Dir(p), peers.FileName))
+		}
+	}
 	// --listen as recv reads it: a bare port is every address.
 	if o.Listen, err = listenAddr(o.Listen); err != nil {
 		return err
@@ -281,8 +310,7 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	case o.Insecure:
 		add(check{name: "key file", ok: "none needed: --insecure (keys travel in plaintext; both ends must run --insecure)"})
 	case path == "":
-		add(check{name: "key file", needed: true, err: errors.New("none given"),
-			fix: "make one with 'keyrelay keygen --out " + filepath.Join(filepath.Dir(o.configPath()), "key") + "' (a relative key-file is read beside the config file), copy it to the other machine, and put key-file = \"key\" in " + o.configPath() + " (or pass --key-file, or set " + secret.Env + ")"})
+		add(check{name: "key file", ok: "none (optional: the handshake authenticates the machines by their identities; one-way use needs one: 'keyrelay keygen --out " + filepath.Join(filepath.Dir(o.configPath()), "key") + "', copied to both machines, key-file = \"key\" in " + o.configPath() + ")"})
 	default:
 		k, err := secret.Load(path)
 		key = k
@@ -293,6 +321,13 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 			add(check{name: "key file", needed: true, err: err, fix: "make one with 'keyrelay keygen --out " + path + "'"})
 		default:
 			add(check{name: "key file", ok: fmt.Sprintf("%s, mode 0600, fingerprint %s", path, secret.Fingerprint(k))})
+		}
+	}
+
+	// The identity and the peers file (PROTOCOL.md §8.3).
+	if !o.Insecure {
+		for _, c := range o.checkIdentity() {
+			add(c)
 		}
 	}
 
@@ -436,13 +471,13 @@ func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key 
 		}
 		return []check{{name: name, skipped: "not probed: " + kind + " is one-way (any number of receivers may answer, or none; send does not wait for their acks either)"}}
 	}
-	if key == nil && !o.Insecure {
-		return []check{{name: name, needed: true, err: errors.New("no key to probe with"),
-			fix: "give the key file (see above), or --insecure if both ends run without one"}}
-	}
 	port := portOf(transport.WithDefaultPort(target, DefaultPort))
 	rtt, offset, err := o.probe(ctx, target, key)
-	fix := "start 'keyrelay recv' there, listening on port " + port + ", with the same key (compare fingerprints) or both --insecure; open UDP " + port + " in its firewall" + fixAddr
+	fix := "start 'keyrelay recv' there, listening on port " + port + ", with the same key file (or none on both) or both --insecure; open UDP " + port + " in its firewall"
+	if !o.Insecure && o.id != nil {
+		fix += "; on THAT machine, keyrelay peers must list this one (fingerprint " + identity.Fingerprint(o.id.Public()) + "); here, keyrelay peers must list it ('keyrelay pair' on both does both)"
+	}
+	fix += fixAddr
 	if errors.As(err, &versionError{}) {
 		fix = versionFix
 	}
@@ -481,10 +516,6 @@ func (o *DoctorOptions) checkListen(ctx context.Context, key []byte) check {
 	}
 	port := portOf(o.Listen)
 	holder := "ss -ulpn 'sport = :" + port + "' shows the program holding it (run it with sudo to see other users' programs)"
-	if key == nil && !o.Insecure {
-		return check{needed: true, err: fmt.Errorf("%s is in use, and without a key doctor cannot ask whether a keyrelay recv holds it", o.Listen),
-			fix: "give the key file (see above); " + holder}
-	}
 	target := localAddr(o.Listen)
 	rtt, _, perr := o.probe(ctx, target, key)
 	if perr == nil {
@@ -528,12 +559,48 @@ func (o *DoctorOptions) probe(ctx context.Context, peer string, key []byte) (rtt
 	if timeout == 0 {
 		timeout = doctorProbeTimeout
 	}
+	pc := sender.ProbeConfig{PSK: key, Insecure: o.Insecure, Identity: o.id}
 	if o.Insecure {
-		key = nil
-	} else if key == nil {
-		return 0, 0, errors.New("no key to probe with")
+		pc.PSK = nil
+	} else {
+		list := o.peerList
+		if list == nil {
+			list = &peers.List{}
+		}
+		ds, err := resolveDests([]string{peer}, list, o.id, false, false)
+		if err != nil {
+			return 0, 0, err
+		}
+		pc.PeerKey = ds[0].key
 	}
-	return probePeer(ctx, peer, key, timeout)
+	return probePeer(ctx, peer, pc, timeout)
+}
+
+// checkIdentity checks this machine's identity file (its mode: the
+// private key is in it) and the peers file, and keeps what they hold for
+// the probes. A missing identity is made by send or recv on first use:
+// doctor probes with a throwaway one meanwhile, which no recv pairs.
+func (o *DoctorOptions) checkIdentity() []check {
+	var out []check
+	id, err := identity.Load(o.identityPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		out = append(out, check{name: "identity", ok: "none yet at " + o.identityPath + ": send or recv make it on first use ('keyrelay id' makes it now and prints it, for pairing)"})
+		id, _ = identity.Generate()
+	case err != nil:
+		out = append(out, check{name: "identity", needed: true, err: err, fix: "chmod 600 " + o.identityPath + " if others can read it; else move it away and run 'keyrelay id' to make a new one (and pair again)"})
+	default:
+		out = append(out, check{name: "identity", ok: fmt.Sprintf("%s, mode 0600, fingerprint %s", o.identityPath, identity.Fingerprint(id.Public()))})
+	}
+	o.id = id
+	list, err := peers.Load(o.peersPath)
+	if err != nil {
+		out = append(out, check{name: "peers file", needed: true, err: err, fix: "chmod go-w " + o.peersPath + ", or fix the line it names ('keyrelay peers' lists what it holds)"})
+		return out
+	}
+	o.peerList = list
+	out = append(out, check{name: "peers file", ok: fmt.Sprintf("%s: %d paired machines (recv accepts them and this one; send's --to names them)", o.peersPath, list.Len())})
+	return out
 }
 
 // probePeer runs one short session with a running recv at peer, with send's
@@ -541,7 +608,7 @@ func (o *DoctorOptions) probe(ctx context.Context, peer string, key []byte) (rtt
 // takes only handshaken senders (--one-way=false) answers it too. It
 // returns the RTT of the first packet acked and the receiver's clock minus
 // ours, or why nothing was acked.
-func probePeer(ctx context.Context, peer string, key []byte, timeout time.Duration) (rtt, offset time.Duration, err error) {
+func probePeer(ctx context.Context, peer string, pc sender.ProbeConfig, timeout time.Duration) (rtt, offset time.Duration, err error) {
 	addrs, err := resolveAll([]string{peer})
 	if err != nil {
 		return 0, 0, err
@@ -551,7 +618,7 @@ func probePeer(ctx context.Context, peer string, key []byte, timeout time.Durati
 		return 0, 0, err
 	}
 	defer conn.Close()
-	res, err := sender.Probe(ctx, conn, addrs[0], key, timeout)
+	res, err := sender.Probe(ctx, conn, addrs[0], pc, timeout)
 	port := portOf(addrs[0].String())
 	var verr sender.VersionError
 	switch {
@@ -560,7 +627,7 @@ func probePeer(ctx context.Context, peer string, key []byte, timeout time.Durati
 	case errors.Is(err, sender.ErrNoAcks):
 		return 0, 0, fmt.Errorf("the recv there answered the handshake but acked nothing within %v: it runs with --acks=false (send then never knows what arrived), or its acks are lost on the way back", timeout)
 	case errors.Is(err, sender.ErrNoAnswer):
-		return 0, 0, fmt.Errorf("no answer within %v (no recv on port %s there, another key, --insecure on one end only, or a firewall dropping UDP %s; recv's log names a wrong key)", timeout, port, port)
+		return 0, 0, fmt.Errorf("no handshake within %v (no recv on port %s there, this machine not paired there, another key file, --insecure on one end only, or a firewall dropping UDP %s; recv's log names an unpaired machine)", timeout, port, port)
 	case err != nil:
 		return 0, 0, err
 	}

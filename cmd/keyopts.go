@@ -17,13 +17,16 @@ type KeyOptions struct {
 }
 
 func (k *KeyOptions) register(f *pflag.FlagSet) {
-	f.StringVar(&k.KeyFile, "key-file", "", "pre-shared key made by 'keyrelay keygen' (or $"+secret.Env+", or key-file in the config file)")
+	f.StringVar(&k.KeyFile, "key-file", "", "pre-shared key made by 'keyrelay keygen' (or $"+secret.Env+", or key-file in the config file): an optional second factor of the handshake (both ends need the same one), required for one-way")
 	f.BoolVar(&k.Insecure, "insecure", false, "relay in plaintext, without a key: anyone on the network can read and inject keys (command line only, never from the config file or the environment; recv: with a loopback --listen or an --allow list)")
 }
 
-// load returns the key (nil with --insecure), telling the user its
-// fingerprint or the risk they took.
-func (k *KeyOptions) load(logf func(string, ...any)) ([]byte, error) {
+// load returns the key (nil with --insecure, or without a key file when
+// none is required), telling the user its fingerprint or the risk they
+// took. required: one-way use, whose packets are sealed with it
+// (PROTOCOL.md §8.4); a handshake authenticates by the machines'
+// identities, and mixes the key in when there is one (Noise psk2).
+func (k *KeyOptions) load(logf func(string, ...any), required bool) ([]byte, error) {
 	if k.Insecure {
 		if k.KeyFile != "" {
 			return nil, involving(errors.New("--insecure and --key-file exclude each other"), "insecure", "key-file")
@@ -34,6 +37,9 @@ func (k *KeyOptions) load(logf func(string, ...any)) ([]byte, error) {
 	// $KEYRELAY_KEY_FILE and the config file have been applied to
 	// k.KeyFile already (configure).
 	path := k.KeyFile
+	if path == "" && !required {
+		return nil, nil
+	}
 	if path == "" {
 		return nil, noKeyError(displayDefaultConfigPath())
 	}
@@ -41,7 +47,7 @@ func (k *KeyOptions) load(logf func(string, ...any)) ([]byte, error) {
 	if err != nil {
 		return nil, settingErr{err, "key-file"}
 	}
-	logf("key fingerprint %s (the other machine must show the same)", secret.Fingerprint(key))
+	logf("key file fingerprint %s (the other machine must show the same)", secret.Fingerprint(key))
 	return key, nil
 }
 

@@ -15,7 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/wire"
 )
@@ -32,8 +34,14 @@ type RecvOptions struct {
 	Acks      bool
 	OneWay    bool
 	Debug     bool
+	Identity  string // --identity
+	Peers     string // --peers
 	Quiet     bool
 	LogFormat string
+
+	// The identity and peers files as the flags, the environment, the
+	// config file or the default name them (sharedPath).
+	identityPath, peersPath string
 }
 
 // injectors lists the --inject choices and what each needs.
@@ -80,6 +88,13 @@ exits 0.`,
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
+			var err error
+			if opts.identityPath, err = sharedPath(c, "identity", identity.FileName); err != nil {
+				return err
+			}
+			if opts.peersPath, err = sharedPath(c, "peers", peers.FileName); err != nil {
+				return err
+			}
 			return runRecv(c.Context(), stdio, opts)
 		},
 	}
@@ -89,6 +104,8 @@ exits 0.`,
 	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release the keys of a sender silent this long (the stuck-key guard; longer while its packets are being lost, up to 10 times; send's --timeout is only about liveness)")
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
 	opts.Key.register(f)
+	registerIdentityFlag(f, &opts.Identity)
+	registerPeersFlag(f, &opts.Peers)
 	f.StringArrayVar(&opts.Allow, "allow", nil, "accept packets only from this network or address (repeatable; e.g. 192.168.1.0/24, 10.0.0.7, fd00::/8)")
 	f.BoolVar(&opts.Acks, "acks", true, "answer each sender with small ack packets (RTT, loss, liveness; at most one per 5ms per sender, one a second while nothing changes)")
 	f.BoolVar(&opts.OneWay, "one-way", false, "accept one-way senders (send --one-way: broadcast, multicast, --feedback=false); off by default: their only replay defence is --max-skew, so a recording of their session could be typed again here within it (PROTOCOL.md §8.4); handshaken senders' recordings never can")
@@ -319,9 +336,25 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	if o.Quiet {
 		logfAll = quiet
 	}
-	key, err := o.Key.load(logfAll)
+	key, err := o.Key.load(logfAll, o.OneWay)
 	if err != nil {
 		return err
+	}
+	var id *identity.Identity
+	list := &peers.List{}
+	if !o.Key.Insecure {
+		if id, err = loadIdentity(o.identityPath, "recv", logfAll); err != nil {
+			return err
+		}
+		if list, err = loadPeersAt(o.peersPath); err != nil {
+			return err
+		}
+		n := list.Len()
+		machines := "paired machines"
+		if n == 1 {
+			machines = "paired machine"
+		}
+		logfAll("accepts %d %s (keyrelay peers) and this one", n, machines)
 	}
 	allow, err := parseAllow(o.Allow)
 	if err != nil {
@@ -347,7 +380,8 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	defer inj.Close()
 	r, err := receiver.New(receiver.Config{
 		Conn: conn, Injector: inj, Timeout: o.Timeout, Unbalanced: !o.Balanced, Logf: logf,
-		PSK: key, Allow: allow, MaxSkew: o.MaxSkew, NoAcks: !o.Acks, NoOneWay: !o.OneWay, Debug: o.Debug,
+		PSK: key, Allow: allow, MaxSkew: o.MaxSkew, NoAcks: !o.Acks, OneWay: o.OneWay, Debug: o.Debug,
+		Identity: id, Insecure: o.Key.Insecure, Peer: peerNamer(list),
 	})
 	if err != nil {
 		return err

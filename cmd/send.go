@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
 	"github.com/keyrelay/keyrelay/wire"
@@ -37,11 +39,16 @@ type SendOptions struct {
 	Hotkey    string
 	Devices   []string
 	Key       KeyOptions
+	Identity  string // --identity
+	Peers     string // --peers
 	Quiet     bool
 	LogFormat string
 
 	hotkey      capture.Hotkey // --hotkey, parsed by validate
 	hotkeyGiven bool           // --hotkey is on the command line
+	// The identity and peers files as the flags, the environment, the
+	// config file or the default name them (sharedPath).
+	identityPath, peersPath string
 }
 
 // NewCmdSend builds `keyrelay send`. runF replaces the run step in tests
@@ -137,6 +144,13 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
+			var err error
+			if opts.identityPath, err = sharedPath(c, "identity", identity.FileName); err != nil {
+				return err
+			}
+			if opts.peersPath, err = sharedPath(c, "peers", peers.FileName); err != nil {
+				return err
+			}
 			return runSend(c.Context(), stdio, opts)
 		},
 	}
@@ -155,6 +169,8 @@ names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it on the command line): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
 	opts.Key.register(f)
+	registerIdentityFlag(f, &opts.Identity)
+	registerPeersFlag(f, &opts.Peers)
 	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys held, a press the queue dropped): passwords typed included; without, counts only (command line only)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
@@ -170,7 +186,7 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout t
 	lastPackets, last := 0, time.Now()
 	return func() ([]string, [][]any) {
 		st := s.Status()
-		unanswered := s.Unanswered()
+		unanswered := unansweredAddrs(s)
 		uptime := st.Uptime
 		now := time.Now()
 		pps := float64(st.Packets-lastPackets) / now.Sub(last).Seconds()
@@ -195,6 +211,9 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout t
 			state := "no answer yet"
 			if !ok && slices.Contains(unanswered, a) && uptime >= timeout {
 				state = "no handshake"
+				if why := handshakeWhy(s, a); why != "" && why != "no answer" {
+					state = "handshake: " + why
+				}
 			}
 			if ok && p.Live {
 				state = "live"
@@ -377,15 +396,31 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if o.Debug {
 		errf(debugNote) // even with --quiet: what the log holds must be known
 	}
-	key, err := o.Key.load(logf)
+	var id *identity.Identity
+	list := &peers.List{}
+	if !o.Key.Insecure {
+		var err error
+		if id, err = loadIdentity(o.identityPath, "send", errf); err != nil {
+			return err
+		}
+		if list, err = loadPeersAt(o.peersPath); err != nil {
+			return err
+		}
+	}
+	resolved, err := resolveDests(o.To, list, id, !o.Feedback, o.Key.Insecure)
 	if err != nil {
 		return err
 	}
-	dests, err := resolveAll(o.To)
-	if err != nil {
-		return err
-	}
+	dests := addrsOf(resolved)
 	if err := checkOneWay(o, dests); err != nil {
+		return err
+	}
+	oneWay := false
+	for _, d := range resolved {
+		oneWay = oneWay || d.oneWay
+	}
+	key, err := o.Key.load(logf, oneWay)
+	if err != nil {
 		return err
 	}
 	conn, err := transport.Open(dests)
@@ -395,8 +430,9 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	defer conn.Close()
 
 	cfg := sender.Config{
-		Conn: conn, Dests: dests, QueueLen: o.Queue, Interval: o.Interval,
+		Conn: conn, Dests: senderDests(resolved), QueueLen: o.Queue, Interval: o.Interval,
 		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
+		Identity: id, Insecure: o.Key.Insecure,
 	}
 	if o.Feedback {
 		cfg.Feedback = conn.Sockets()
@@ -449,7 +485,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	// --timeout will likely never answer (issue 13 must-have 1).
 	var silent *time.Timer
 	if o.Feedback && o.Input != "terminal" {
-		silent = time.AfterFunc(o.Timeout, func() { warnSilent(dests, s, o.Timeout, errf) })
+		silent = time.AfterFunc(o.Timeout, func() { warnSilent(dests, s, o.Timeout, fingerprintOf(id), errf) })
 	}
 	stats, err := s.Run(ctx, src)
 	if silent != nil {
@@ -462,7 +498,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		board.finish(text)
 	}
 	if err == nil {
-		err = checkDelivery(o, dests, s, logf)
+		err = checkDelivery(o, dests, s, fingerprintOf(id), logf)
 	}
 	if !o.Quiet || err != nil {
 		errf("%v", stats)
@@ -513,9 +549,22 @@ type undeliveredError struct{ err error }
 func (e undeliveredError) Error() string { return e.err.Error() }
 func (e undeliveredError) Unwrap() error { return e.err }
 
-// whyNoAnswer lists what makes a receiver stay silent, for port.
-func whyNoAnswer(port string) string {
-	return "nothing listening there (is keyrelay recv running, on port " + port + "?), a receiver with another key (compare the fingerprints both ends print), --insecure on one end only, or a firewall dropping UDP " + port
+// whyNoAnswer lists what makes a receiver stay silent, for port, fp
+// being this machine's identity's fingerprint ("" with --insecure).
+func whyNoAnswer(port, fp string) string {
+	paired := ""
+	if fp != "" {
+		paired = "this machine not paired there (its keyrelay peers must list identity " + fp + ": 'keyrelay pair'), another --key-file there (both ends need the same one, or none), "
+	}
+	return "nothing listening there (is keyrelay recv running, on port " + port + "?), " + paired + "--insecure on one end only, or a firewall dropping UDP " + port
+}
+
+// fingerprintOf is id's fingerprint, "" without one (--insecure).
+func fingerprintOf(id *identity.Identity) string {
+	if id == nil {
+		return ""
+	}
+	return identity.Fingerprint(id.Public())
 }
 
 // checkDelivery says whether every receiver acknowledged the final state
@@ -524,13 +573,13 @@ func whyNoAnswer(port string) string {
 // and multicast destinations are not waited for (any receiver may answer,
 // or none), nor is anything with --feedback=false: both are one-way, and
 // send says delivery was not confirmed.
-func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, logf func(string, ...any)) error {
+func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, fp string, logf func(string, ...any)) error {
 	if !o.Feedback {
 		logf("delivery not confirmed: one-way (--feedback=false), no receiver acknowledges")
 		return nil
 	}
 	final := s.Final()
-	unanswered := s.Unanswered()
+	unanswered := unansweredAddrs(s)
 	byAddr := map[string]sender.PeerStatus{}
 	for _, p := range s.Peers() {
 		byAddr[p.Addr] = p
@@ -551,9 +600,9 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, logf func
 			// changes this message, never the exit status.
 			missing = append(missing, fmt.Sprintf("%s %s", ua, otherVersionState(p)))
 		case !heard && slices.Contains(unanswered, ua.String()):
-			missing = append(missing, fmt.Sprintf("%s never answered: %s (no handshake answer, so no key was sent to it)", ua, whyNoAnswer(port)))
+			missing = append(missing, fmt.Sprintf("%s never completed the handshake (%s): %s (no key was sent to it)", ua, handshakeWhy(s, ua.String()), whyNoAnswer(port, fp)))
 		case !heard:
-			missing = append(missing, fmt.Sprintf("%s never answered: %s", ua, whyNoAnswer(port)))
+			missing = append(missing, fmt.Sprintf("%s never answered: %s", ua, whyNoAnswer(port, fp)))
 		case p.Newest < final:
 			missing = append(missing, fmt.Sprintf("%s did not acknowledge the final state (last heard %v ago): it stopped, or the link dropped", ua, time.Since(p.LastHeard).Round(time.Millisecond)))
 		}
@@ -578,20 +627,20 @@ func otherVersionState(p sender.PeerStatus) string {
 
 // warnSilent says which unicast destinations have not answered after
 // timeout, and the likely causes.
-func warnSilent(dests []net.Addr, s *sender.Sender, timeout time.Duration, logf func(string, ...any)) {
+func warnSilent(dests []net.Addr, s *sender.Sender, timeout time.Duration, fp string, logf func(string, ...any)) {
 	heard := map[string]bool{}
 	for _, p := range s.Peers() {
 		heard[p.Addr] = true
 	}
-	unanswered := s.Unanswered()
+	unanswered := unansweredAddrs(s)
 	for _, d := range dests {
 		ua := d.(*net.UDPAddr)
 		switch {
 		case transport.IsBroadcast(ua.IP) || heard[ua.String()]:
 		case slices.Contains(unanswered, ua.String()):
-			logf("no handshake answer from %s after %v: no key goes to it until it answers (keys typed meanwhile wait up to --outage); %s", ua, timeout, whyNoAnswer(strconv.Itoa(ua.Port)))
+			logf("no handshake with %s after %v (%s): no key goes to it until it answers (keys typed meanwhile wait up to --outage); %s", ua, timeout, handshakeWhy(s, ua.String()), whyNoAnswer(strconv.Itoa(ua.Port), fp))
 		default:
-			logf("no answer from %s after %v: %s", ua, timeout, whyNoAnswer(strconv.Itoa(ua.Port)))
+			logf("no answer from %s after %v: %s", ua, timeout, whyNoAnswer(strconv.Itoa(ua.Port), fp))
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -115,11 +116,11 @@ func TestRecvStatusNamesOtherVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	r, err := receiver.New(receiver.Config{Conn: conn, Injector: &fake.Recorder{}})
+	r, err := receiver.New(receiver.Config{Insecure: true, Conn: conn, Injector: &fake.Recorder{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: 1, Counter: 1}, Events: make([]eventqueue.Event, 4)}
+	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: 1, Counter: 1}, Events: make([]eventqueue.Event, 4)}
 	b, _ := q.Append(nil)
 	b[2] = wire.Version + 1
 	from := conn.LocalAddr() // the notice goes back to the socket itself
@@ -149,7 +150,12 @@ func TestSendNamesOtherVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	s, err := sender.New(sender.Config{Conn: conn, Dests: dests, Feedback: conn.Sockets(), PeerTimeout: 200 * time.Millisecond, Outage: 200 * time.Millisecond})
+	id, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sender.New(sender.Config{Conn: conn, Dests: []sender.Dest{{UDP: dests[0], PeerKey: id.Public()}}, Identity: id,
+		Feedback: conn.Sockets(), PeerTimeout: 200 * time.Millisecond, Outage: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +177,7 @@ func TestSendNamesOtherVersion(t *testing.T) {
 	if l := liveness(s, dests, true, time.Second)(); !strings.Contains(l, fmt.Sprintf("%s speaks protocol version %d, not %d", addr, wire.Version+1, wire.Version)) {
 		t.Errorf("liveness line %q", l)
 	}
-	err = checkDelivery(&SendOptions{Feedback: true}, dests, s, func(string, ...any) {})
+	err = checkDelivery(&SendOptions{Feedback: true}, dests, s, "", func(string, ...any) {})
 	says := fmt.Sprintf("%s speaks keyrelay protocol version %d; this sender speaks %d: install the same keyrelay release on both machines", addr, wire.Version+1, wire.Version)
 	if !errors.As(err, &undeliveredError{}) || !strings.Contains(fmt.Sprint(err), says) {
 		t.Errorf("checkDelivery = %v, want undelivered: %q", err, says)
@@ -182,7 +188,7 @@ func TestSendNamesOtherVersion(t *testing.T) {
 // packets says, in recv's status, after how long a silence its keys are
 // released; one losing none says nothing more than before.
 func TestRecvStatusShowsAllowance(t *testing.T) {
-	r, err := receiver.New(receiver.Config{Conn: nopConn{}, Injector: fake.Nop{}, Timeout: time.Second, NoAcks: true})
+	r, err := receiver.New(receiver.Config{Insecure: true, Conn: nopConn{}, Injector: fake.Nop{}, Timeout: time.Second, NoAcks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +213,7 @@ func TestRecvStatusShowsAllowance(t *testing.T) {
 // holding nothing.
 func queuePacket(t *testing.T, session, counter uint64) []byte {
 	t.Helper()
-	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: session, Counter: counter}, Events: make([]eventqueue.Event, 4)}
+	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: session, Counter: counter}, Events: make([]eventqueue.Event, 4)}
 	b, err := q.Append(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -223,11 +229,11 @@ func (nopConn) WriteTo(b []byte, _ net.Addr) (int, error) { return len(b), nil }
 // how many keys a session holds, not which (the keys of a password typed
 // would be on the screen and in the logs); --debug names them too.
 func TestStatusCountsKeys(t *testing.T) {
-	r, err := receiver.New(receiver.Config{Conn: nopConn{}, Injector: fake.Nop{}, Timeout: time.Second, NoAcks: true})
+	r, err := receiver.New(receiver.Config{Insecure: true, Conn: nopConn{}, Injector: fake.Nop{}, Timeout: time.Second, NoAcks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: 1, Counter: 1}, Events: []eventqueue.Event{
+	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: 1, Counter: 1}, Events: []eventqueue.Event{
 		{Key: keys.Key(keys.KeyI), Kind: eventqueue.Down, Stamp: 2},
 		{Key: keys.Key(keys.KeyH), Kind: eventqueue.Down, Stamp: 1},
 		{}, {},

@@ -1,0 +1,179 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/peers"
+	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/transport"
+)
+
+// loadIdentity loads this machine's identity from path, making it on
+// first use (and saying so on stderr, as 'keyrelay id' does), and says its
+// fingerprint: the other machines' peers files name it.
+func loadIdentity(path, who string, logf func(string, ...any)) (*identity.Identity, error) {
+	id, created, err := identity.LoadOrCreate(path)
+	if err != nil {
+		return nil, settingErr{err, "identity"}
+	}
+	if created {
+		logf("made a new identity at %s", path)
+	}
+	logf("identity %s", identity.Fingerprint(id.Public()))
+	return id, nil
+}
+
+// loadPeersAt loads the peers file at path (a missing one is empty).
+func loadPeersAt(path string) (*peers.List, error) {
+	l, err := peers.Load(path)
+	if err != nil {
+		return nil, settingErr{err, "peers"}
+	}
+	return l, nil
+}
+
+// destination is one --to resolved: where packets go, and the receiver's
+// key when the link is handshaken.
+type destination struct {
+	to   string // as given
+	addr *net.UDPAddr
+	key  [identity.KeyLen]byte
+	name string // the peer's name ("" for this machine's own identity)
+	// oneWay: a broadcast or multicast address, or --feedback=false.
+	oneWay bool
+}
+
+// resolveDests resolves every --to (PROTOCOL.md §8.3): a peer's name
+// (its address from the peers file), or HOST[:PORT]: the peer whose
+// address is the same (IP and port, or the same host string); else, on a
+// loopback address, this machine's own identity (send and recv on one
+// machine share it); else a usage error naming the pairing to do. A
+// broadcast or multicast address, and every destination without
+// feedback, is one-way and needs no key; --insecure needs none either.
+func resolveDests(to []string, list *peers.List, own *identity.Identity, oneWay, insecure bool) ([]destination, error) {
+	var out []destination
+	var errs []error
+	for _, a := range to {
+		d := destination{to: a}
+		target := a
+		p, byName := list.ByName(a)
+		if byName {
+			if p.Addr == "" {
+				errs = append(errs, usagef("--to %s: the peer %s has no address in the peers file: give it one with 'keyrelay peers add %s KEY --addr HOST' (or --to HOST)", a, p.Name, p.Name))
+				continue
+			}
+			target = p.Addr
+		}
+		ua, err := transport.Resolve(target, DefaultPort)
+		switch {
+		case errors.Is(err, transport.ErrPortZero):
+			errs = append(errs, usagef("--to %q: %v", a, err))
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("unable to resolve --to %q: %w", a, err))
+			continue
+		}
+		d.addr = ua
+		if transport.IsBroadcast(ua.IP) || oneWay || insecure {
+			d.oneWay = !insecure
+			out = append(out, d)
+			continue
+		}
+		if !byName {
+			p, byName = peerAt(list, target, ua)
+		}
+		switch {
+		case byName:
+			d.key, d.name = p.Key, p.Name
+		case ua.IP.IsLoopback() && own != nil:
+			d.key = own.Public()
+		default:
+			errs = append(errs, usagef("not paired with %s: run 'keyrelay pair' there and 'keyrelay pair %s' here (or 'keyrelay peers add NAME KEY --addr %s' with the key 'keyrelay id' prints there)", a, hostOf(a), hostOf(a)))
+			continue
+		}
+		out = append(out, d)
+	}
+	return out, errors.Join(errs...)
+}
+
+// peerAt finds the peer whose address is the destination's: the same
+// host string, or one that resolves to the same IP and port.
+func peerAt(list *peers.List, target string, ua *net.UDPAddr) (peers.Peer, bool) {
+	want, _ := netip.AddrFromSlice(ua.IP)
+	for _, p := range list.Peers() {
+		if p.Addr == "" {
+			continue
+		}
+		if strings.EqualFold(transport.WithDefaultPort(p.Addr, DefaultPort), transport.WithDefaultPort(target, DefaultPort)) {
+			return p, true
+		}
+		pa, err := transport.Resolve(p.Addr, DefaultPort)
+		if err != nil {
+			continue
+		}
+		got, _ := netip.AddrFromSlice(pa.IP)
+		if got.Unmap() == want.Unmap() && pa.Port == ua.Port {
+			return p, true
+		}
+	}
+	return peers.Peer{}, false
+}
+
+// hostOf is the host of a HOST[:PORT].
+func hostOf(a string) string {
+	if h, _, err := net.SplitHostPort(a); err == nil {
+		return h
+	}
+	return a
+}
+
+// senderDests are the sender's destinations.
+func senderDests(ds []destination) []sender.Dest {
+	out := make([]sender.Dest, len(ds))
+	for i, d := range ds {
+		out[i] = sender.Dest{UDP: d.addr, OneWay: d.oneWay, PeerKey: d.key}
+	}
+	return out
+}
+
+// addrsOf lists the destinations' addresses.
+func addrsOf(ds []destination) []net.Addr {
+	out := make([]net.Addr, len(ds))
+	for i, d := range ds {
+		out[i] = d.addr
+	}
+	return out
+}
+
+// unansweredAddrs lists the destinations whose handshake has no answer.
+func unansweredAddrs(s *sender.Sender) []string {
+	var out []string
+	for _, u := range s.Unanswered() {
+		out = append(out, u.Addr)
+	}
+	return out
+}
+
+// handshakeWhy is what the handshake with addr waits on ("" if nothing).
+func handshakeWhy(s *sender.Sender, addr string) string {
+	for _, u := range s.Unanswered() {
+		if u.Addr == addr {
+			return u.Handshake
+		}
+	}
+	return ""
+}
+
+// peerNamer is the receiver's test of a sender's key: a peer of list, by
+// its name.
+func peerNamer(list *peers.List) func([identity.KeyLen]byte) (string, bool) {
+	return func(k [identity.KeyLen]byte) (string, bool) {
+		p, ok := list.ByKey(k)
+		return p.Name, ok
+	}
+}
