@@ -121,9 +121,12 @@ acknowledged the final state" and exits 0, or exits 3 when one never
 answered or did not acknowledge the final state (all keys released): the
 keys may not have been typed there.
 
-Handshake: each unicast receiver first answers a hello with a ticket, and
-only then gets keys, sealed so that no recording of them can be typed again
-anywhere (PROTOCOL.md §8.3). A receiver that does not answer never gets a
+Handshake: each unicast receiver is a paired machine (keyrelay pair, keyrelay
+peers; --to names it, or its address; on loopback, this machine itself) and
+first answers a handshake proving its identity, and only then gets keys,
+sealed under keys of that handshake alone, so that no recording of them can
+be typed again anywhere (PROTOCOL.md §8.3). --key-file, if given, is a
+second factor both ends need. A receiver that does not answer never gets a
 key: send keeps asking, keeps what is typed meanwhile (up to --outage),
 says why it may be silent, and exits 3 if it never answers.
 

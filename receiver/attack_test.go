@@ -124,7 +124,7 @@ func TestTwoDestinationsShareNoKeys(t *testing.T) {
 }
 
 // TestForeignResponseChangesNothing (PROTOCOL.md §8.3; protocol 4's
-// tickets could be redirected): a response made by another receiver
+// tickets could be taken from another receiver): a response made by another receiver
 // (another identity) for this session, sent to the sender from any
 // address, even with the pending initiation's index and counter pasted
 // in, gives the sender no keypair: no key goes anywhere under it.

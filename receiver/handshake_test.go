@@ -27,7 +27,7 @@ var hsKey = []byte("handshake-test-key-0123456789abc")
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
-// capConn keeps what a receiver writes (acks, tickets) and where to.
+// capConn keeps what a receiver writes (acks, handshake answers) and where to.
 type capConn struct {
 	net.PacketConn
 	sent []datagram

@@ -34,8 +34,8 @@ type counterConn struct {
 	lastRead time.Time
 }
 
-// note counts queue packets only: a hello (PROTOCOL.md §8.3) carries a
-// counter but no queue, so its arrival says nothing of what is held.
+// note counts queue packets only: an initiation (PROTOCOL.md §8.3)
+// carries a counter but no queue, so its arrival says nothing of what is held.
 func (c *counterConn) note(b []byte, read bool) {
 	if h, err := wire.ParseHeader(b); err == nil && h.Type == wire.TypeQueue {
 		c.mu.Lock()

@@ -82,8 +82,8 @@ func TestBurstsCutLatency(t *testing.T) {
 
 // TestHandshakeCostsOneRoundTrip (issue 15 must-have 1, PROTOCOL.md
 // §8.3): a key typed the moment a session starts waits for the receiver's
-// ticket, one round trip, and no more: on a 20 ms link it arrives 60 ms
-// after it was typed (hello, ticket, then the packet), and nothing typed
+// handshake, one round trip, and no more: on a 20 ms link it arrives 60 ms
+// after it was typed (initiation, response, then the packet), and nothing typed
 // during the handshake is lost.
 func TestHandshakeCostsOneRoundTrip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestHandshakeCostsOneRoundTrip(t *testing.T) {
 			t.Fatalf("key-downs arrived at %v, want 3", downs)
 		}
 		if downs[0] != 60*time.Millisecond {
-			t.Errorf("the first key arrived %v after it was typed, want 60ms: the 20ms link's round trip for the ticket, then its one way", downs[0])
+			t.Errorf("the first key arrived %v after it was typed, want 60ms: the 20ms link's round trip for the handshake, then its one way", downs[0])
 		}
 		if st.Handshakes != 1 {
 			t.Errorf("%d handshakes completed, want 1", st.Handshakes)

@@ -583,15 +583,12 @@ func (c *Core) send(now time.Time) {
 // appendOneWay appends the queue as packet counter, one-way sealed, or in
 // plaintext (--insecure), to b.
 func (c *Core) appendOneWay(b []byte, counter uint64) ([]byte, error) {
-	c.pkt.Wall = uint64(0)
-	c.pkt.Since = 0
+	c.pkt.Wall, c.pkt.Since = c.wall, 0
 	if c.cfg.Insecure {
 		c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: c.keys.id, Counter: counter}
-		c.pkt.Wall = c.wall
 		return c.pkt.Append(b)
 	}
 	c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.FlagSealed | wire.FlagOneWay, Session: c.keys.id, Counter: counter}
-	c.pkt.Wall = c.wall
 	return c.pkt.AppendSealedBy(b, c.keys.oneWay)
 }
 

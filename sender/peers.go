@@ -83,8 +83,8 @@ func (c *Core) owed(p *peer, now time.Time) bool {
 // safe as later; after that, silence means one-way use. (Outage is for a
 // receiver that was heard: owed.) While a handshake is unanswered the
 // grace lasts Outage: no key went to that receiver (its packets are
-// hellos, PROTOCOL.md §8.4), so the keys typed meanwhile wait in the
-// backlog for its ticket, as they would through an outage.
+// initiations, PROTOCOL.md §8.4), so the keys typed meanwhile wait in the
+// backlog for its keypair, as they would through an outage.
 func (c *Core) inGrace(now time.Time) bool {
 	if len(c.peers) > 0 || !c.cfg.Feedback {
 		return false
