@@ -28,8 +28,9 @@ const (
 // by a cookie reply, with no Diffie-Hellman (handshake.Responder). A
 // sender handshakes once at start, retries at most every 100 ms, and
 // rekeys every two minutes: a few dozen a second is no real sender load.
-// Measured: a responder's half of a handshake costs about 150 µs here
-// (handshake's BenchmarkResponder), so 32 a second is 0.5 % of a core.
+// Measured: the responder's half of a handshake (handshake's
+// BenchmarkRespond) took 470 µs on a shared 2-core machine, so 32 a
+// second cost at most 1.5 % of a core before cookies take over.
 const underLoadAbove = 32
 
 // loadMeter counts initiations over the last second in two halves: the
