@@ -627,7 +627,7 @@ func probePeer(ctx context.Context, peer string, pc sender.ProbeConfig, timeout 
 	case errors.Is(err, sender.ErrNoAcks):
 		return 0, 0, fmt.Errorf("the recv there answered the handshake but acked nothing within %v: it runs with --acks=false (send then never knows what arrived), or its acks are lost on the way back", timeout)
 	case errors.Is(err, sender.ErrNoAnswer):
-		return 0, 0, fmt.Errorf("no handshake within %v (no recv on port %s there, this machine not paired there, another key file, --insecure on one end only, or a firewall dropping UDP %s; recv's log names an unpaired machine)", timeout, port, port)
+		return 0, 0, fmt.Errorf("no answer within %v (no recv on port %s there, this machine not paired there, another key file, --insecure on one end only, or a firewall dropping UDP %s; recv's log names an unpaired machine)", timeout, port, port)
 	case err != nil:
 		return 0, 0, err
 	}

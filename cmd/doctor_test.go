@@ -316,13 +316,13 @@ func TestDoctorProbesSendTo(t *testing.T) {
 				"ok    round trip to LIVE ([send] to in CONFIG:2): a recv answered in",
 				"ok    clock offset to LIVE: its clock is"}},
 		{name: "[send] to: nothing answers", config: "[send]\nto = \"SILENT\"\nscript = \"keys.txt\"\n", fail: true,
-			want: []string{"FAIL  round trip to SILENT ([send] to in CONFIG:2): no handshake within 1s (no recv on port SPORT there, this machine not paired there, another key file, --insecure on one end only",
+			want: []string{"FAIL  round trip to SILENT ([send] to in CONFIG:2): no answer within 1s (no recv on port SPORT there, this machine not paired there, another key file, --insecure on one end only",
 				"      fix: start 'keyrelay recv' there, listening on port SPORT, with the same key file (or none on both) or both --insecure; open UDP SPORT in its firewall; on THAT machine, keyrelay peers must list this one",
 				"('keyrelay pair' on both does both); if the receiver is elsewhere, correct [send] to in CONFIG:2"}},
 		{name: "KEYRELAY_SEND_TO: each destination on its own", env: []string{"KEYRELAY_SEND_TO=LIVE,SILENT"}, args: []string{"--input", "script"}, fail: true,
 			want: []string{"ok    role: send only (from flag --input, env KEYRELAY_SEND_TO,",
 				"ok    round trip to LIVE (KEYRELAY_SEND_TO): a recv answered",
-				"FAIL  round trip to SILENT (KEYRELAY_SEND_TO): no handshake within 1s",
+				"FAIL  round trip to SILENT (KEYRELAY_SEND_TO): no answer within 1s",
 				"      fix: start 'keyrelay recv' there, listening on port SPORT", "correct KEYRELAY_SEND_TO\n"}},
 		{name: "--to", args: []string{"--to", "LIVE", "--input", "script"},
 			want: []string{"ok    role: send only (from flag --input, flag --to,", "ok    round trip to LIVE (--to): a recv answered"}},
@@ -540,7 +540,7 @@ func TestDoctorPeerFixNamesPort(t *testing.T) {
 	err = runDoctor(context.Background(), IO{Out: &out, Err: &out}, &DoctorOptions{
 		Role: roleSend, Inject: "log", Input: "script", Listen: "127.0.0.1:0", KeyFile: keyFile, Peer: peer, probeTimeout: 300 * time.Millisecond})
 	text := out.String()
-	if err == nil || !strings.Contains(text, "FAIL  round trip to "+peer+": no handshake within 300ms (no recv on port "+port+" there") ||
+	if err == nil || !strings.Contains(text, "FAIL  round trip to "+peer+": no answer within 300ms (no recv on port "+port+" there") ||
 		!strings.Contains(text, "open UDP "+port+" in its firewall") || strings.Contains(text, DefaultPort) {
 		t.Errorf("err %v; want the failure and its fix naming port %s, never %s\n%s", err, port, DefaultPort, text)
 	}

@@ -602,6 +602,8 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, fp string
 			// Its version notice (PROTOCOL.md §10) says why: a forged one
 			// changes this message, never the exit status.
 			missing = append(missing, fmt.Sprintf("%s %s", ua, otherVersionState(p)))
+		case !heard && slices.Contains(unanswered, ua.String()) && handshakeWhy(s, ua.String()) == "no answer":
+			missing = append(missing, fmt.Sprintf("%s never answered: %s (no handshake, so no key was sent to it)", ua, whyNoAnswer(port, fp)))
 		case !heard && slices.Contains(unanswered, ua.String()):
 			missing = append(missing, fmt.Sprintf("%s never completed the handshake (%s): %s (no key was sent to it)", ua, handshakeWhy(s, ua.String()), whyNoAnswer(port, fp)))
 		case !heard:

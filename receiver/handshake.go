@@ -131,7 +131,7 @@ func (r *Receiver) initiation(m handshake.Initiation, from net.Addr, now time.Ti
 	if s == nil {
 		s = r.newSession(k.Session, from.String(), handshaken)
 		s.peer, s.name = k.Peer, name
-		r.logf("session %016x from %s: %s", s.id, from, who)
+		r.logf("new session %016x from %s: %s", s.id, from, who)
 	}
 	if s.counter == 0 {
 		s.inits.heard(m.Header.Counter)

@@ -83,16 +83,14 @@ type pace struct {
 func (r *Receiver) paced(s *session, counter, clock uint64, now time.Time) {
 	p := &s.pace
 	if s.counter == 0 && s.mode == handshaken {
-		// A handshaken session: the counters before its first queue
-		// packet went out as initiations (PROTOCOL.md §8.3), and those
-		// heard were counted as its packets are (initPace): its pace goes
-		// on from theirs, and those after the newest heard were lost.
-		// With none heard, the counters before it say nothing.
+		// A handshaken session: before its first queue packet the
+		// sender sent initiations, backing off (PROTOCOL.md §8.3), so
+		// most counters went nowhere and their absence is no loss. The
+		// initiations heard count as packets that arrived (initPace),
+		// fading the prior of heavy loss; the counters before this
+		// packet say nothing.
+		*p = s.inits.pace
 		p.base = counter
-		if h := s.inits; h.newest != 0 && h.newest < counter {
-			*p = h.pace
-			p.count(counter - h.newest)
-		}
 	} else if s.counter == 0 && !r.listened(now, clock) {
 		// The first packet heard of a sender that started before this
 		// receiver listened (a restarted receiver): the counters before
@@ -113,26 +111,21 @@ func (p *pace) count(gap uint64) {
 }
 
 // initPace is the pace of a handshaken session's initiations heard before
-// its first queue packet: a sender's packets are initiations until it has
-// a keypair, and those that arrived are no loss.
+// its first queue packet: each newer one is a packet that arrived. The
+// counters between them say nothing of loss: initiations back off, and
+// the counters of the packets sent meanwhile went to no one.
 type initPace struct {
 	newest uint64
 	pace   pace
 }
 
-// heard counts an initiation of counter c: the first heard only sets
-// where the counting starts (an initiation says nothing of the sender's
-// clock, so not whether the counters before it were lost here); each
-// newer one is a packet that arrived. An older one (late, or a duplicate)
-// is not counted.
+// heard counts an initiation of counter c as a packet that arrived. An
+// older one (late, or a duplicate) is not counted.
 func (p *initPace) heard(c uint64) {
-	switch {
-	case p.newest == 0:
-		p.pace.base = c
-	case c > p.newest:
-		p.pace.count(c - p.newest)
+	if c > p.newest {
+		p.pace.count(1)
+		p.newest = c
 	}
-	p.newest = max(p.newest, c)
 }
 
 // listened reports whether this receiver was listening when a sender
