@@ -14,7 +14,9 @@
 // io.Reader in its configs, so every byte it makes can be reproduced.
 //
 // Every message starts with protocol 5's 22-byte header (PROTOCOL.md §2),
-// big-endian, flags 0 on handshake messages and SEALED on transport:
+// big-endian, flags 0 on handshake messages and SEALED on transport (queue
+// packets and acks of no handshake, one-way or plaintext, carry ONEWAY:
+// Parse passes them on whole, for package wire):
 //
 //	 0      2     3     4     5      6                14                22
 //	+------+-----+-----+-----+------+-----------------+-----------------+
