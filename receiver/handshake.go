@@ -127,11 +127,10 @@ func (r *Receiver) initiation(m handshake.Initiation, from net.Addr, now time.Ti
 		r.rejects.note(r.cfg.Logf, now, from, fmt.Errorf("a handshake for session %016x, which another sender holds: refused", k.Session))
 		return
 	}
-	name, who := r.peerName(k.Peer)
 	if s == nil {
 		s = r.newSession(k.Session, from.String(), handshaken)
-		s.peer, s.name = k.Peer, name
-		r.logf("new session %016x from %s: %s", s.id, from, who)
+		s.peer = k.Peer
+		s.name, s.who = r.peerName(k.Peer)
 	}
 	if s.counter == 0 {
 		s.inits.heard(m.Header.Counter)

@@ -428,6 +428,13 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 			r.logf("session %016x from %s replaced by %016x", old.id, addr, h.Session)
 		}
 		r.byAddr[addr] = s
+		if s.mode == handshaken {
+			// Said at its first packet, not at the handshake: a sender
+			// with another key file completes no handshake (Noise psk2
+			// is checked by the sender, on the response), and types
+			// nothing.
+			r.logf("new session %016x from %s: %s", s.id, addr, s.who)
+		}
 	}
 	if !s.window.Accept(h.Counter) {
 		r.stats.Replayed++

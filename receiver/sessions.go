@@ -35,6 +35,7 @@ type session struct {
 	// session id.
 	peer    [identity.KeyLen]byte
 	name    string
+	who     string // name and fingerprint, for the log
 	ring    handshake.Keyring
 	indices []uint32           // the local indices of ring, in Receiver.index
 	opened  *handshake.Keypair // the keypair of the last packet opened
