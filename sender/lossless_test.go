@@ -85,10 +85,21 @@ func TestLosslessTyping(t *testing.T) {
 			rl.Stop()
 			got = osk.SentDowns()
 		})
-		if st.Overflow > 0 {
+		switch {
+		case st.Handshakes == 0:
+			// No handshake within the end's wait (Outage): its
+			// initiations back off to one a second, about eight tries,
+			// all lost one way or the other (under 0.2 % at 24 % loss
+			// both ways). No key went anywhere (fail closed), and send
+			// says undelivered.
+			rt.Logf("no handshake completed")
+		case st.Overflow > 0:
 			rt.Logf("backlog overflowed %d times", st.Overflow)
-		} else if !slices.Equal(got, sent) {
+		case !slices.Equal(got, sent):
 			rt.Fatalf("key-downs arrived %v\nsent %v\n(stats %v, held %d)", show(got), show(sent), st, st.Held)
+		}
+		if st.Handshakes == 0 && len(got) != 0 {
+			rt.Fatalf("no handshake, yet %v arrived", show(got))
 		}
 	})
 }
