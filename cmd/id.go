@@ -28,8 +28,8 @@ takes the key; compare the fingerprints on both screens.
 The identity is an X25519 key pair, made the first time it is needed and kept
 in ` + displayDefaultIdentityPath() + ` (else --identity, $` + identity.Env + ` or
 identity in the config file), mode 0600: the private key never leaves this
-machine, and a file other users can read or write is refused. Identities are
-what protocol 5's handshake (in progress) will authenticate machines by.`,
+machine, and a file other users can read or write is refused. send and recv
+authenticate each other by their identities in every handshake.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, err := sharedPath(c, "identity", identity.FileName)

@@ -25,8 +25,9 @@ its recv listens on.
 The list is the peers file, ` + displayConfigDirFile(peers.FileName) + ` (else
 --peers, $` + peers.Env + ` or peers in the config file), TOML, mode 0600 when
 made here. A peers file other users can write is refused: whoever can write
-it could pair a machine that types here. Peers are what protocol 5's
-handshake (in progress) will accept machines by.`,
+it could pair a machine that types here. recv accepts only these machines
+(and its own); send reaches a NAME at its address. recv reads the file when it
+starts: restart it after a change.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, l, err := loadPeers(c)

@@ -44,20 +44,40 @@ listen = "127.0.0.1:0"
 inject = "log"
 timeout = "900ms"
 `)
-	recv := startWithEnv(t, []string{"XDG_CONFIG_HOME=" + recvHome, "KEYRELAY_KEY_FILE="}, "recv")
-	if !strings.Contains(recv.stderr.String(), "timeout 900ms") {
-		t.Errorf("recv did not take its timeout from the file:\n%s", recv.stderr)
-	}
 	basic, err := filepath.Abs("../testdata/e2e/basic.keys")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The sending machine names the receiving one as it paired it
+	// (PROTOCOL.md §8.1): to = ["typer"], its address in the peers file.
 	sendHome := configHome(t, `
 key-file = "keyrelay.key"
 [send]
-to = ["`+recv.addr+`"]
+to = ["typer"]
 script = "`+basic+`"
 `)
+	// Pair the two machines as a script would, each with the identity the
+	// other's 'keyrelay id' prints; the receiver's address is known only
+	// once it listens, so it is added to the sender's peers after.
+	idOf := func(home string) string {
+		t.Helper()
+		code, out, stderr := runWithEnv(t, []string{"XDG_CONFIG_HOME=" + home}, "id")
+		if code != 0 {
+			t.Fatalf("keyrelay id: exit %d\n%s", code, stderr)
+		}
+		return strings.Fields(out)[0]
+	}
+	recvKey, sendKey := idOf(recvHome), idOf(sendHome)
+	if code, _, stderr := runWithEnv(t, []string{"XDG_CONFIG_HOME=" + recvHome}, "peers", "add", "keyboard", sendKey); code != 0 {
+		t.Fatalf("peers add on the receiver: exit %d\n%s", code, stderr)
+	}
+	recv := startWithEnv(t, []string{"XDG_CONFIG_HOME=" + recvHome, "KEYRELAY_KEY_FILE="}, "recv")
+	if !strings.Contains(recv.stderr.String(), "timeout 900ms") {
+		t.Errorf("recv did not take its timeout from the file:\n%s", recv.stderr)
+	}
+	if code, _, stderr := runWithEnv(t, []string{"XDG_CONFIG_HOME=" + sendHome}, "peers", "add", "typer", recvKey, "--addr", recv.addr); code != 0 {
+		t.Fatalf("peers add on the sender: exit %d\n%s", code, stderr)
+	}
 	code, _, stderr := runWithEnv(t, []string{"XDG_CONFIG_HOME=" + sendHome, "KEYRELAY_KEY_FILE="}, "send")
 	if code != 0 {
 		t.Fatalf("send exited %d:\n%s", code, stderr)
@@ -76,7 +96,7 @@ script = "`+basic+`"
 	}
 	cfg := filepath.Join(sendHome, "keyrelay", "config.toml")
 	for _, re := range []string{
-		`(?m)^to = \["` + regexp.QuoteMeta(recv.addr) + `"\] +# file ` + regexp.QuoteMeta(cfg) + ` \[send\]$`,
+		`(?m)^to = \["typer"\] +# file ` + regexp.QuoteMeta(cfg) + ` \[send\]$`,
 		`(?m)^key-file = "` + regexp.QuoteMeta(filepath.Join(sendHome, "keyrelay", "keyrelay.key")) + `" +# file ` + regexp.QuoteMeta(cfg) + `$`,
 		`(?m)^queue = 20 +# env KEYRELAY_SEND_QUEUE$`,
 		`(?m)^interval = "100ms" +# default$`,

@@ -32,7 +32,7 @@ func TestSendReportsDelivery(t *testing.T) {
 	}{
 		{"a working receiver", []string{"--to", recv.addr}, 0, "delivered: every receiver acknowledged the final state"},
 		{"nothing listening", []string{"--to", nothing}, 3, "never answered: nothing listening there"},
-		{"another key", []string{"--to", recv.addr, "--key-file", otherKey}, 3, "a receiver with another key"},
+		{"another key", []string{"--to", recv.addr, "--key-file", otherKey}, 3, "another key file, or another receiver"},
 		{"sealed to a plaintext receiver", []string{"--to", plain.addr}, 3, "--insecure on one end only"},
 		{"plaintext to a sealed receiver", []string{"--to", recv.addr, "--insecure"}, 3, "--insecure on one end only"},
 		{"one working, one silent", []string{"--to", recv.addr, "--to", nothing}, 3, nothing + " never answered"},

@@ -35,7 +35,7 @@ func wantLine(t *testing.T, out, prefix string, parts ...string) {
 		if strings.HasPrefix(l, prefix) {
 			next := out[strings.Index(out, l)+len(l):]
 			for _, p := range parts {
-				if !strings.Contains(l+next[:min(len(next), 300)], p) {
+				if !strings.Contains(l+next[:min(len(next), 600)], p) {
 					t.Errorf("line %q (and its fix) lacks %q", l, p)
 				}
 			}

@@ -51,20 +51,29 @@ func TestKeygen(t *testing.T) {
 	}
 }
 
-// TestKeyRequired: without a key, send and recv refuse to start and say how
-// to make one; --insecure runs in plaintext with a warning.
-func TestKeyRequired(t *testing.T) {
+// TestKeyFileOptional (PROTOCOL.md §8.1): without a key file, send and recv
+// on one machine relay under its identity (the handshake needs no shared
+// secret); one-way use, which cannot handshake, needs one and says how to
+// make it; --insecure runs in plaintext with a warning.
+func TestKeyFileOptional(t *testing.T) {
 	t.Setenv("KEYRELAY_KEY_FILE", "")
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	if code, _, stderr := run(t, "", "send", "--to", recv.addr, "--script", "../testdata/scripts/hello.keys"); code != 0 {
+		t.Errorf("send without a key file: exit %d\n%s", code, stderr)
+	}
+	if got := recv.stop(); len(got) != 12 {
+		t.Errorf("relay under the identity alone: %d key events, want 12", len(got))
+	}
 	for _, args := range [][]string{
-		{"recv", "--inject", "log", "--listen", "127.0.0.1:0"},
-		{"send", "--to", "127.0.0.1", "--script", "../testdata/scripts/hello.keys"},
+		{"recv", "--inject", "log", "--listen", "127.0.0.1:0", "--one-way"},
+		{"send", "--to", "127.0.0.1", "--one-way", "--feedback=false", "--script", "../testdata/scripts/hello.keys"},
 	} {
 		code, _, stderr := run(t, "", args...)
 		if code != 2 || !strings.Contains(stderr, "keyrelay keygen --out") || !strings.Contains(stderr, "--insecure") {
 			t.Errorf("%v: exit %d\n%s", args, code, stderr)
 		}
 	}
-	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--insecure")
+	recv = start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--insecure")
 	if !strings.Contains(recv.stderr.String(), "WARNING: --insecure") {
 		t.Errorf("recv --insecure printed no warning:\n%s", recv.stderr)
 	}
@@ -77,19 +86,20 @@ func TestKeyRequired(t *testing.T) {
 	}
 }
 
-// TestWrongKeyInjectsNothing: a sender with another key types nothing, and
-// the receiver counts its packets as forged.
+// TestWrongKeyInjectsNothing (PROTOCOL.md §8.1, §8.2): a sender with another
+// key file, as a second factor, completes no handshake (the key is Noise's
+// psk2: its response does not authenticate), so it types nothing and says
+// why; a plaintext sender to a sealed receiver neither.
 func TestWrongKeyInjectsNothing(t *testing.T) {
 	other := filepath.Join(t.TempDir(), "other.key")
 	if code, _, stderr := run(t, "", "keygen", "--out", other); code != 0 {
 		t.Fatal(stderr)
 	}
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	// send says it was not delivered (issue 13 must-have 1: exit 3).
-	if code, _, stderr := run(t, "", "send", "--key-file", other, "--to", recv.addr, "--script", "../testdata/scripts/hello.keys"); code != 3 {
-		t.Fatalf("send with another key: exit %d, want 3\n%s", code, stderr)
+	code, _, stderr := run(t, "", "send", "--key-file", other, "--to", recv.addr, "--script", "../testdata/scripts/hello.keys")
+	if code != 3 || !strings.Contains(stderr, "another key file") {
+		t.Fatalf("send with another key: exit %d, want 3 naming another key file\n%s", code, stderr)
 	}
-	// A plaintext sender too.
 	if code, _, stderr := run(t, "", "send", "--insecure", "--to", recv.addr, "--script", "../testdata/scripts/hello.keys"); code != 3 {
 		t.Fatalf("plaintext send to a sealed receiver: exit %d, want 3\n%s", code, stderr)
 	}
@@ -97,8 +107,64 @@ func TestWrongKeyInjectsNothing(t *testing.T) {
 		t.Errorf("a wrong key typed %v", l)
 	}
 	recv.stop()
-	if !regexp.MustCompile(`[1-9]\d* forged`).MatchString(recv.stderr.String()) || !strings.Contains(recv.stderr.String(), "does not authenticate") {
-		t.Errorf("recv did not report forged packets:\n%s", recv.stderr)
+	if !regexp.MustCompile(`[1-9]\d* forged`).MatchString(recv.stderr.String()) || !regexp.MustCompile(` 0 keys injected`).MatchString(recv.stderr.String()) {
+		t.Errorf("recv did not count the plaintext packets as forged, or injected keys:\n%s", recv.stderr)
+	}
+}
+
+// TestUnpairedSenderInjectsNothing (PROTOCOL.md §8.1): a machine the
+// receiver has not paired (another identity, not in its peers file) types
+// nothing, whatever key file it shares; send says why with exit 3 and its
+// fingerprint, recv names the refused identity with the fix. Paired with
+// 'keyrelay peers add', the same sender types.
+func TestUnpairedSenderInjectsNothing(t *testing.T) {
+	dir := t.TempDir()
+	otherID, recvPeers := filepath.Join(dir, "other.identity"), filepath.Join(dir, "recv-peers.toml")
+	code, out, stderr := run(t, "", "id", "--identity", otherID)
+	if code != 0 {
+		t.Fatalf("id: exit %d\n%s", code, stderr)
+	}
+	otherKey, otherPrint := strings.Fields(out)[0], strings.Fields(out)[1]
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--peers", recvPeers)
+	code, recvKey, stderr := run(t, "", "id")
+	if code != 0 {
+		t.Fatalf("id: exit %d\n%s", code, stderr)
+	}
+	sendPeers := filepath.Join(dir, "send-peers.toml")
+	if code, _, stderr := run(t, "", "peers", "add", "typer", strings.Fields(recvKey)[0], "--addr", recv.addr, "--peers", sendPeers, "--identity", otherID); code != 0 {
+		t.Fatalf("peers add: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = run(t, "", "send", "--identity", otherID, "--peers", sendPeers, "--to", "typer", "--script", "../testdata/scripts/hello.keys")
+	if code != 3 || !strings.Contains(stderr, "this machine not paired there") || !strings.Contains(stderr, otherPrint) {
+		t.Errorf("unpaired send: exit %d, want 3 naming the pairing and its fingerprint %s\n%s", code, otherPrint, stderr)
+	}
+	if l, ok := recv.next(300 * time.Millisecond); ok {
+		t.Errorf("an unpaired sender typed %v", l)
+	}
+	recv.stop()
+	if !strings.Contains(recv.stderr.String(), otherPrint) || !strings.Contains(recv.stderr.String(), "not paired") {
+		t.Errorf("recv did not name the refused identity %s:\n%s", otherPrint, recv.stderr)
+	}
+
+	// Paired on the receiver too (it reads its peers file at start).
+	if code, _, stderr := run(t, "", "peers", "add", "keyboard", otherKey, "--peers", recvPeers); code != 0 {
+		t.Fatalf("peers add: exit %d\n%s", code, stderr)
+	}
+	recv = start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--peers", recvPeers)
+	if code, _, stderr := run(t, "", "peers", "remove", "typer", "--peers", sendPeers); code != 0 {
+		t.Fatalf("peers remove: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := run(t, "", "peers", "add", "typer", strings.Fields(recvKey)[0], "--addr", recv.addr, "--peers", sendPeers, "--identity", otherID); code != 0 {
+		t.Fatalf("peers add: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := run(t, "", "send", "--identity", otherID, "--peers", sendPeers, "--to", "typer", "--script", "../testdata/scripts/hello.keys"); code != 0 {
+		t.Errorf("paired send: exit %d\n%s", code, stderr)
+	}
+	if got := recv.stop(); len(got) != 12 {
+		t.Errorf("paired sender: %d key events, want 12", len(got))
+	}
+	if !strings.Contains(recv.stderr.String(), "keyboard") {
+		t.Errorf("recv did not name the paired sender's machine:\n%s", recv.stderr)
 	}
 }
 

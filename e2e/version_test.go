@@ -33,7 +33,7 @@ func TestRecvNamesAndAnswersOtherVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Session: 0x0123456789ABCDEF, Counter: 42},
+	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: 0x0123456789ABCDEF, Counter: 42},
 		Clock: 10, Wall: uint64(time.Now().UnixMilli()),
 		Events: []eventqueue.Event{{Key: keys.Key(keys.KeyA), Kind: eventqueue.Down, Stamp: 1}, {}, {}, {}}}
 	b, err := q.Append(nil)

@@ -1,7 +1,7 @@
 // Package identity holds machine identities: X25519 static key pairs, one
 // per machine, kept in a file only its owner can read and named to people by
 // the public key's base64 text and a short fingerprint. Protocol 5's
-// handshake (Noise IK, in progress) authenticates machines by them.
+// handshake (Noise IKpsk2, PROTOCOL.md §8.2) authenticates machines by them.
 package identity
 
 import (
