@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"time"
 
 	"github.com/keyrelay/keyrelay/handshake"
@@ -76,17 +75,6 @@ const (
 )
 
 var errNoLink = errors.New("answers no handshake of this session")
-
-// sameAddr compares two host:port strings as addresses (an IPv4-mapped
-// IPv6 address is its IPv4 address), or as strings if they do not parse.
-func sameAddr(a, b string) bool {
-	if a == b {
-		return true
-	}
-	x, err1 := netip.ParseAddrPort(a)
-	y, err2 := netip.ParseAddrPort(b)
-	return err1 == nil && err2 == nil && x.Addr().Unmap() == y.Addr().Unmap() && x.Port() == y.Port()
-}
 
 // newLink makes the link of destination d: with an initiator when it is
 // handshaken.
