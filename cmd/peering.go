@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/peers"
@@ -169,11 +171,57 @@ func handshakeWhy(s *sender.Sender, addr string) string {
 	return ""
 }
 
-// peerNamer is the receiver's test of a sender's key: a peer of list, by
-// its name.
-func peerNamer(list *peers.List) func([identity.KeyLen]byte) (string, bool) {
-	return func(k [identity.KeyLen]byte) (string, bool) {
-		p, ok := list.ByKey(k)
-		return p.Name, ok
+// peerNamer is the receiver's test of a sender's key: a peer of the
+// peers file at path (list, as loaded at start), by its name. The file is
+// read again when it has changed, checked at most once a second and only
+// when a handshake asks (PROTOCOL.md §8.1): a machine paired while recv
+// runs ('keyrelay peers add') is accepted from its first handshake, and
+// one removed is refused from its next (a running session rekeys every
+// two minutes). A file that no longer loads keeps the list it replaced,
+// said once per change.
+func peerNamer(path string, list *peers.List, logf func(string, ...any)) func([identity.KeyLen]byte) (string, bool) {
+	return newPeersWatch(path, list, logf).lookup
+}
+
+func newPeersWatch(path string, list *peers.List, logf func(string, ...any)) *peersWatch {
+	w := &peersWatch{path: path, list: list, logf: logf, checked: time.Now()}
+	w.stamp, _ = fileStamp(path)
+	return w
+}
+
+// peersWatch is peerNamer's state. Not safe for concurrent use: the
+// receiver calls it from its one loop.
+type peersWatch struct {
+	path    string
+	list    *peers.List
+	logf    func(string, ...any)
+	stamp   string // the file's size and modification time when read
+	checked time.Time
+}
+
+func (w *peersWatch) lookup(k [identity.KeyLen]byte) (string, bool) {
+	if now := time.Now(); now.Sub(w.checked) >= time.Second {
+		w.checked = now
+		if st, _ := fileStamp(w.path); st != w.stamp {
+			w.stamp = st
+			if l, err := peers.Load(w.path); err != nil {
+				w.logf("the peers file changed but does not load (%v): the machines it listed before are still accepted", err)
+			} else {
+				w.list = l
+				w.logf("peers file %s read again: accepts %d paired machines and this one", w.path, l.Len())
+			}
+		}
 	}
+	p, ok := w.list.ByKey(k)
+	return p.Name, ok
+}
+
+// fileStamp is what tells that a file changed: its size and modification
+// time ("" when it does not exist).
+func fileStamp(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d %d", st.Size(), st.ModTime().UnixNano()), nil
 }
