@@ -22,7 +22,7 @@ const (
 )
 
 // Version is the protocol version this package speaks.
-const Version = 5
+const Version = wire.Version
 
 // Types of protocol 5 (PROTOCOL.md §2). Type 5 is the version notice of
 // every version (§10), read with wire.ParseNotice, not here.
@@ -73,23 +73,14 @@ var (
 	ErrExpired = errors.New("keypair expired: a new handshake is needed")
 )
 
-// Header is the fixed part of every protocol 5 message.
-type Header struct {
-	Type    wire.Type
-	Flags   uint8
-	Session uint64
-	Counter uint64
-}
+// Header is the fixed part of every protocol 5 message: wire's header
+// (PROTOCOL.md §2), one type for both packages, so a datagram parsed here
+// is handed to wire's body parsers as it is.
+type Header = wire.Header
 
-// Append appends the encoded header to b.
-func (h Header) Append(b []byte) []byte {
-	b = append(b, wire.Magic0, wire.Magic1, Version, byte(h.Type), h.Flags, 0)
-	b = binary.BigEndian.AppendUint64(b, h.Session)
-	return binary.BigEndian.AppendUint64(b, h.Counter)
-}
-
-// put writes the header into b[:HeaderLen].
-func (h Header) put(b []byte) {
+// putHeader writes h into b[:HeaderLen], in place (the messages are built
+// in buffers of their final length).
+func putHeader(h Header, b []byte) {
 	_ = b[HeaderLen-1]
 	b[offMagic], b[offMagic+1], b[offVersion] = wire.Magic0, wire.Magic1, Version
 	b[offType], b[offFlags], b[offReserved] = byte(h.Type), h.Flags, 0

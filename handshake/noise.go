@@ -156,7 +156,7 @@ func (i *Initiator) Initiate(b []byte, session, counter uint64, now time.Time) (
 	}
 	p.index = idx
 	m := p.initiation[:]
-	Header{Type: TypeInitiation, Session: session, Counter: counter}.put(m)
+	putHeader(Header{Type: TypeInitiation, Session: session, Counter: counter}, m)
 	binary.BigEndian.PutUint32(m[offInitSender:], idx)
 	if p.hs, err = i.state(p, m[offInitEphemeral:offInitMAC1]); err != nil {
 		return b, fmt.Errorf("initiation: %w", err)
@@ -341,7 +341,7 @@ func (r *Responder) ConsumeInitiation(b []byte, m Initiation, src netip.AddrPort
 	resp := b[start:]
 	h := m.Header
 	h.Type = TypeResponse
-	h.put(resp)
+	putHeader(h, resp)
 	binary.BigEndian.PutUint32(resp[offRespSender:], m.Sender)
 	binary.BigEndian.PutUint32(resp[offRespReceiver:], idx)
 	msg, cs1, cs2, err := hs.WriteMessage(resp[offRespEphemeral:offRespEphemeral], nil)

@@ -215,7 +215,7 @@ func (r *Receiver) openTransport(t handshake.Transport, from net.Addr, now time.
 		s.opened = k
 		r.syncIndices(s) // a packet under next confirmed it
 	}
-	if err := wire.ParseQueueBody(wire.Header(t.Header), body, &r.pkt); err != nil {
+	if err := wire.ParseQueueBody(t.Header, body, &r.pkt); err != nil {
 		r.reject(err, from, now)
 		return nil, nil
 	}

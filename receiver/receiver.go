@@ -401,7 +401,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.reject(fmt.Errorf("%w: %d is nothing a receiver reads", wire.ErrType, m.Header.Type), from, now)
 		return
 	}
-	h := wire.Header(m.Header)
+	h := m.Header
 	var s *session
 	var k *handshake.Keypair
 	switch {

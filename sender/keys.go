@@ -48,7 +48,7 @@ var (
 // returns that link. A plaintext ack has no window: in plaintext anyone
 // can forge any ack, and a duplicate changes nothing (handleAck).
 func (c *Core) openAck(m handshake.Message, a *wire.Ack, now time.Time) (*link, error) {
-	h := wire.Header(m.Header)
+	h := m.Header
 	switch {
 	case m.OneWay != nil:
 		if !c.cfg.Insecure {
