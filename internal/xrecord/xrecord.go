@@ -13,15 +13,23 @@
 // The server sends what a context recorded only when it flushes its
 // clients' output after recording it, and it flushes only when some client
 // has new output: a key that no client receives would stay in its buffer
-// until any client gets output, for seconds (on a bare Xvfb, say). So the
-// data connection also selects the key events of the root window, which
-// gets the keys nobody else takes while the focus is on the root or follows
-// the pointer (no window manager): they are read and dropped, and the
-// recorded key comes in the same flush. (XInput 2's raw events, which
-// every key sends to the root window, come too early: the server may flush
-// them before it records the key.) A key sent to a focused window that
-// does not listen to keys can still wait; on a desktop there is nearly
-// always a client that gets it.
+// until any client gets output, for seconds (on a bare Xvfb, say). So a
+// Stream opens a third connection, the flush connection, that selects the
+// key events of the root window, which gets the keys nobody else takes
+// while the focus is on the root or follows the pointer (no window
+// manager): they are read and dropped, and the recorded key comes in the
+// same flush. (XInput 2's raw events, which every key sends to the root
+// window, come too early: the server may flush them before it records the
+// key.) A key sent to a focused window that does not listen to keys can
+// still wait; on a desktop there is nearly always a client that gets it.
+//
+// The data connection itself must get nothing but the recording: when the
+// server flushes a client's output it first writes out every context's
+// recorded data, and when that client is the recording client the write
+// lands in the very buffer being flushed, which the X.Org server then
+// frees under its own feet (DESIGN.md, "RECORD's recording client gets
+// only the recording"). Selecting keys on the data connection, as this
+// package once did, crashed the server after a few sessions.
 package xrecord
 
 import (
@@ -57,10 +65,11 @@ type Key struct {
 // Stream records the key events of every client of one X server. Next is
 // called from one goroutine; Close from any.
 type Stream struct {
-	ctrl *xgb.Conn
-	data net.Conn
-	in   *bufio.Reader // data, read a whole flush at a time
-	ctx  record.Context
+	ctrl  *xgb.Conn
+	data  net.Conn
+	in    *bufio.Reader // data, read a whole flush at a time
+	flush net.Conn      // selects the root window's keys (the package doc says why)
+	ctx   record.Context
 
 	head    [32]byte
 	body    []byte
@@ -96,18 +105,30 @@ func Open(ctrl *xgb.Conn, display string) (*Stream, error) {
 		record.FreeContext(ctrl, ctx)
 		return nil, err
 	}
-	s := &Stream{ctrl: ctrl, data: data, in: bufio.NewReaderSize(data, 4096), ctx: ctx}
-	if err := s.selectKeys(ctrl); err != nil {
+	flush, err := Dial(display)
+	if err != nil {
+		data.Close()
+		record.FreeContext(ctrl, ctx)
+		return nil, err
+	}
+	s := &Stream{ctrl: ctrl, data: data, in: bufio.NewReaderSize(data, 4096), flush: flush, ctx: ctx}
+	if err := selectKeys(flush, xproto.Setup(ctrl).DefaultScreen(ctrl).Root); err != nil {
+		flush.Close()
 		data.Close()
 		record.FreeContext(ctrl, ctx)
 		return nil, fmt.Errorf("unable to start recording on DISPLAY=%s: %w", display, err)
 	}
+	// The flush connection's key events are read and dropped until Close
+	// closes it: unread, they would fill its socket and the server would
+	// stop writing to it, and no longer flush for it.
+	go io.Copy(io.Discard, flush)
 	// EnableContext (RECORD request 5): opcode, minor, length 2, context.
 	req := make([]byte, 8)
 	req[0], req[1] = opcode, 5
 	binary.LittleEndian.PutUint16(req[2:], 2)
 	binary.LittleEndian.PutUint32(req[4:], uint32(ctx))
 	if _, err := data.Write(req); err != nil {
+		flush.Close()
 		data.Close()
 		record.FreeContext(ctrl, ctx)
 		return nil, fmt.Errorf("unable to start recording on DISPLAY=%s: %w", display, err)
@@ -115,13 +136,12 @@ func Open(ctrl *xgb.Conn, display string) (*Stream, error) {
 	return s, nil
 }
 
-// selectKeys makes the data connection itself receive the key events that
-// reach the root window, so that a key no other client receives gives
-// output all the same (the package doc says why). It waits for the
-// server's answer (a round trip), so that nothing but the stream comes
-// later; a refusal (an X error) is no failure: the stream works without.
-func (s *Stream) selectKeys(ctrl *xgb.Conn) error {
-	root := xproto.Setup(ctrl).DefaultScreen(ctrl).Root
+// selectKeys makes conn, the flush connection, receive the key events
+// that reach root, so that a key no other client receives gives output
+// all the same (the package doc says why). It waits for the server's
+// answer (a round trip), so that nothing but events comes later; a
+// refusal (an X error) is no failure: the stream works without.
+func selectKeys(conn net.Conn, root xproto.Window) error {
 	// ChangeWindowAttributes: root, event mask KeyPress|KeyRelease (several
 	// clients may select those on one window); then GetInputFocus, whose
 	// reply (sequence 2) comes after any error.
@@ -130,22 +150,28 @@ func (s *Stream) selectKeys(ctrl *xgb.Conn) error {
 	req = binary.LittleEndian.AppendUint32(req, xproto.CwEventMask)
 	req = binary.LittleEndian.AppendUint32(req, xproto.EventMaskKeyPress|xproto.EventMaskKeyRelease)
 	req = append(req, getInputFocus, 0, 1, 0)
-	s.data.SetDeadline(time.Now().Add(3 * time.Second))
-	defer s.data.SetDeadline(time.Time{})
-	if _, err := s.data.Write(req); err != nil {
+	conn.SetDeadline(time.Now().Add(3 * time.Second))
+	defer conn.SetDeadline(time.Time{})
+	if _, err := conn.Write(req); err != nil {
 		return err
 	}
+	in := bufio.NewReader(conn)
+	var h [32]byte
 	for {
-		h := s.head[:]
-		if _, err := io.ReadFull(s.in, h); err != nil {
+		if _, err := io.ReadFull(in, h[:]); err != nil {
 			return err
 		}
 		if h[0] == 1 || h[0]&0x7f == genericEvent {
-			if _, err := s.in.Discard(4 * int(binary.LittleEndian.Uint32(h[4:]))); err != nil {
+			if _, err := in.Discard(4 * int(binary.LittleEndian.Uint32(h[4:]))); err != nil {
 				return err
 			}
 		}
 		if h[0] <= 1 && binary.LittleEndian.Uint16(h[2:]) == 2 {
+			if in.Buffered() > 0 {
+				// Key events already behind the reply: dropped, as
+				// the ones to come are.
+				in.Discard(in.Buffered())
+			}
 			return nil
 		}
 	}
@@ -196,8 +222,7 @@ func (s *Stream) readReply() error {
 	case 1: // a reply
 	case 0: // an X error on the data connection
 		return fmt.Errorf("the X server refused to record: error code %d", head[1])
-	default: // an event: selectKeys's key events, or one every client
-		// gets (MappingNotify), dropped
+	default: // an event every client gets (MappingNotify), dropped
 		if head[0]&0x7f == genericEvent {
 			if _, err := s.in.Discard(4 * int(n)); err != nil {
 				return s.ended(err)
@@ -246,7 +271,7 @@ func appendEvents(out []Key, b []byte) []Key {
 	return out
 }
 
-// Close stops the recording and closes the data connection; Next then
+// Close stops the recording and closes the data and flush connections; Next then
 // returns io.EOF. The control connection stays open.
 func (s *Stream) Close() error {
 	s.once.Do(func() {
@@ -254,6 +279,7 @@ func (s *Stream) Close() error {
 		record.DisableContext(s.ctrl, s.ctx)
 		record.FreeContext(s.ctrl, s.ctx)
 		s.data.Close()
+		s.flush.Close()
 	})
 	return nil
 }
