@@ -407,8 +407,14 @@ func (k *keymap) onlySym(min, kc xproto.Keycode) uint32 {
 	if i < 0 || i+k.per > len(k.syms) {
 		return 0
 	}
+	return onlySym(k.syms[i : i+k.per])
+}
+
+// onlySym is the one keysym of row in all its columns that are not
+// NoSymbol, or 0.
+func onlySym(row []xproto.Keysym) uint32 {
 	var ks xproto.Keysym
-	for _, s := range k.syms[i : i+k.per] {
+	for _, s := range row {
 		switch {
 		case s == 0:
 		case ks == 0:
@@ -506,6 +512,12 @@ func (x *X11) Inject(ev Event) error {
 		return err
 	}
 	x.revert()
+	// The keymap as the server has it now: another client may have
+	// changed it (setxkbmap), and a stale one would have X11 take back a
+	// "spare" that is a real key by now.
+	if err := x.fresh(); err != nil {
+		return err
+	}
 	if r, ok := ev.Key.Char(); ok {
 		if ev.Down {
 			return x.charDown(r)
@@ -565,11 +577,12 @@ func (x *X11) fake(kc xproto.Keycode, down bool) {
 // charDown presses the key that types r on the server's layout, with the
 // Shift and AltGr its level needs, or a spare keycode mapped to r.
 func (x *X11) charDown(r rune) error {
-	if x.stale.Swap(false) {
-		if err := x.loadKeymap(); err != nil {
-			return err
-		}
-	}
+	return x.charDownTries(r, 2)
+}
+
+// charDownTries is charDown, reading the keymap again and retrying when the
+// spare it picked turns out to be taken (tries times in all).
+func (x *X11) charDownTries(r rune, tries int) error {
 	p, ok := x.keymap.place[r]
 	if ok && levelColumns[levelRank(p.col)].level3 && x.keymap.level3KC == 0 {
 		ok = false // no AltGr key to reach level 3 with
@@ -578,7 +591,13 @@ func (x *X11) charDown(r rune) error {
 	caps := unicode.IsLower(r) || unicode.IsUpper(r) || unicode.IsTitle(r)
 	caps = caps && x.capsLock()
 	if !ok {
-		kc, ok := x.spare(r)
+		kc, ok, taken := x.spare(r)
+		if taken && tries > 1 {
+			if err := x.fresh(); err != nil {
+				return err
+			}
+			return x.charDownTries(r, tries-1)
+		}
 		if !ok {
 			return x.skipped.report(x.logf, "x11", keys.Char(r), "the layout lacks it and no spare keycode is free")
 		}
@@ -687,13 +706,25 @@ func (x *X11) revert() {
 	x.undo = override{pressed: x.undo.pressed[:0], released: x.undo.released[:0]}
 }
 
+// fresh reads the keymap again if the server announced a change not our
+// own (MappingNotify, from any client).
+func (x *X11) fresh() error {
+	if x.stale.Swap(false) {
+		return x.loadKeymap()
+	}
+	return nil
+}
+
 // spare returns a spare keycode mapped to r: the one it already has, else a
-// free one, else the least recently used that is not held, remapped.
-func (x *X11) spare(r rune) (xproto.Keycode, bool) {
+// free one, else the least recently used that is not held, remapped. taken
+// says that the keycode picked is no longer what X11's keymap says (another
+// client changed it, and its MappingNotify is still on its way): the keymap
+// is then stale, and nothing was changed.
+func (x *X11) spare(r rune) (kc xproto.Keycode, ok, taken bool) {
 	x.useTick++
 	if kc, ok := x.spareOf[r]; ok {
 		x.lastUse[kc] = x.useTick
-		return kc, true
+		return kc, true, false
 	}
 	mapped := map[xproto.Keycode]rune{}
 	for c, kc := range x.spareOf {
@@ -713,19 +744,47 @@ func (x *X11) spare(r rune) (xproto.Keycode, bool) {
 		}
 	}
 	if pick == 0 {
-		return 0, false
+		return 0, false, false
 	}
-	if old, used := mapped[pick]; used {
-		delete(x.spareOf, old)
+	old, used := mapped[pick]
+	was := uint32(0) // what pick has as far as X11 knows
+	if used {
+		was = keysym.FromRune(old)
 	}
 	syms := make([]xproto.Keysym, x.keymap.per)
 	for i := range syms {
 		syms[i] = xproto.Keysym(keysym.FromRune(r))
 	}
-	x.remap(pick, syms)
+	if !x.remapIf(pick, was, syms) {
+		return 0, false, true
+	}
+	if used {
+		delete(x.spareOf, old)
+	}
 	x.spareOf[r] = pick
 	x.lastUse[pick] = x.useTick
-	return pick, true
+	return pick, true, false
+}
+
+// remapIf maps kc to syms if the server's mapping of kc is still was (one
+// keysym in every column it has, as X11 maps a spare; 0: no keysym at
+// all), and reports whether it did. Reading and changing happen under a
+// server grab, so no other client's change (setxkbmap) comes in between:
+// X11 never changes a keycode that has a keysym it did not put there. One
+// round trip. A mapping that is not was makes the keymap stale.
+func (x *X11) remapIf(kc xproto.Keycode, was uint32, syms []xproto.Keysym) bool {
+	x.keys.grabServer()
+	defer x.keys.ungrabServer()
+	row, err := x.keys.keyboardMapping(kc)
+	if err != nil {
+		return false // the connection's end, which Inject reports next
+	}
+	if (was == 0 && !isSpareRow(row)) || (was != 0 && onlySym(row) != was) {
+		x.stale.Store(true)
+		return false
+	}
+	x.remap(kc, syms)
+	return true
 }
 
 // remap maps kc to syms, keeping X11's copy of the keymap in step and
@@ -740,11 +799,13 @@ func (x *X11) remap(kc xproto.Keycode, syms []xproto.Keysym) {
 // unspare gives a spare keycode back its empty mapping, when a physical key
 // is to be pressed on it: a relayed IntlRo must not type the character X11
 // lent its keycode to.
+// The keycode is given back only while it still has X11's character: one
+// the desktop's layout has given a key to since is left as it is.
 func (x *X11) unspare(kc xproto.Keycode) {
 	for r, skc := range x.spareOf {
 		if skc == kc {
 			delete(x.spareOf, r)
-			x.remap(kc, make([]xproto.Keysym, x.keymap.per))
+			x.remapIf(kc, keysym.FromRune(r), make([]xproto.Keysym, x.keymap.per))
 			return
 		}
 	}
@@ -796,8 +857,11 @@ func (x *X11) Close() error {
 		x.fake(kc, false)
 	}
 	clear(x.down)
-	for _, kc := range x.spareOf {
-		x.remap(kc, make([]xproto.Keysym, x.keymap.per))
+	// Spares the layout has taken since (a MappingNotify not yet read)
+	// are not ours to empty: remapIf leaves them.
+	x.fresh()
+	for r, kc := range x.spareOf {
+		x.remapIf(kc, keysym.FromRune(r), make([]xproto.Keysym, x.keymap.per))
 	}
 	clear(x.spareOf)
 	// A round trip, so everything above reached the server before the

@@ -38,6 +38,9 @@ type keyConn struct {
 // Requests (X11 protocol, XTEST).
 const (
 	reqChangeKeyboardMapping = 100
+	reqGetKeyboardMapping    = 101
+	reqGrabServer            = 36
+	reqUngrabServer          = 37
 	reqQueryPointer          = 38
 	reqGetInputFocus         = 43
 	xtestFakeInput           = 2
@@ -134,6 +137,30 @@ func (k *keyConn) changeKeyboardMapping(kc xproto.Keycode, syms []xproto.Keysym)
 	k.buf = b
 	return k.write(b)
 }
+
+// keyboardMapping returns the keysyms of keycode kc (one row of the
+// keymap): a round trip.
+func (k *keyConn) keyboardMapping(kc xproto.Keycode) ([]xproto.Keysym, error) {
+	p, err := k.roundTrip([]byte{reqGetKeyboardMapping, 0, 2, 0, byte(kc), 1, 0, 0})
+	if err != nil {
+		return nil, err
+	}
+	per := int(p[1])
+	if len(p) < 32+4*per {
+		return nil, fmt.Errorf("short GetKeyboardMapping reply: %d bytes for %d keysyms", len(p), per)
+	}
+	row := make([]xproto.Keysym, per)
+	for i := range row {
+		row[i] = xproto.Keysym(binary.LittleEndian.Uint32(p[32+4*i:]))
+	}
+	return row, nil
+}
+
+// grabServer and ungrabServer make the server process this connection's
+// requests alone in between, so that what one reads of the keymap is
+// still so when it changes it.
+func (k *keyConn) grabServer() error   { return k.write([]byte{reqGrabServer, 0, 1, 0}) }
+func (k *keyConn) ungrabServer() error { return k.write([]byte{reqUngrabServer, 0, 1, 0}) }
 
 // queryPointer returns the modifier and button state (QueryPointer's
 // mask): a round trip.

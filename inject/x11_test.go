@@ -13,6 +13,7 @@ import (
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
 
 	"github.com/keyrelay/keyrelay/internal/xquiet"
 	"github.com/keyrelay/keyrelay/internal/xvfbtest"
@@ -486,5 +487,93 @@ func TestX11SetLocks(t *testing.T) {
 		if held := pressed(t, c); len(held) != 0 {
 			t.Errorf("keycodes %v left held", held)
 		}
+	}
+}
+
+// TestX11LayoutChangeKeepsRealKeys: after characters were typed through a
+// spare keycode (IntlRo's, 97, empty on a US layout), the desktop's layout
+// becomes Brazilian, where 97 is ABNT2's "/ ? °" key. A relayed IntlRo
+// then presses that key as the layout has it, and the keycode keeps its
+// keysyms for the relayed and the local keyboard alike: X11 changes no
+// keycode that has a keysym in the current mapping, whether it read the
+// layout change's MappingNotify before the key came or not, and gives its
+// spares back on Close.
+func TestX11LayoutChangeKeepsRealKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		notice bool // X11 has read the MappingNotify when IntlRo comes
+	}{
+		{"after the notice", true},
+		{"before the notice", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			xvfb(t)
+			setxkbmap(t, "us")
+			c := xconn(t)
+			if err := xtest.Init(c); err != nil {
+				t.Fatal(err)
+			}
+			root := xproto.Setup(c).DefaultScreen(c).Root
+			x, err := NewX11(t.Logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := false
+			t.Cleanup(func() {
+				if !closed {
+					x.Close()
+				}
+			})
+			x.keymap.spares = []xproto.Keycode{97} // lend only IntlRo's keycode
+			for _, r := range "жßж" {
+				inj(t, x, keys.Char(r), true)
+				inj(t, x, keys.Char(r), false)
+			}
+			setxkbmap(t, "br")
+			if tc.notice {
+				awaitStale(t, x, c, "the layout change")
+			}
+			br := keymapOf(t, c)
+			per := len(br) / (int(x.maxKC) - int(x.minKC) + 1)
+			row := func(km []xproto.Keysym, kc int) []xproto.Keysym {
+				return km[(kc-int(x.minKC))*per : (kc-int(x.minKC)+1)*per]
+			}
+			if ks := row(br, 97)[0]; ks != 0x2f {
+				t.Fatalf("keycode 97 has %#x on the br layout, want slash (0x2f)", ks)
+			}
+			// unchanged fails the test if a keycode with a keysym on the br
+			// layout is no longer as the layout has it.
+			unchanged := func(when string) {
+				t.Helper()
+				now := keymapOf(t, c)
+				for kc := int(x.minKC); kc <= int(x.maxKC); kc++ {
+					if !isSpareRow(row(br, kc)) && !slices.Equal(row(br, kc), row(now, kc)) {
+						t.Errorf("%s: keycode %d has %x, the br layout %x", when, kc, row(now, kc), row(br, kc))
+					}
+				}
+			}
+			inj(t, x, keys.Key(keys.IntlRo), true)
+			if got := pressed(t, c); !slices.Equal(got, []int{97}) {
+				t.Errorf("relayed IntlRo down: keycodes %v, want [97]", got)
+			}
+			inj(t, x, keys.Key(keys.IntlRo), false)
+			unchanged("after a relayed IntlRo")
+			// The local keyboard's IntlRo (XTEST from another client).
+			xtest.FakeInput(c, xproto.KeyPress, 97, 0, root, 0, 0, 0)
+			xtest.FakeInput(c, xproto.KeyRelease, 97, 0, root, 0, 0, 0)
+			unchanged("after a local IntlRo")
+			// Characters the br layout lacks still type, through spares.
+			inj(t, x, keys.Char('ж'), true)
+			if got := pressed(t, c); len(got) != 1 || row(keymapOf(t, c), got[0])[0] != 0x6d6 {
+				t.Errorf("'ж' down: keycodes %v, want one keycode mapped to ж", got)
+			}
+			inj(t, x, keys.Char('ж'), false)
+			unchanged("after 'ж'")
+			x.Close()
+			closed = true
+			if now := keymapOf(t, c); !slices.Equal(now, br) {
+				t.Errorf("after Close the keymap is not the br layout's: spares not given back")
+			}
+		})
 	}
 }
