@@ -16,7 +16,7 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all build deps test unit e2e vmtest fuzz bench measure lint demo clean robotgo-bench cross dist man
+.PHONY: all build deps test unit e2e vmtest fuzz bench measure lint demo clean robotgo-bench cross dist man x11-soak
 
 # What make test needs beyond Go (>= 1.26, from go.dev/dl): gcc for -race,
 # the X tools, tmux and iproute2 for the end-to-end tests, qemu, a kernel,
@@ -114,6 +114,16 @@ bench:
 # loss in 1,000 runs, and when a killed sender's key is released.
 measure:
 	set -o pipefail; KEYRELAY_MEASURE=1 $(GO) test -count=1 -timeout 30m -run '^TestMeasureHolds$$' -v ./receiver/ | grep -vE '^=== (RUN|PAUSE|CONT)'
+
+# DESIGN.md's "RECORD's recording client gets only the recording", at
+# length (some 15 minutes; not part of make test, whose e2e runs 12
+# sessions): 50 sessions of send --input x11 against one Xvfb, stopped by
+# SIGTERM, SIGKILL and the display going away, with layout changes,
+# first on a plain server, then with every server under valgrind, failing
+# on any invalid access it reports. Needs valgrind (apt-get install valgrind).
+x11-soak:
+	X11_SOAK_SESSIONS=50 $(GO) test -count=1 -tags e2e -timeout 10m -run '^TestRecordSoakLeavesServerHealthy$$' -v ./e2e/
+	X11_SOAK_SESSIONS=50 X11_SOAK_VALGRIND=1 $(GO) test -count=1 -tags e2e -timeout 60m -run '^TestRecordSoakLeavesServerHealthy$$' -v ./e2e/
 
 lint:
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
