@@ -29,7 +29,9 @@
 // lands in the very buffer being flushed, which the X.Org server then
 // frees under its own feet (DESIGN.md, "RECORD's recording client gets
 // only the recording"). Selecting keys on the data connection, as this
-// package once did, crashed the server after a few sessions.
+// package once did, crashed the server after a few sessions. For the same
+// reason the data connection opts out of the MappingNotify events every
+// client gets when a keyboard mapping changes (useXKB).
 package xrecord
 
 import (
@@ -77,6 +79,7 @@ type Stream struct {
 	next    int
 	once    sync.Once
 	closed  atomic.Bool
+	events  atomic.Int64 // events read on the data connection: none, normally
 }
 
 // Open records the key events of the X server of display ("" for $DISPLAY),
@@ -104,6 +107,11 @@ func Open(ctrl *xgb.Conn, display string) (*Stream, error) {
 	if err != nil {
 		record.FreeContext(ctrl, ctx)
 		return nil, err
+	}
+	if err := useXKB(ctrl, data); err != nil {
+		data.Close()
+		record.FreeContext(ctrl, ctx)
+		return nil, fmt.Errorf("unable to start recording on DISPLAY=%s: %w", display, err)
 	}
 	flush, err := Dial(display)
 	if err != nil {
@@ -134,6 +142,40 @@ func Open(ctrl *xgb.Conn, display string) (*Stream, error) {
 		return nil, fmt.Errorf("unable to start recording on DISPLAY=%s: %w", display, err)
 	}
 	return s, nil
+}
+
+// useXKB makes the data connection a client of the XKEYBOARD extension
+// (XkbUseExtension, a round trip) that selects none of its events: the
+// server then sends it no MappingNotify for a layout change (setxkbmap)
+// or a remapped key (xmodmap, recv's spare keycodes), and the recording
+// is all it gets (the package doc says why it must be). A server without
+// XKEYBOARD, or that says no, sends MappingNotify as before, which
+// readReply drops.
+func useXKB(ctrl *xgb.Conn, data net.Conn) error {
+	ext, err := xproto.QueryExtension(ctrl, uint16(len("XKEYBOARD")), "XKEYBOARD").Reply()
+	if err != nil {
+		return err
+	}
+	if !ext.Present {
+		return nil
+	}
+	// XkbUseExtension (minor 0): wanted version 1.0. Its reply is the
+	// connection's first (sequence 1), and only a reply or an error comes
+	// before it: no event is selected yet.
+	req := []byte{ext.MajorOpcode, 0, 2, 0, 1, 0, 0, 0}
+	data.SetDeadline(time.Now().Add(3 * time.Second))
+	defer data.SetDeadline(time.Time{})
+	if _, err := data.Write(req); err != nil {
+		return err
+	}
+	var h [32]byte
+	if _, err := io.ReadFull(data, h[:]); err != nil {
+		return err
+	}
+	if h[0] == 1 {
+		_, err = io.CopyN(io.Discard, data, 4*int64(binary.LittleEndian.Uint32(h[4:])))
+	}
+	return err
 }
 
 // selectKeys makes conn, the flush connection, receive the key events
@@ -222,7 +264,9 @@ func (s *Stream) readReply() error {
 	case 1: // a reply
 	case 0: // an X error on the data connection
 		return fmt.Errorf("the X server refused to record: error code %d", head[1])
-	default: // an event every client gets (MappingNotify), dropped
+	default: // an event every client gets (MappingNotify, unless useXKB
+		// opted out), dropped
+		s.events.Add(1)
 		if head[0]&0x7f == genericEvent {
 			if _, err := s.in.Discard(4 * int(n)); err != nil {
 				return s.ended(err)

@@ -292,6 +292,64 @@ func TestRecordPromptly(t *testing.T) {
 	}
 }
 
+// TestDataConnectionGetsOnlyTheRecording (DESIGN.md, "RECORD's recording
+// client gets only the recording"): while keys are pressed, another
+// client remaps keycodes (as xmodmap and recv's spare keycodes do) and
+// the keys reach the root window (which the flush connection listens to),
+// yet the data connection reads no event, only the recording.
+func TestDataConnectionGetsOnlyTheRecording(t *testing.T) {
+	xquiet.Quiet()
+	display := xvfbtest.Start(t)
+	s, typer, root := recording(t, display)
+	defer s.Close()
+	setup := xproto.Setup(typer)
+	km, err := xproto.GetKeyboardMapping(typer, setup.MaxKeycode, 1).Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := make([]xproto.Keysym, km.KeysymsPerKeycode)
+	for i, sym := range []xproto.Keysym{0x6d6, 0} { // ж, then none
+		syms[0] = sym
+		if err := xproto.ChangeKeyboardMappingChecked(typer, 1, setup.MaxKeycode, km.KeysymsPerKeycode, syms).Check(); err != nil {
+			t.Fatal(err)
+		}
+		xtest.FakeInput(typer, xproto.KeyPress, 38, 0, root, 0, 0, 0)
+		xtest.FakeInput(typer, xproto.KeyRelease, 38, 0, root, 0, 0, 0)
+		xproto.GetInputFocus(typer).Reply()
+		for _, down := range []bool{true, false} {
+			k, err := nextWithin(s, 5*time.Second)
+			if err != nil {
+				t.Fatalf("change %d: %v", i, err)
+			}
+			if k.Keycode != 38 || k.Down != down {
+				t.Fatalf("change %d: recorded %+v, want keycode 38 down %v", i, k, down)
+			}
+		}
+	}
+	if n := s.events.Load(); n != 0 {
+		t.Errorf("the data connection read %d events, want none", n)
+	}
+}
+
+// nextWithin is s.Next, failing after timeout.
+func nextWithin(s *Stream, timeout time.Duration) (Key, error) {
+	type result struct {
+		k   Key
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		k, err := s.Next()
+		got <- result{k, err}
+	}()
+	select {
+	case r := <-got:
+		return r.k, r.err
+	case <-time.After(timeout):
+		return Key{}, fmt.Errorf("nothing recorded within %v", timeout)
+	}
+}
+
 func FuzzParseXauthority(f *testing.F) {
 	f.Add(xauthEntry(familyLocal, "host", "0", "MIT-MAGIC-COOKIE-1", bytes.Repeat([]byte{1}, 16)))
 	f.Fuzz(func(t *testing.T, b []byte) {
