@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -176,6 +177,10 @@ func (x *X11) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 		}
 		return nil
 	}
+	// Keys repeat on the receiving system: the sender's own auto-repeat
+	// must not come through (relay drops a press of a held key, and a
+	// release amid a hold would restart the receiver's repeat delay).
+	detectableAutoRepeat(c)
 	events := make(chan x11Event, 64)
 	go grabEvents(c, x.display, events)
 	if err := x.own(true, grabs); err != nil {
@@ -275,9 +280,42 @@ func recordEvents(ctx context.Context, s *xrecord.Stream, display string) func()
 	}
 }
 
-// grabEvents forwards the key events a grab delivers. Under a grab X's
-// auto-repeat comes as a release and a press of the same key at the same
-// time: both are dropped.
+// detectableAutoRepeat asks the server (XKB's per-client flag
+// DetectableAutoRepeat, a round trip) to send c an auto-repeat of a held
+// key as a press alone, without the release before it, which relay then
+// drops as the press of a held key. Without XKB, or if the server says
+// no, auto-repeat comes as a release and a press at one time, which
+// grabEvents drops when it sees both together.
+func detectableAutoRepeat(c *xgb.Conn) bool {
+	ext, err := xproto.QueryExtension(c, uint16(len("XKEYBOARD")), "XKEYBOARD").Reply()
+	if err != nil || !ext.Present {
+		return false
+	}
+	op := ext.MajorOpcode
+	// XkbUseExtension 1.0, which a client must send before other XKB
+	// requests.
+	use := c.NewCookie(true, true)
+	c.NewRequest([]byte{op, 0, 2, 0, 1, 0, 0, 0}, use)
+	if r, err := use.Reply(); err != nil || len(r) < 2 || r[1] == 0 {
+		return false
+	}
+	// XkbPerClientFlags: device XkbUseCoreKbd (0x100); change and value
+	// DetectableAutoRepeat (1); no auto-reset controls. The reply's
+	// value (bytes 12-15) says whether the flag is now set.
+	req := []byte{op, 21, 7, 0, 0x00, 0x01, 0, 0}
+	req = binary.LittleEndian.AppendUint32(req, 1) // change
+	req = binary.LittleEndian.AppendUint32(req, 1) // value
+	req = append(req, make([]byte, 12)...)         // ctrlsToChange, autoCtrls, autoCtrlsValues
+	pcf := c.NewCookie(true, true)
+	c.NewRequest(req, pcf)
+	r, err := pcf.Reply()
+	return err == nil && len(r) >= 16 && binary.LittleEndian.Uint32(r[12:])&1 != 0
+}
+
+// grabEvents forwards the key events a grab delivers. Without
+// detectableAutoRepeat X's auto-repeat comes as a release and a press of
+// the same key at the same time: both are dropped when they were read
+// together.
 func grabEvents(c *xgb.Conn, display string, events chan<- x11Event) {
 	var next xgb.Event
 	for {
