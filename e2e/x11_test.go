@@ -457,47 +457,60 @@ func TestXServerGoneStopsBoth(t *testing.T) {
 	}
 }
 
-// TestGrabHeldKeyRepeatsAsLocally: a key held 1 s on the sender's desktop
-// through send --grab repeats on the receiver's as a key held there 1 s
-// repeats (the count of characters typed, ±1): the sender's own X
-// auto-repeat does not come through (a release amid the hold would
-// restart the receiver's repeat delay), and the receiving system repeats.
-func TestGrabHeldKeyRepeatsAsLocally(t *testing.T) {
+// TestHeldKeyRepeatsAsLocally: a key held 1 s on the sender's desktop
+// repeats on the receiver's as a key held there 1 s repeats (the count of
+// characters typed, ±1), through send --grab and through RECORD: the
+// sender's own X auto-repeat does not come through (a release amid the
+// hold would restart the receiver's repeat delay), and the receiving
+// system repeats.
+func TestHeldKeyRepeatsAsLocally(t *testing.T) {
 	needX(t)
-	displayB, displayA := startXvfb(t), startXvfb(t)
-	xev := startXev(t, displayA)
-	localA, localB := dialXTest(t, displayA), dialXTest(t, displayB)
-	// hold holds KeyA (keycode 38) on x for d, then taps KeyZ (52), whose
-	// 'z' in xev's text marks that every repeat before it has come.
-	hold := func(x *xtestConn, d time.Duration, zs int) {
-		t.Helper()
-		xtest.FakeInput(x.c, xproto.KeyPress, 38, 0, x.root, 0, 0, 0)
-		xproto.GetInputFocus(x.c).Reply()
-		time.Sleep(d) // the hold itself, not a wait for an event
-		xtest.FakeInput(x.c, xproto.KeyRelease, 38, 0, x.root, 0, 0, 0)
-		x.tap(t, 52)
-		deadline := time.After(10 * time.Second)
-		for strings.Count(xev.String(), "z") < zs {
-			select {
-			case <-xev.notify:
-			case <-deadline:
-				t.Fatalf("no 'z' after the hold; typed %q", xev.String())
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		ready string // send's status line once it captures
+	}{
+		{"grab", []string{"--grab", "--hotkey", "ScrollLock"}, "relaying to"},
+		{"record", nil, "capturing keys"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			displayB, displayA := startXvfb(t), startXvfb(t)
+			xev := startXev(t, displayA)
+			localA, localB := dialXTest(t, displayA), dialXTest(t, displayB)
+			// hold holds KeyA (keycode 38) on x for d, then taps KeyZ
+			// (52), whose zs-th 'z' in xev's text marks that every
+			// repeat before it has come.
+			hold := func(x *xtestConn, d time.Duration, zs int) {
+				t.Helper()
+				xtest.FakeInput(x.c, xproto.KeyPress, 38, 0, x.root, 0, 0, 0)
+				xproto.GetInputFocus(x.c).Reply()
+				time.Sleep(d) // the hold itself, not a wait for an event
+				xtest.FakeInput(x.c, xproto.KeyRelease, 38, 0, x.root, 0, 0, 0)
+				x.tap(t, 52)
+				deadline := time.After(10 * time.Second)
+				for strings.Count(xev.String(), "z") < zs {
+					select {
+					case <-xev.notify:
+					case <-deadline:
+						t.Fatalf("no 'z' after the hold; typed %q", xev.String())
+					}
+				}
 			}
-		}
-	}
-	hold(localA, time.Second, 1)
-	local := strings.Count(xev.String(), "a")
-	if local < 5 {
-		t.Fatalf("a key held 1 s on A typed %d characters: is auto-repeat off?", local)
-	}
-	recv := startWithEnv(t, []string{"DISPLAY=" + displayA}, "recv", "--inject", "x11", "--listen", "127.0.0.1:0")
-	send := startWithEnv(t, []string{"DISPLAY=" + displayB}, "send", "--to", recv.addr, "--input", "x11", "--grab", "--hotkey", "ScrollLock")
-	if !send.waitStderr("relaying to", 10*time.Second) {
-		t.Fatalf("send did not grab:\n%s", send.stderr)
-	}
-	hold(localB, time.Second, 2)
-	relayed := strings.Count(xev.String(), "a") - local
-	if relayed < local-1 || relayed > local+1 {
-		t.Errorf("a key held 1 s on B typed %d characters on A through the grab, held 1 s on A %d: want the same ±1 (typed %q)", relayed, local, xev.String())
+			hold(localA, time.Second, 1)
+			local := strings.Count(xev.String(), "a")
+			if local < 5 {
+				t.Fatalf("a key held 1 s on A typed %d characters: is auto-repeat off?", local)
+			}
+			recv := startWithEnv(t, []string{"DISPLAY=" + displayA}, "recv", "--inject", "x11", "--listen", "127.0.0.1:0")
+			send := startWithEnv(t, []string{"DISPLAY=" + displayB}, append([]string{"send", "--to", recv.addr, "--input", "x11"}, tc.flags...)...)
+			if !send.waitStderr(tc.ready, 10*time.Second) {
+				t.Fatalf("send did not start capturing:\n%s", send.stderr)
+			}
+			hold(localB, time.Second, 2)
+			relayed := strings.Count(xev.String(), "a") - local
+			if relayed < local-1 || relayed > local+1 {
+				t.Errorf("a key held 1 s on B typed %d characters on A, held 1 s on A %d: want the same ±1 (typed %q)", relayed, local, xev.String())
+			}
+		})
 	}
 }
