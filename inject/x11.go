@@ -47,8 +47,12 @@ var ErrKeycodes = errors.New("X server keycodes are not evdev")
 // keysyms) mapped to it, as xdotool does; the mapping stays until the spare
 // is needed for another character, or until Close restores it, so no
 // client reads the key press under the old mapping. Looking a character up
-// needs the keymap, read at start and again after the server announces a
-// change (MappingNotify: setxkbmap, xmodmap). A character with a case also
+// needs the keymap, read at start and again, before the next key, after the
+// server announces a change (MappingNotify: setxkbmap, xmodmap). A layout
+// may give a spare a key of its own before that notice is read, so X11
+// changes a keycode only under a server grab, after reading that it still
+// has what X11 put there (remapIf): it never changes a keycode that carries
+// a keysym of the desktop's layout. A character with a case also
 // asks the server whether Caps Lock is on (one round trip): a letter on a
 // letter key is then typed with Shift inverted; any other (é on a French
 // key, ß on a German one, a character on a spare keycode), whose case or
