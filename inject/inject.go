@@ -35,15 +35,19 @@ var ErrGone = sink.ErrGone
 var ErrCannotType = sink.ErrCannotType
 
 // skipped reports, once per key, that a backend cannot type it, and makes
-// the ErrCannotType error for each event. Safe for concurrent use; the zero
-// value is ready.
+// the ErrCannotType error for each event. Characters are reported once for
+// all, without naming any: a character typed may be a password's (recv's
+// log and status give counts, not keys, unless --debug; README
+// "Security"). Safe for concurrent use; the zero value is ready.
 type skipped struct {
-	mu   sync.Mutex
-	seen map[keys.Key]bool
+	mu    sync.Mutex
+	seen  map[keys.Key]bool
+	chars bool // characters were reported
 }
 
-// report logs, the first time for key, that backend cannot type it and why,
-// and returns the error Inject returns for it.
+// report logs, the first time for key (for a character: the first time for
+// any), that backend cannot type it and why, and returns the error Inject
+// returns for it.
 func (s *skipped) report(logf func(string, ...any), backend string, key keys.Key, why string) error {
 	err := fmt.Errorf("%w %v with %s", ErrCannotType, key, backend)
 	if why != "" {
@@ -51,7 +55,17 @@ func (s *skipped) report(logf func(string, ...any), backend string, key keys.Key
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.seen[key] || logf == nil {
+	if logf == nil {
+		return err
+	}
+	if key.IsChar() {
+		if !s.chars {
+			s.chars = true
+			logf("%s cannot type some characters (%s): skipped, nothing typed in their place; they are counted as not typable here (this is reported once, naming none)", backend, why)
+		}
+		return err
+	}
+	if s.seen[key] {
 		return err
 	}
 	if s.seen == nil {
