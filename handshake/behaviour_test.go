@@ -458,6 +458,56 @@ func TestRekey(t *testing.T) {
 	}
 }
 
+// TestKeyringKeepsUnconfirmedAnswers: a sender that takes the keypair of
+// one response while its next initiation is already answered (it wanted a
+// new handshake before any packet under the first reached the receiver,
+// as under heavy loss) is still heard: the receiver keeps up to MaxNext
+// unconfirmed keypairs, and a packet under one confirms it and drops only
+// the older ones, so the sender may still move to a newer one (Keyring's
+// doc). With only the newest kept, the first keypair's packets were
+// dropped and a held key was released by the silence (3 holds of 1,000 at
+// 90 % loss in receiver.TestMeasureHolds).
+func TestKeyringKeepsUnconfirmedAnswers(t *testing.T) {
+	p := newPair(t, 1)
+	var rring Keyring
+	ks1, kr1 := p.handshake(t, session, 1, t0)
+	rring.Begin(kr1)
+	ks2, kr2 := p.handshake(t, session, 2, t0.Add(time.Second))
+	rring.Begin(kr2)
+	counter := uint64(2)
+	send := func(k *Keypair) (*Keypair, error) {
+		counter++
+		b, err := k.Seal(nil, Header{Type: TypeQueue, Session: session, Counter: counter}, []byte("k"), t0.Add(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, used, err := rring.Open(nil, mustTransport(t, b), t0.Add(2*time.Second))
+		return used, err
+	}
+	if k, err := send(ks1); err != nil || k != kr1 || rring.Current(t0) != kr1 {
+		t.Fatalf("a packet under the older answer: %v (confirmed: %v)", err, rring.Current(t0) == kr1)
+	}
+	if k, err := send(ks2); err != nil || k != kr2 || rring.Current(t0) != kr2 {
+		t.Fatalf("then one under the newer: %v (confirmed: %v)", err, rring.Current(t0) == kr2)
+	}
+	// Past MaxNext unconfirmed answers the oldest goes.
+	var ring Keyring
+	var first *Keypair
+	for i := range MaxNext + 1 {
+		_, kr := p.handshake(t, session, uint64(10+i), t0.Add(time.Duration(3+i)*time.Second))
+		if first == nil {
+			first = kr
+		}
+		ring.Begin(kr)
+	}
+	if got := len(ring.Indices()); got != MaxNext {
+		t.Errorf("keyring holds %d unconfirmed keypairs, want MaxNext (%d)", got, MaxNext)
+	}
+	if ring.Lookup(first.Local, t0.Add(10*time.Second)) != nil {
+		t.Error("the oldest unconfirmed keypair is still held past MaxNext")
+	}
+}
+
 // TestRateLimiter: a source gets its burst, then PerSecond; sources do not
 // share buckets, but an IPv6 /64 is one source; the table forgets the
 // source heard least recently, only it (package doc).

@@ -158,17 +158,35 @@ func (k *Keypair) Open(dst []byte, t Transport, now time.Time) ([]byte, error) {
 	return out, nil
 }
 
+// MaxNext bounds the unconfirmed keypairs a Keyring keeps: the
+// responder's answers to the newest initiations whose keypair no packet
+// has confirmed yet.
+const MaxNext = 4
+
 // Keyring holds one peer's keypairs as WireGuard does (see
-// RekeyAfterTime): current, previous, and next (a responder's, not yet
-// confirmed). The zero value holds none. It is not safe for concurrent use.
+// RekeyAfterTime): current, previous, and next: a responder's, not yet
+// confirmed. Unlike WireGuard it keeps up to MaxNext of those, oldest
+// first, not only the newest: under heavy loss a sender may take the
+// keypair of one response while a later initiation of its is already on
+// its way (it wants a new handshake while its newest keypair is
+// unacknowledged), and a responder that kept only the newest answer would
+// drop the keypair the sender seals with, typing nothing until a later
+// handshake completes (a held key released by the silence). The zero
+// value holds none. It is not safe for concurrent use.
 type Keyring struct {
-	current, previous, next *Keypair
+	current, previous *Keypair
+	next              []*Keypair // unconfirmed, oldest first
 }
 
 // Begin files the keypair of a handshake this end answered (the
-// responder) as next: it seals nothing until a packet under it opens. It
-// replaces an unconfirmed next.
-func (r *Keyring) Begin(k *Keypair) { r.next = k }
+// responder) as the newest next: it seals nothing until a packet under it
+// opens. Past MaxNext the oldest unconfirmed one is dropped.
+func (r *Keyring) Begin(k *Keypair) {
+	if len(r.next) >= MaxNext {
+		r.next = append(r.next[:0:0], r.next[len(r.next)-MaxNext+1:]...)
+	}
+	r.next = append(r.next, k)
+}
 
 // Use makes k current at once, the old current previous: for the
 // initiator, whose keypair is confirmed by the response.
@@ -186,17 +204,26 @@ func (r *Keyring) Current(now time.Time) *Keypair {
 
 // Lookup finds the live keypair whose local index is index.
 func (r *Keyring) Lookup(index uint32, now time.Time) *Keypair {
-	for _, k := range [...]*Keypair{r.current, r.next, r.previous} {
-		if k != nil && k.Local == index && !k.Expired(now) {
+	live := func(k *Keypair) bool { return k != nil && k.Local == index && !k.Expired(now) }
+	if live(r.current) {
+		return r.current
+	}
+	for _, k := range r.next {
+		if live(k) {
 			return k
 		}
+	}
+	if live(r.previous) {
+		return r.previous
 	}
 	return nil
 }
 
 // Open opens t with the keypair its index names (Keypair.Open). A packet
-// that opens under next confirms it: next becomes current and current
-// previous, the old previous is dropped.
+// that opens under an unconfirmed keypair confirms it: it becomes current
+// and current previous (the old previous is dropped), and the unconfirmed
+// ones older than it are dropped (the sender has gone past them); newer
+// ones stay, as the sender may still take one of them.
 func (r *Keyring) Open(dst []byte, t Transport, now time.Time) ([]byte, *Keypair, error) {
 	k := r.Lookup(t.Index, now)
 	if k == nil {
@@ -206,8 +233,12 @@ func (r *Keyring) Open(dst []byte, t Transport, now time.Time) ([]byte, *Keypair
 	if err != nil {
 		return dst, nil, err
 	}
-	if k == r.next {
-		r.previous, r.current, r.next = r.current, k, nil
+	for i, n := range r.next {
+		if n == k {
+			r.previous, r.current = r.current, k
+			r.next = append(r.next[:0:0], r.next[i+1:]...)
+			break
+		}
 	}
 	return out, k, nil
 }
@@ -216,7 +247,7 @@ func (r *Keyring) Open(dst []byte, t Transport, now time.Time) ([]byte, *Keypair
 // caller's index table.
 func (r *Keyring) Indices() []uint32 {
 	var idx []uint32
-	for _, k := range [...]*Keypair{r.current, r.previous, r.next} {
+	for _, k := range append([]*Keypair{r.current, r.previous}, r.next...) {
 		if k != nil {
 			idx = append(idx, k.Local)
 		}
