@@ -69,6 +69,7 @@ func TestDoctorClockOffset(t *testing.T) {
 	isolate(t)
 	key, keyFile := newKeyFile(t, "")
 	offsetRE := regexp.MustCompile(`clock offset to \S+: its clock is (?:(\S+) (ahead of|behind)|within 1ms of) ours`)
+	rttRE := regexp.MustCompile(`a recv answered in (\S+) `)
 	for _, tc := range []struct {
 		shift time.Duration
 		far   bool // past half the default --max-skew
@@ -103,9 +104,18 @@ func TestDoctorClockOffset(t *testing.T) {
 		if m[2] == "behind" {
 			got = -got
 		}
-		// Millisecond clock fields and half a loopback RTT: a few ms.
-		if d := got - tc.shift; d > 5*time.Millisecond || d < -5*time.Millisecond {
-			t.Errorf("shift %v: measured %v\n%s", tc.shift, got, text)
+		// The offset is accurate to half the round trip plus the
+		// millisecond of the clock fields (PROTOCOL.md §9): a few ms on an
+		// idle loopback, more when the machine is loaded (16.7 ms round
+		// trips were seen under -race beside other test packages).
+		tol := 5 * time.Millisecond
+		if r := rttRE.FindStringSubmatch(text); r != nil {
+			if rtt, err := time.ParseDuration(r[1]); err == nil {
+				tol = max(tol, rtt/2+2*time.Millisecond)
+			}
+		}
+		if d := got - tc.shift; d > tol || d < -tol {
+			t.Errorf("shift %v: measured %v (tolerance %v)\n%s", tc.shift, got, tol, text)
 		}
 		named := strings.Contains(text, "--    clock offset to "+peer) && strings.Contains(text, "(not needed: send's sessions with a recv that answers are handshaken and depend on no clock)\n      fix: keep both clocks in sync with NTP")
 		if tc.far != named || tc.far == strings.Contains(text, "ok    clock offset to "+peer) {
