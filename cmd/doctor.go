@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,10 +30,13 @@ import (
 
 // DoctorOptions are the flags of `keyrelay doctor`.
 type DoctorOptions struct {
-	Role     string // auto, send, recv or both
-	Inject   string
-	Input    string
-	Listen   string
+	Role   string // auto, send, recv or both
+	Inject string
+	Input  string
+	Listen string
+	// Allow is recv's --allow ([recv] allow in the config file): a probe
+	// from this machine that it drops says nothing of the port's holder.
+	Allow    []string
 	KeyFile  string
 	Insecure bool
 	Peer     string
@@ -148,6 +152,7 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use (terminal, x11, evdev, script; hook is x11)")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: the /dev/input/event* devices send will read (repeatable; default: every keyboard)")
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "the address recv will listen on")
+	f.StringArrayVar(&opts.Allow, "allow", nil, "recv's --allow (default [recv] allow): when it leaves out this machine, doctor's probe of a recv running here is dropped, and the port check says so instead of failing")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
 	f.BoolVar(&opts.Insecure, "insecure", false, "send and recv run with --insecure: no key file needed, probes in plaintext")
 	f.StringArrayVar(&opts.To, "to", nil, "send's destinations, HOST[:PORT] (repeatable or comma-separated; default [send] to or $KEYRELAY_SEND_TO): each is probed with the send role")
@@ -196,7 +201,7 @@ func (o *DoctorOptions) noteRoles(settings []Setting) {
 		switch s.Name {
 		case "input", "device", "to":
 			o.sendBy = append(o.sendBy, s.Source)
-		case "inject", "listen":
+		case "inject", "listen", "allow":
 			o.recvBy = append(o.recvBy, s.Source)
 		}
 	}
@@ -525,9 +530,29 @@ func (o *DoctorOptions) checkListen(ctx context.Context, key []byte) check {
 		return check{needed: true, err: fmt.Errorf("%s is in use by a keyrelay recv of another protocol version: %w", o.Listen, perr),
 			fix: versionFix + "; or give recv --listen another port (and send --to HOST:PORT)"}
 	}
+	// A recv whose --allow leaves out the address the probe comes from
+	// drops it unread (PROTOCOL.md §8.8 step 1), as it should: its
+	// silence then says nothing of who holds the port.
+	if from, ok := probeSource(target); ok && len(o.Allow) > 0 {
+		if allow, err := parseAllow(o.Allow); err == nil && !slices.ContainsFunc(allow, func(p netip.Prefix) bool { return p.Contains(from) }) {
+			return check{skipped: fmt.Sprintf("not checked: %s is in use, and recv's allow (%s) leaves out %s, where doctor's probe comes from: a recv running there drops it unread (add %s to allow to let doctor check it; %s)",
+				o.Listen, strings.Join(o.Allow, ", "), from, netip.PrefixFrom(from, from.BitLen()), holder)}
+		}
+	}
 	return check{needed: true,
 		err: fmt.Errorf("%s is in use by a program that does not answer a keyrelay probe %s: another program, or a keyrelay recv with another key or another --insecure setting", o.Listen, o.keyWords("under this key")),
 		fix: holder + "; stop it, or give recv --listen another port (and send --to HOST:PORT)"}
+}
+
+// probeSource is the address a probe of target comes from: target's own
+// when it is a loopback or unspecified address (a probe of this machine),
+// false otherwise.
+func probeSource(target string) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(target)
+	if err != nil || !ap.Addr().IsLoopback() {
+		return netip.Addr{}, false
+	}
+	return ap.Addr().Unmap(), true
 }
 
 // portOf is the port of HOST:PORT (the whole string if it has none).

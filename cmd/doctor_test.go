@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -529,6 +530,34 @@ func TestDoctorPortInUse(t *testing.T) {
 		}
 		if port := portOf(tc.listen); tc.fail && !strings.Contains(text, "fix: ss -ulpn 'sport = :"+port+"'") {
 			t.Errorf("%s: the fix does not say how to find what holds port %s\n%s", tc.name, port, text)
+		}
+	}
+}
+
+// TestDoctorPortHeldByRecvThatDropsTheProbe: recv's allow (the README's
+// example allows a home network) leaves out this machine's loopback, so a
+// recv running here drops doctor's probe unread (PROTOCOL.md §8.8 step 1):
+// the port check says so and what to add, and fails nothing, instead of
+// blaming another program or another key. With loopback allowed, the probe
+// is answered as usual.
+func TestDoctorPortHeldByRecvThatDropsTheProbe(t *testing.T) {
+	isolate(t)
+	key, keyFile := newKeyFile(t, "")
+	home := []netip.Prefix{netip.MustParsePrefix("192.168.1.0/24")}
+	held, _, _ := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, Allow: home}, 0)
+	for _, tc := range []struct {
+		name  string
+		allow []string
+		want  string
+	}{
+		{"loopback left out", []string{"192.168.1.0/24"}, "--    UDP port for recv: not checked: " + held + " is in use, and recv's allow (192.168.1.0/24) leaves out 127.0.0.1, where doctor's probe comes from: a recv running there drops it unread (add 127.0.0.1/32 to allow to let doctor check it"},
+		{"no allow", nil, "FAIL  UDP port for recv: " + held + " is in use by a program that does not answer a keyrelay probe"},
+	} {
+		o := &DoctorOptions{Role: roleRecv, Inject: "log", Input: "terminal", Listen: held, Allow: tc.allow, KeyFile: keyFile, probeTimeout: 300 * time.Millisecond}
+		var out bytes.Buffer
+		err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, o)
+		if text := out.String(); !strings.Contains(text, tc.want) || (err != nil) != (tc.allow == nil) {
+			t.Errorf("%s: err %v, want %q\n%s", tc.name, err, tc.want, text)
 		}
 	}
 }
