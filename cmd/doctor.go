@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -607,11 +606,14 @@ func (o *DoctorOptions) probe(ctx context.Context, peer string, key []byte) (rtt
 // doctor probes with a throwaway one meanwhile, which no recv pairs.
 func (o *DoctorOptions) checkIdentity() []check {
 	var out []check
-	id, err := identity.Load(o.identityPath)
+	// Made here on first use, as send, recv and pair make it: a probe of
+	// this machine's own recv needs the identity that recv uses, and a
+	// recv started at the same moment makes the same file (one of the two
+	// writes it, the other reads it whole: identity.LoadOrCreate).
+	id, created, err := identity.LoadOrCreate(o.identityPath)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		out = append(out, check{name: "identity", ok: "none yet at " + o.identityPath + ": send or recv make it on first use ('keyrelay id' makes it now and prints it, for pairing)"})
-		id, _ = identity.Generate()
+	case err == nil && created:
+		out = append(out, check{name: "identity", ok: fmt.Sprintf("made now at %s (as send, recv and pair do on first use), mode 0600, fingerprint %s", o.identityPath, identity.Fingerprint(id.Public()))})
 	case err != nil:
 		out = append(out, check{name: "identity", needed: true, err: err, fix: "chmod 600 " + o.identityPath + " if others can read it; else move it away and run 'keyrelay id' to make a new one (and pair again)"})
 	default:

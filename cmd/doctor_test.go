@@ -669,3 +669,27 @@ func TestDoctorNamesTheConfigRead(t *testing.T) {
 		t.Errorf("--listen 99999: exit %d, want 2\n%s", code, out.String())
 	}
 }
+
+// TestDoctorMakesTheIdentityRecvUses: with no identity yet, doctor makes it
+// as send and recv do on first use, so its probe of this machine's own
+// recv, started at the same moment and making the same file, is made under
+// the identity that recv accepts (PROTOCOL.md §8.1: a machine accepts its
+// own identity). A throwaway identity in its place made the README's
+// doctor example fail whenever doctor looked before recv had written the
+// file.
+func TestDoctorMakesTheIdentityRecvUses(t *testing.T) {
+	dir := isolate(t)
+	path := filepath.Join(dir, identity.FileName)
+	var out bytes.Buffer
+	o := &DoctorOptions{Role: roleRecv, Inject: "log", Input: "terminal", Listen: "127.0.0.1:0", identityPath: path, peersPath: filepath.Join(dir, "peers.toml"), probeTimeout: 300 * time.Millisecond}
+	if err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, o); err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out.String())
+	}
+	id, err := identity.Load(path)
+	if err != nil {
+		t.Fatalf("doctor made no identity at %s: %v\n%s", path, err, out.String())
+	}
+	if !strings.Contains(out.String(), "identity: made now at "+path) || o.id == nil || o.id.Public() != id.Public() {
+		t.Errorf("doctor did not say it made the identity, or probes under another one\n%s", out.String())
+	}
+}
