@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/keyrelay/keyrelay/wire"
 )
 
 // Message layout (the package doc draws it).
@@ -106,12 +108,14 @@ const (
 // Sentinel errors; every parsing error wraps exactly one of them.
 var (
 	ErrTruncated = errors.New("pairing message truncated")
-	ErrMagic     = errors.New("not a keyrelay packet (bad magic)")
-	ErrVersion   = errors.New("unsupported protocol version")
-	ErrType      = errors.New("not a pairing message")
-	ErrStep      = errors.New("unknown pairing step")
-	ErrLength    = errors.New("pairing message of the wrong length for its step")
-	ErrField     = errors.New("malformed pairing message field")
+	// Magic and version are checked as in every keyrelay packet: the
+	// same errors as package wire's, not copies of them.
+	ErrMagic   = wire.ErrMagic
+	ErrVersion = wire.ErrVersion
+	ErrType    = errors.New("not a pairing message")
+	ErrStep    = errors.New("unknown pairing step")
+	ErrLength  = errors.New("pairing message of the wrong length for its step")
+	ErrField   = errors.New("malformed pairing message field")
 )
 
 // Info is what one side tells the other about itself: what its peers file
