@@ -40,6 +40,7 @@ type Core struct {
 	wall             uint64 // the packet's wall clock (one-way, plaintext)
 	locks            keys.Locks
 	start            time.Time
+	answered         time.Time // the newest keypair was taken then (inGrace)
 	stats            Stats
 
 	peers   map[string]*peer

@@ -173,3 +173,97 @@ func newID(t testing.TB) *identity.Identity {
 	}
 	return id
 }
+
+// TestResponseAfterPeerTimeoutStillTypes (PROTOCOL.md §8.4; the sender's
+// grace, DESIGN.md's "no key lost" invariant): a script of one tap ends at
+// once, and the handshake's responses are lost for 2.5 s, longer than the
+// peer timeout (2 s) and within the outage (5 s). The end waits for the
+// handshake; once a response is taken, it waits for the receiver's first
+// ack too, instead of ending before that ack could arrive (no receiver heard
+// yet, the grace from the start over): the tap is typed and the
+// all-released state acked before the session is done.
+func TestResponseAfterPeerTimeoutStillTypes(t *testing.T) {
+	psk := make([]byte, wire.KeyLen)
+	const rxAddr = "10.0.0.1:7575"
+	from := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.2:40000"))
+	conn := &capConn{}
+	rec := &fake.Recorder{}
+	rxID, txID := newID(t), newID(t)
+	paired := func(k [32]byte) (string, bool) { return "tx", k == txID.Public() }
+	r, err := receiver.New(receiver.Config{Conn: conn, Injector: rec, PSK: psk, Timeout: time.Hour, Identity: rxID, Peer: paired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending [][]byte
+	c, err := sender.NewCore(sender.CoreConfig{PSK: psk, Feedback: true, Identity: txID, Dests: []sender.Dest{{Addr: rxAddr, PeerKey: rxID.Public()}},
+		Linger: 500 * time.Millisecond, PeerTimeout: 2 * time.Second, Outage: 5 * time.Second,
+		Output: func(b []byte, _ int) { pending = append(pending, append([]byte(nil), b...)) }}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropUntil := t0.Add(2500 * time.Millisecond)
+	var answeredAt time.Time
+	// What the receiver sends back arrives 10 ms later: a round trip is
+	// what the session's end must wait out.
+	type inFlight struct {
+		at time.Time
+		b  []byte
+	}
+	var back []inFlight
+	pump := func(now time.Time) {
+		for len(back) > 0 && !back[0].at.After(now) {
+			a := back[0].b
+			back = back[1:]
+			if ah, _ := handshake.ParseHeader(a); ah.Type == handshake.TypeResponse && answeredAt.IsZero() {
+				answeredAt = now
+			}
+			c.Ack(a, rxAddr, now)
+		}
+		ps := pending
+		pending = nil
+		for _, b := range ps {
+			r.Handle(b, from, now)
+			for _, a := range conn.out {
+				if ah, _ := handshake.ParseHeader(a); ah.Type == handshake.TypeResponse && now.Before(dropUntil) {
+					continue
+				}
+				back = append(back, inFlight{now.Add(10 * time.Millisecond), a})
+			}
+			conn.out = nil
+		}
+	}
+	c.Start(t0)
+	pump(t0)
+	c.Key(keys.Key(keys.KeyA), true, t0)
+	c.Key(keys.Key(keys.KeyA), false, t0)
+	c.Stop(t0, sender.SourceEnded)
+	pump(t0)
+	now := t0
+	for !c.Done() {
+		n := c.Next()
+		if len(back) > 0 && (n.IsZero() || back[0].at.Before(n)) {
+			n = back[0].at
+		}
+		if n.IsZero() {
+			break
+		}
+		now = n
+		c.Tick(now)
+		pump(now)
+	}
+	if answeredAt.IsZero() {
+		t.Fatalf("no response was taken before the session ended at +%v", now.Sub(t0))
+	}
+	var got []keys.Key
+	for _, a := range rec.Events() {
+		if a.Down && a.Cause == eventqueue.Sent {
+			got = append(got, a.Key)
+		}
+	}
+	if !slices.Equal(got, []keys.Key{keys.Key(keys.KeyA)}) {
+		t.Fatalf("the handshake was answered at +%v and the session ended at +%v: typed %v, want [KeyA]", answeredAt.Sub(t0), now.Sub(t0), got)
+	}
+	if ps := c.Peers(nil, now); len(ps) != 1 || ps[0].Newest < c.Final() {
+		t.Errorf("the session ended at +%v without the receiver acking the final state (packet %d): peers %+v", now.Sub(t0), c.Final(), ps)
+	}
+}

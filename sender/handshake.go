@@ -227,6 +227,12 @@ func (c *Core) take(l *link, k *handshake.Keypair, now time.Time) {
 	l.first = c.keys.nonce + 1
 	l.acked, l.ackedAt = false, now
 	l.backoff, l.initAt, l.why, l.waiting = initialBackoff, time.Time{}, "", false
+	c.answered = now
+	if c.phase == lingering && c.maxEnd.Before(now.Add(c.cfg.PeerTimeout)) {
+		// Answered near the end's deadline: the final state (and the keys
+		// that waited for this keypair) still get PeerTimeout to be acked.
+		c.maxEnd = now.Add(c.cfg.PeerTimeout)
+	}
 	c.stats.Handshakes++
 	switch {
 	case restarted:

@@ -84,7 +84,12 @@ func (c *Core) owed(p *peer, now time.Time) bool {
 // receiver that was heard: owed.) While a handshake is unanswered the
 // grace lasts Outage: no key went to that receiver (its packets are
 // initiations, PROTOCOL.md §8.4), so the keys typed meanwhile wait in the
-// backlog for its keypair, as they would through an outage.
+// backlog for its keypair, as they would through an outage. A response is
+// the receiver's first sign of life, not yet an ack: the grace lasts at
+// least PeerTimeout after the newest keypair was taken, so that a
+// handshake answered late (under loss, after the backoff) is followed by
+// the keys that waited for it instead of ending the session before its
+// first ack could arrive.
 func (c *Core) inGrace(now time.Time) bool {
 	if len(c.peers) > 0 || !c.cfg.Feedback {
 		return false
@@ -93,7 +98,10 @@ func (c *Core) inGrace(now time.Time) bool {
 	if c.awaitingHandshake() {
 		grace = c.cfg.Outage
 	}
-	return now.Sub(c.start) < grace
+	if now.Sub(c.start) < grace {
+		return true
+	}
+	return !c.answered.IsZero() && now.Sub(c.answered) < c.cfg.PeerTimeout
 }
 
 // quiet reports whether a live receiver has not been heard for over 60 %
