@@ -9,7 +9,14 @@ BIN := bin/keyrelay
 ifndef BUILD_DATE
 BUILD_DATE := $(shell date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%dT%H:%M:%SZ)
 endif
-VERSION_LDFLAGS := -X github.com/keyrelay/keyrelay/cmd.buildDate=$(BUILD_DATE)
+# The commit and its time, stamped too: the toolchain records them only with
+# VCS stamping on, and GOFLAGS=-buildvcs=false (or a git that refuses the
+# checkout) turns it off. "+dirty" as the toolchain says it: uncommitted or
+# untracked files. Empty outside a git checkout: version says "commit unknown".
+GIT_COMMIT := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && echo "$$c$$([ -z "$$(git status --porcelain 2>/dev/null)" ] || echo +dirty)")
+GIT_TIME := $(shell TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD 2>/dev/null)
+VERSION_LDFLAGS := -X github.com/keyrelay/keyrelay/cmd.buildDate=$(BUILD_DATE) \
+  -X github.com/keyrelay/keyrelay/cmd.commit=$(GIT_COMMIT) -X github.com/keyrelay/keyrelay/cmd.commitTime=$(GIT_TIME)
 # Property tests run at least this many cases per property.
 export RAPID_CHECKS ?= 1000
 # Counted, not timed: Go 1.26's fuzz coordinator can fail a timed run with a

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -139,19 +140,32 @@ func TestCompletionsAndManPages(t *testing.T) {
 	}
 }
 
-// TestVersionString (issue 6 must-have 3): module version, the Go version,
-// and the build date when the Makefile stamps one.
+// TestVersionString (issue 6 must-have 3, issue 23 must-have 10): module
+// version, the commit (the toolchain's record, else the Makefile's stamp,
+// else "commit unknown"), the build date when the Makefile stamps one, and
+// the Go version.
 func TestVersionString(t *testing.T) {
-	old := buildDate
-	defer func() { buildDate = old }()
-	buildDate = ""
-	plain := versionString()
-	if !strings.HasPrefix(plain, "keyrelay ") || strings.Contains(plain, " built ") || !strings.Contains(plain, "go1.") {
-		t.Errorf("without a date: %q", plain)
-	}
-	buildDate = "2026-11-22T10:00:00Z"
-	if got := versionString(); !strings.Contains(got, " built 2026-11-22T10:00:00Z go1.") {
-		t.Errorf("with a date: %q", got)
+	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "023d9bf75c57aaaabbbbccccddddeeeeffff0000"}, {Key: "vcs.time", Value: "2026-11-26T09:03:49Z"}}
+	dirty := append(slices.Clone(vcs), debug.BuildSetting{Key: "vcs.modified", Value: "true"})
+	for _, tc := range []struct {
+		name     string
+		settings []debug.BuildSetting
+		st       stamp
+		want     string
+	}{
+		{"nothing stamped", nil, stamp{}, "keyrelay (devel) commit unknown go1.26"},
+		{"toolchain", vcs, stamp{}, "keyrelay (devel) commit 023d9bf75c57 2026-11-26T09:03:49Z go1.26"},
+		{"toolchain, dirty", dirty, stamp{}, "keyrelay (devel) commit 023d9bf75c57+dirty 2026-11-26T09:03:49Z go1.26"},
+		{"toolchain wins over the Makefile", vcs, stamp{commit: "111111111111", buildDate: "2026-11-22T10:00:00Z"}, "keyrelay (devel) commit 023d9bf75c57 2026-11-26T09:03:49Z built 2026-11-22T10:00:00Z go1.26"},
+		{"Makefile only (-buildvcs=false)", nil, stamp{commit: "023d9bf75c57+dirty", commitTime: "2026-11-26T09:03:49Z", buildDate: "2026-11-22T10:00:00Z"}, "keyrelay (devel) commit 023d9bf75c57+dirty 2026-11-26T09:03:49Z built 2026-11-22T10:00:00Z go1.26"},
+		{"Makefile without git", nil, stamp{buildDate: "2026-11-22T10:00:00Z"}, "keyrelay (devel) commit unknown built 2026-11-22T10:00:00Z go1.26"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bi := &debug.BuildInfo{GoVersion: "go1.26", Main: debug.Module{Version: "(devel)"}, Settings: tc.settings}
+			if got := formatVersion(bi, tc.st); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }
 
