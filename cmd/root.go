@@ -108,6 +108,7 @@ The default UDP port is ` + DefaultPort + `.`,
 		Short: "The key script format of send --script",
 		Long:  strings.TrimSpace(capture.ScriptFormat),
 	})
+	registerCompletions(root)
 	return root
 }
 
