@@ -22,11 +22,12 @@ func NewCmdConfig(stdio IO) *cobra.Command {
 		Long: `Print the settings send, recv and doctor would run with and, for each, where
 it came from. The first of these wins:
 
-  1. the command-line flag                     keyrelay send --to desk
-  2. the environment: KEYRELAY_<COMMAND>_<FLAG>   KEYRELAY_SEND_TO=desk,pi:7000
-     (lists are separated by commas)
-  3. the config file: the flag's name in the    [send]
-     command's table                            to = ["desk", "pi:7000"]
+  1. the command-line flag             keyrelay send --to desk
+  2. the environment:                  KEYRELAY_SEND_TO=desk,pi:7000
+     KEYRELAY_<COMMAND>_<FLAG> (lists
+     are separated by commas)
+  3. the config file: the flag's name  [send]
+     in the command's table            to = ["desk", "pi:7000"]
   4. the flag's default
 
 key-file, insecure, log-format and quiet mean the same for every command:

@@ -87,9 +87,12 @@ Every packet carries the sender's whole queue of recent key events, and a
 key-down stays in it until its key is released, so a lost, late or duplicated
 packet never loses a release and never leaves a key stuck down.
 
-  keyrelay keygen --out keyrelay.key           # once; copy the file to both machines
-  keyrelay recv --key-file keyrelay.key        # on the machine that types
-  keyrelay send --key-file keyrelay.key --to HOST   # on the machine with the keys
+  # once; copy the file to both machines
+  keyrelay keygen --out keyrelay.key
+  # on the machine that types
+  keyrelay recv --key-file keyrelay.key
+  # on the machine with the keys
+  keyrelay send --key-file keyrelay.key --to HOST
 
 The default UDP port is ` + DefaultPort + `.`,
 		SilenceUsage:  true,

@@ -1,5 +1,6 @@
-// Command mangen writes keyrelay's man pages (make man), one per command,
-// from the cobra command tree, so they never drift from --help.
+// Command mangen writes keyrelay's man pages (make man): one per command
+// from the cobra command tree, so they never drift from --help, and
+// keyrelay-script(5), the key script format, from `keyrelay help script`.
 package main
 
 import (
@@ -7,21 +8,17 @@ import (
 	"log"
 	"os"
 
-	"github.com/spf13/cobra/doc"
-
 	"github.com/keyrelay/keyrelay/cmd"
+	"github.com/keyrelay/keyrelay/internal/manpage"
 )
 
 func main() {
 	dir := flag.String("dir", "man", "output directory")
 	flag.Parse()
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
-		log.Fatal(err)
-	}
 	root := cmd.NewRootCmd(cmd.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
-	root.DisableAutoGenTag = true // reproducible: no generation date
-	header := &doc.GenManHeader{Title: "KEYRELAY", Section: "1", Source: "keyrelay", Manual: "keyrelay manual"}
-	if err := doc.GenManTree(root, header, *dir); err != nil {
+	// cobra adds `completion` when it executes; the page is wanted too.
+	root.InitDefaultCompletionCmd()
+	if err := manpage.Write(*dir, manpage.Tree(root, manpage.Header{Source: "keyrelay", Manual: "keyrelay manual"})); err != nil {
 		log.Fatal(err)
 	}
 }
