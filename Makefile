@@ -2,7 +2,11 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin:$(shell go env GOPATH 2>/dev/null)/bin
 GO ?= go
-BIN := bin/keyrelay
+# The binary make build writes; make install installs it (a test sets its
+# own, so that two runs do not share one).
+BIN ?= bin/keyrelay
+# Where make man writes the man pages (make install and dist take them there).
+MANOUT ?= man
 # keyrelay version reports this as the build date; SOURCE_DATE_EPOCH (the
 # reproducible-builds convention) pins it, else it is now.
 # Evaluated once (:=), so every binary of one make run has the same date.
@@ -23,7 +27,7 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all build deps test unit e2e vmtest fuzz bench measure lint demo clean robotgo-bench cross dist man x11-soak
+.PHONY: all build deps test unit e2e vmtest fuzz bench measure lint demo clean robotgo-bench cross dist man x11-soak install install-files uninstall
 
 # What make test needs beyond Go (>= 1.26, from go.dev/dl): gcc for -race,
 # the X tools, tmux and iproute2 for the end-to-end tests, qemu, a kernel,
@@ -89,21 +93,83 @@ cross:
 	GOOS=windows GOARCH=amd64 $(GO) build -tags purego -o /dev/null .
 
 # Static release binaries (no cgo: robotgo's X11 backend, the hook and uinput
-# are pure Go) for the usual receivers and senders, with SHA-256 checksums.
+# are pure Go) for the usual receivers and senders, each also as a tarball
+# of what make install installs (binary, man pages, completions, systemd
+# user units, README) laid out as under PREFIX=/usr/local, so that
+#   sudo tar -C /usr/local --strip-components=1 -xzf keyrelay-linux-amd64.tar.gz
+# installs it; with SHA-256 checksums. The tarballs are reproducible: files
+# sorted, owned by root, dated BUILD_DATE, gzip without a name or time.
 DIST_TARGETS := linux/amd64 linux/arm64 linux/arm/7
-dist:
+dist: build man
 	@rm -rf dist && mkdir -p dist
 	@set -e; for t in $(DIST_TARGETS); do \
 	  os=$${t%%/*}; rest=$${t#*/}; arch=$${rest%%/*}; arm=$${rest#*/}; [ "$$arm" = "$$rest" ] && arm=; \
-	  out=dist/keyrelay-$$os-$$arch$${arm:+v$$arm}; echo "build $$out"; \
+	  name=keyrelay-$$os-$$arch$${arm:+v$$arm}; out=dist/$$name; echo "build $$out"; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOARM=$$arm $(GO) build -trimpath -ldflags '-s -w $(VERSION_LDFLAGS)' -o $$out . ; \
+	  stage=dist/stage-$$name; \
+	  $(MAKE) --no-print-directory -s install-files BIN_FILE=$$out DESTDIR=$(CURDIR)/$$stage PREFIX=/usr/local; \
+	  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='$(BUILD_DATE)' \
+	    -C $$stage/usr/local --transform "s,^\.,$$name," -cf - . | gzip -9n > $$out.tar.gz; \
+	  rm -rf $$stage; echo "dist $$out.tar.gz"; \
 	done
 	@if [ "$$(uname -sm)" = "Linux x86_64" ]; then v=$$(dist/keyrelay-linux-amd64 version) && echo "$$v" && { grep -q ' built $(BUILD_DATE) ' <<<"$$v" || { echo "dist: expected build date $(BUILD_DATE)" >&2; exit 1; }; }; fi
+	@# Each tarball holds what make install installs: the same list of files.
+	@set -e; want=$$(cd $(CURDIR) && $(MAKE) --no-print-directory -s install-files BIN_FILE=dist/keyrelay-linux-amd64 DESTDIR=$(CURDIR)/dist/check PREFIX=/usr/local && cd dist/check/usr/local && find . -type f | sed 's,^\./,,' | sort); rm -rf dist/check; \
+	for f in dist/*.tar.gz; do got=$$(tar -tzf $$f | grep -v '/$$' | sed 's,^[^/]*/,,' | sort); \
+	  [ "$$got" = "$$want" ] || { echo "dist: $$f does not hold what make install installs:"; diff <(echo "$$want") <(echo "$$got"); exit 1; }; done; \
+	echo "dist: each tarball holds the $$(wc -l <<<"$$want") files make install installs"
 	cd dist && sha256sum keyrelay-* > SHA256SUMS && cat SHA256SUMS
 
-# Man pages from the command tree (man/keyrelay.1, man/keyrelay-send.1, ...).
+# Installs the binary, the man pages (one per command, and keyrelay-script(5),
+# the key script format), bash, zsh and fish completions, the systemd user
+# units (contrib/systemd, their ExecStart pointed at BINDIR) and the README,
+# under DESTDIR PREFIX where each kind usually goes. make uninstall removes
+# them. Both are run by the e2e test TestMakeInstall.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
+DOCDIR ?= $(PREFIX)/share/doc/keyrelay
+UNITS := $(wildcard contrib/systemd/*.service)
+install: build man
+	@$(MAKE) --no-print-directory install-files BIN_FILE=$(BIN)
+	@echo "make install: installed under $(DESTDIR)$(PREFIX); systemd user units: systemctl --user daemon-reload, then enable keyrelay-recv.service (see its header)"
+
+# What install installs, from BIN_FILE (make dist: a cross-built binary) and
+# MANOUT; completions come from BIN, which runs here.
+BIN_FILE ?= $(BIN)
+install-files:
+	@set -e; d='$(DESTDIR)'; \
+	install -Dm755 '$(BIN_FILE)' "$$d$(BINDIR)/keyrelay"; \
+	install -d "$$d$(MANDIR)/man1" "$$d$(MANDIR)/man5" "$$d$(BASHCOMPDIR)" "$$d$(ZSHCOMPDIR)" "$$d$(FISHCOMPDIR)" "$$d$(SYSTEMDUSERDIR)" "$$d$(DOCDIR)"; \
+	install -m644 $(MANOUT)/*.1 "$$d$(MANDIR)/man1/"; \
+	install -m644 $(MANOUT)/*.5 "$$d$(MANDIR)/man5/"; \
+	'$(BIN)' completion bash > "$$d$(BASHCOMPDIR)/keyrelay"; \
+	'$(BIN)' completion zsh > "$$d$(ZSHCOMPDIR)/_keyrelay"; \
+	'$(BIN)' completion fish > "$$d$(FISHCOMPDIR)/keyrelay.fish"; \
+	chmod 644 "$$d$(BASHCOMPDIR)/keyrelay" "$$d$(ZSHCOMPDIR)/_keyrelay" "$$d$(FISHCOMPDIR)/keyrelay.fish"; \
+	for u in $(UNITS); do \
+	  { echo "# Installed by make install: ExecStart runs $(BINDIR)/keyrelay, not ~/.local/bin's."; \
+	    sed 's,%h/\.local/bin/keyrelay,$(BINDIR)/keyrelay,' "$$u"; } > "$$d$(SYSTEMDUSERDIR)/$${u##*/}"; \
+	  chmod 644 "$$d$(SYSTEMDUSERDIR)/$${u##*/}"; \
+	done; \
+	install -m644 README.md "$$d$(DOCDIR)/README.md"
+
+uninstall:
+	@set -e; d='$(DESTDIR)'; \
+	rm -f "$$d$(BINDIR)/keyrelay" "$$d$(MANDIR)/man1/keyrelay.1" "$$d$(MANDIR)"/man1/keyrelay-*.1 "$$d$(MANDIR)"/man5/keyrelay-*.5 \
+	  "$$d$(BASHCOMPDIR)/keyrelay" "$$d$(ZSHCOMPDIR)/_keyrelay" "$$d$(FISHCOMPDIR)/keyrelay.fish" "$$d$(DOCDIR)/README.md" \
+	  $(foreach u,$(UNITS),"$$d$(SYSTEMDUSERDIR)/$(notdir $(u))"); \
+	rmdir "$$d$(DOCDIR)" 2>/dev/null || true; \
+	echo "make uninstall: removed keyrelay from $(DESTDIR)$(PREFIX)"
+
+# Man pages from the command tree (man/keyrelay.1, man/keyrelay-send.1, ...,
+# and man/keyrelay-script.5, the key script format).
 man:
-	$(GO) run ./internal/mangen -dir man
+	$(GO) run ./internal/mangen -dir $(MANOUT)
 
 # Every benchmark into bench.out, then internal/report's simulation (plain
 # queue against the defaults), loopback latency and idle CPU: together they
