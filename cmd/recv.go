@@ -283,6 +283,8 @@ var (
 	_ receiver.LockSetter = (*inject.X11)(nil)
 	_ receiver.LockSetter = (*inject.Log)(nil)
 	_ receiver.Watched    = (*inject.X11)(nil)
+	// recv's summary asks for this (unfocusedNote).
+	_ interface{ Unfocused() int } = (*inject.X11)(nil)
 )
 
 // newInjector makes the injector --inject names, checking what it needs
@@ -403,6 +405,17 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 		text, _ := status()
 		board.finish(text)
 	}
-	logf("%v", stats)
+	logf("%v%s", stats, unfocusedNote(inj))
 	return err
+}
+
+// unfocusedNote is the summary's count of keys an X11 injector typed while
+// no window had the keyboard focus (they reached no application), "" when
+// there were none or the injector cannot tell.
+func unfocusedNote(inj inject.Injector) string {
+	u, ok := inj.(interface{ Unfocused() int })
+	if !ok || u.Unfocused() == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d key presses typed while no window had the keyboard focus", u.Unfocused())
 }

@@ -100,7 +100,26 @@ type X11 struct {
 	// undo is the modifier change made for the last character, to be
 	// reverted before the next key event.
 	undo override
+
+	// focus is what X11 last learnt of the keyboard focus, for the
+	// notice that keys go to no window.
+	focus focusState
 }
+
+// focusState is the keyboard focus as last asked, and what was typed
+// without one.
+type focusState struct {
+	asked   time.Time
+	none    string // why no window has the focus; "" when one has
+	noted   bool   // the notice was logged
+	unfocus atomic.Int64
+}
+
+// focusRecheck is how long the focus X11 last asked about is taken as
+// still holding: one round trip per key-down would halve the rate of a
+// pipelined burst, while a person or a CI script changes the focus far
+// less often.
+const focusRecheck = 250 * time.Millisecond
 
 // keymap is what X11 knows of the server's keyboard mapping.
 type keymap struct {
@@ -522,6 +541,9 @@ func (x *X11) Inject(ev Event) error {
 	if err := x.fresh(); err != nil {
 		return err
 	}
+	if ev.Down {
+		x.noteFocus(time.Now())
+	}
 	if r, ok := ev.Key.Char(); ok {
 		if ev.Down {
 			return x.charDown(r)
@@ -543,6 +565,58 @@ func (x *X11) Inject(ev Event) error {
 	x.press(kc, ev.Key, ev.Down)
 	return nil
 }
+
+// noteFocus counts a key-down typed while no window has the keyboard
+// focus, and says so the first time: X then hands the key to no
+// application (issue 23: under Xvfb with no window focused, send said
+// delivered and recv injected every key, and the application got
+// nothing). The focus is asked again after focusRecheck (a round trip).
+func (x *X11) noteFocus(now time.Time) {
+	f := &x.focus
+	if f.asked.IsZero() || now.Sub(f.asked) >= focusRecheck {
+		f.asked = now
+		f.none = x.noFocus()
+	}
+	if f.none == "" {
+		return
+	}
+	f.unfocus.Add(1)
+	if !f.noted && x.logf != nil {
+		f.noted = true
+		x.logf("typing into DISPLAY=%s while no window has the keyboard focus (%s): the X server hands these keys to no application; focus the window that should get them (click it, xdotool windowfocus), or run a window manager. Said once; recv's summary counts the keys typed so", x.display, f.none)
+	}
+}
+
+// noFocus says why no window has the keyboard focus, or "" when one has
+// it (or the server could not be asked: no notice then). GetInputFocus
+// answers None (keys are discarded), the root window (no application
+// reads it; a desktop may focus the root when nothing is focused), or
+// PointerRoot: keys go to the window under the pointer, which X servers
+// start with and Xvfb without a window manager keeps; then the pointer
+// over no window of the root (QueryPointer's child is None) means none.
+func (x *X11) noFocus() string {
+	f, err := xproto.GetInputFocus(x.conn).Reply()
+	if err != nil {
+		return ""
+	}
+	switch f.Focus {
+	case xproto.InputFocusNone:
+		return "the focus is None"
+	case x.root:
+		return "the focus is on the root window"
+	case xproto.InputFocusPointerRoot:
+		p, err := xproto.QueryPointer(x.conn, x.root).Reply()
+		if err != nil || p.Child != xproto.WindowNone {
+			return ""
+		}
+		return "the focus follows the pointer (PointerRoot), and the pointer is over no window"
+	}
+	return ""
+}
+
+// Unfocused is how many key-downs X11 typed while no window had the
+// keyboard focus, for recv's summary. Safe to call from any goroutine.
+func (x *X11) Unfocused() int { return int(x.focus.unfocus.Load()) }
 
 // press sends one XTEST key event for key on kc. A key position already
 // held for another key is released first, so the new press registers; a
