@@ -15,26 +15,35 @@ import (
 // shellBlock is one ```sh, ```bash, ```shell or ```console block of a
 // Markdown text.
 type shellBlock struct {
-	line   int    // of the opening fence, from 1
-	lang   string // sh, bash, shell or console
-	text   string // as written, dedented to the fence
-	script string // what bash runs: the text, or a console block's "$ " lines
-	notRun string // the reason given by a <!-- not run: REASON --> just before it
+	line   int      // of the opening fence, from 1
+	lang   string   // sh, bash, shell or console
+	text   string   // as written, dedented to the fence
+	script string   // what bash runs: the text, or a console block's "$ " lines
+	notRun string   // the reason given by a <!-- not run: REASON --> just before it
+	needs  []string // the tools named by a <!-- needs: TOOL... --> just before it
 }
 
 var (
 	fenceRE  = regexp.MustCompile("^( *)```\\s*(\\w*)")
 	notRunRE = regexp.MustCompile(`^\s*<!-- not run: (.*?) -->\s*$`)
+	needsRE  = regexp.MustCompile(`^\s*<!-- needs: (.*?) -->\s*$`)
 )
 
 // shellBlocks finds the shell blocks of a Markdown text. A "not run"
 // comment must stand on the line just before a shell block and give a
 // reason: one anywhere else, or an unclosed fence, is an error, so that a
-// block cannot leave the test unnoticed.
+// block cannot leave the test unnoticed. So must a "needs" comment, which
+// names the programs a block runs beyond keyrelay and bash (Xvfb).
 func shellBlocks(markdown string) ([]shellBlock, error) {
 	lines := strings.Split(markdown, "\n")
 	var blocks []shellBlock
 	for i := 0; i < len(lines); i++ {
+		if m := needsRE.FindStringSubmatch(lines[i]); m != nil {
+			if i+1 >= len(lines) || fenceRE.FindStringSubmatch(lines[i+1]) == nil || !isShell(fenceRE.FindStringSubmatch(lines[i+1])[2]) || len(strings.Fields(m[1])) == 0 {
+				return nil, fmt.Errorf("line %d: a <!-- needs: TOOL... --> comment must name programs and stand just before a ```sh, ```bash or ```console block", i+1)
+			}
+			continue
+		}
 		if m := notRunRE.FindStringSubmatch(lines[i]); m != nil {
 			f := []string(nil)
 			if i+1 < len(lines) {
@@ -75,6 +84,9 @@ func shellBlocks(markdown string) ([]shellBlock, error) {
 			if n := notRunRE.FindStringSubmatch(lines[open-1]); n != nil {
 				b.notRun = n[1]
 			}
+			if n := needsRE.FindStringSubmatch(lines[open-1]); n != nil {
+				b.needs = strings.Fields(n[1])
+			}
 		}
 		blocks = append(blocks, b)
 	}
@@ -114,6 +126,10 @@ func TestShellBlocks(t *testing.T) {
 		"```",
 		"not a shell block",
 		"```", // 20
+		"<!-- needs: Xvfb xdotool -->",
+		"```sh",
+		"Xvfb &",
+		"```",
 	}, "\n")
 	got, err := shellBlocks(md)
 	if err != nil {
@@ -123,6 +139,7 @@ func TestShellBlocks(t *testing.T) {
 		{line: 2, lang: "sh", text: "keyrelay version", script: "keyrelay version"},
 		{line: 6, lang: "bash", text: "ssh other keyrelay recv", script: "ssh other keyrelay recv", notRun: "two machines"},
 		{line: 11, lang: "console", text: "$ keyrelay keys | head -1\nEscape", script: "keyrelay keys | head -1"},
+		{line: 22, lang: "sh", text: "Xvfb &", script: "Xvfb &", needs: []string{"Xvfb", "xdotool"}},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("shellBlocks =\n%+v\nwant\n%+v", got, want)
@@ -132,6 +149,8 @@ func TestShellBlocks(t *testing.T) {
 		"<!-- not run: a reason -->\n```toml\nx\n```", // not a shell block
 		"<!-- not run:  -->\n```sh\nx\n```",           // no reason
 		"```sh\nkeyrelay version\n",                   // not closed
+		"<!-- needs:  -->\n```sh\nx\n```",             // names nothing
+		"<!-- needs: Xvfb -->\n```toml\nx\n```",       // not a shell block
 	} {
 		if _, err := shellBlocks(bad); err == nil {
 			t.Errorf("no error for %q", bad)
@@ -146,7 +165,9 @@ func TestShellBlocks(t *testing.T) {
 // on PATH, and as bin/keyrelay when a block names that path), and exits 0.
 // Only a block marked <!-- not run: REASON --> just before it (two
 // machines, apt-get, a synopsis) is left out, so a new block runs unless
-// someone says why it cannot.
+// someone says why it cannot. A block marked <!-- needs: TOOL... --> (the
+// CI recipe: Xvfb, xterm, xdotool) is skipped where a tool is missing,
+// except in CI, where .ci/run installs them and a skip would hide that.
 func TestREADMEShellExamples(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("needs bash")
@@ -168,6 +189,14 @@ func TestREADMEShellExamples(t *testing.T) {
 		}
 		ran++
 		t.Run(where, func(t *testing.T) {
+			for _, tool := range b.needs {
+				if _, err := exec.LookPath(tool); err != nil {
+					if os.Getenv("CI") != "" {
+						t.Fatalf("%s missing in CI: .ci/run must install it (make deps)", tool)
+					}
+					t.Skipf("needs %s (make deps installs it)", tool)
+				}
+			}
 			dir := t.TempDir()
 			if strings.Contains(b.script, "bin/keyrelay") {
 				if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
