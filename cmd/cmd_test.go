@@ -115,7 +115,7 @@ func TestParseAllow(t *testing.T) {
 	}
 }
 
-// TestCompletions (issue 6): completion scripts generate for bash, zsh and
+// TestCompletions: completion scripts generate for bash, zsh and
 // fish (the man pages: internal/manpage's tests).
 func TestCompletions(t *testing.T) {
 	for shell, mark := range map[string]string{"bash": "complete -o default", "zsh": "#compdef keyrelay", "fish": "complete -c keyrelay"} {
@@ -126,7 +126,7 @@ func TestCompletions(t *testing.T) {
 	}
 }
 
-// TestVersionString (issue 6 must-have 3, issue 23 must-have 10): module
+// TestVersionString: module
 // version, the commit (the toolchain's record, else the Makefile's stamp,
 // else "commit unknown"), the build date when the Makefile stamps one, and
 // the Go version.

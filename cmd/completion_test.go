@@ -32,7 +32,7 @@ func complete(t *testing.T, args ...string) (values []string, directive string) 
 	return values, directive
 }
 
-// TestFlagValuesComplete (issue 23 must-have 10): the values of --input,
+// TestFlagValuesComplete: the values of --input,
 // --inject, --role, --log-format, --hotkey (after each +) and --to (the
 // peers file's names, after each comma) complete, and none of them
 // completes file names (directive 4, NoFileComp).

@@ -25,7 +25,7 @@ func setFocus(t *testing.T, display string, focus xproto.Window) {
 	}
 }
 
-// TestRecvSaysNoWindowHasFocus (issue 23 must-have 6): recv --inject x11
+// TestRecvSaysNoWindowHasFocus: recv --inject x11
 // typing on an Xvfb where no window has the keyboard focus says so once,
 // naming why, and its summary counts the key presses typed so (4: "abc"
 // and a tap); with a window under the pointer (Xvfb's focus follows the

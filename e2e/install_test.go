@@ -14,8 +14,8 @@ import (
 	"unicode/utf8"
 )
 
-// installed is what make install puts under PREFIX (issue 23 must-have
-// 10): the binary, a man page per command and keyrelay-script(5), the
+// installed is what make install puts under PREFIX (README, "Installing
+// and running every day"): the binary, a man page per command and keyrelay-script(5), the
 // completions of bash, zsh and fish, the systemd user units and the README.
 var installed = []string{
 	"bin/keyrelay",
@@ -68,7 +68,7 @@ func files(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestMakeInstall (issue 23 must-have 10): make install PREFIX=... and
+// TestMakeInstall: make install PREFIX=... and
 // DESTDIR=... PREFIX=/usr install exactly the files above where each kind
 // usually goes, the units run the installed binary, the installed binary
 // names its commit, every installed man page renders at 80 columns

@@ -567,10 +567,10 @@ func (x *X11) Inject(ev Event) error {
 }
 
 // noteFocus counts a key-down typed while no window has the keyboard
-// focus, and says so the first time: X then hands the key to no
-// application (issue 23: under Xvfb with no window focused, send said
-// delivered and recv injected every key, and the application got
-// nothing). The focus is asked again after focusRecheck (a round trip).
+// focus, and says so the first time. X then hands the key to no
+// application: under Xvfb with no window focused, send says delivered,
+// recv injects every key, and the application gets nothing. The focus is
+// asked again after focusRecheck (a round trip).
 func (x *X11) noteFocus(now time.Time) {
 	f := &x.focus
 	if f.asked.IsZero() || now.Sub(f.asked) >= focusRecheck {

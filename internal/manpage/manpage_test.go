@@ -22,7 +22,7 @@ func keyrelayTree() *cobra.Command {
 	return root
 }
 
-// TestTreeHasEveryPage (issue 23 must-have 10): a section 1 page per
+// TestTreeHasEveryPage: a section 1 page per
 // command, completion and its shells included, cobra's help and the hidden
 // __complete left out, and keyrelay-script(5) from the help topic.
 func TestTreeHasEveryPage(t *testing.T) {
@@ -64,7 +64,7 @@ func TestExamplesFit(t *testing.T) {
 	walk(keyrelayTree())
 }
 
-// TestManPagesFit80Columns (issue 23 must-have 10): every page, rendered
+// TestManPagesFit80Columns: every page, rendered
 // as `MANWIDTH=80 man -l` renders it (or by groff at 80 columns, without
 // man), has no line wider than 80 columns and no formatter warning, and
 // the flag text comes through as written: send's --to keeps its
