@@ -50,6 +50,7 @@ type Core struct {
 	ack     wire.Ack
 	backlog []keyEvent
 	burst   burst
+	ledger  ledger // delivery accounting (ledger.go)
 
 	phase       phase
 	tickAt      time.Time // the next regular resend
@@ -114,6 +115,7 @@ const (
 type keyEvent struct {
 	key  keys.Key
 	down bool
+	at   time.Time // when the source gave it (delivery accounting)
 }
 
 // NewCore checks cfg and makes a Core for a session starting at now. It
@@ -202,6 +204,7 @@ func NewCore(cfg CoreConfig, now time.Time) (*Core, error) {
 	for _, d := range cfg.Dests {
 		c.links = append(c.links, c.newLink(d))
 	}
+	c.ledger = newLedger(c.links, cfg.Feedback)
 	return c, nil
 }
 
@@ -228,7 +231,7 @@ func (c *Core) Key(key keys.Key, down bool, now time.Time) {
 		return // the source has ended: Stop was called
 	}
 	c.stats.Events++
-	ev := keyEvent{key, down}
+	ev := keyEvent{key, down, now}
 	if len(c.backlog) > 0 || !c.mayAdd(ev, now) {
 		c.hold(ev, now)
 		return
@@ -494,17 +497,29 @@ func (c *Core) event(ev keyEvent, now time.Time) eventqueue.Event {
 
 // addNow puts one key event in the queue and sends the queue if it changed.
 func (c *Core) addNow(ev keyEvent, now time.Time) {
-	r, err := c.queue.Add(c.event(ev, now))
+	e := c.event(ev, now)
+	var out uint64 // the stamp of the event e pushes out of the queue
+	if c.ledger.tracked != 0 {
+		if v, adds := c.queue.Victim(e); adds && v.Kind != eventqueue.None {
+			out = v.Stamp
+		}
+	}
+	r, err := c.queue.Add(e)
 	switch {
 	case err != nil:
 		// The source gave a zero key; nothing to send.
 		c.logf("ignored key event: %v", err)
 	case r == eventqueue.Added:
 		c.stats.Queued++
+		c.ledger.added(e.Stamp, ev.at, c.keys.nonce+1, out)
+		if c.keys.nonce > sentRing {
+			c.ledger.compact(c.keys.nonce - sentRing)
+		}
 		c.send(now)
 		c.startBurst(now)
 	case r == eventqueue.Dropped:
 		c.stats.Dropped++
+		c.ledger.dropped(ev.at)
 		if c.cfg.Debug {
 			c.logf("queue full of held keys: %v press dropped (raise --queue)", ev.key)
 		} else {
@@ -519,7 +534,7 @@ func (c *Core) releaseAll(now time.Time) {
 	c.held = c.queue.HeldKeys(c.held[:0])
 	for _, k := range c.held {
 		c.stats.Events++
-		c.addNow(keyEvent{k, false}, now)
+		c.addNow(keyEvent{k, false, now}, now)
 	}
 }
 

@@ -54,6 +54,7 @@ type link struct {
 	initAt            time.Time     // the next initiation may go then
 	backoff           time.Duration // the wait after the next initiation
 	since             uint64        // what the current keypair's packets carry as Since
+	prevSince         uint64        // and the previous one's (ledger.go)
 	first             uint64        // the counter of the first packet under current
 	acked             bool          // an ack came under current
 	waiting           bool          // wanted a handshake at the last packet: Next counts initAt
@@ -223,7 +224,7 @@ func (c *Core) handleCookieReply(m handshake.CookieReply, now time.Time) error {
 func (c *Core) take(l *link, k *handshake.Keypair, now time.Time) {
 	restarted := l.current != nil && l.acked && now.Sub(l.ackedAt) >= c.restartAfter()
 	l.previous, l.current = l.current, k
-	l.since = l.stamp
+	l.prevSince, l.since = l.since, l.stamp
 	l.first = c.keys.nonce + 1
 	l.acked, l.ackedAt = false, now
 	l.backoff, l.initAt, l.why, l.waiting = initialBackoff, time.Time{}, "", false

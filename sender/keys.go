@@ -47,43 +47,48 @@ var (
 // index names, whose replay window refuses a duplicate or a replay; it
 // returns that link. A plaintext ack has no window: in plaintext anyone
 // can forge any ack, and a duplicate changes nothing (handleAck).
-func (c *Core) openAck(m handshake.Message, a *wire.Ack, now time.Time) (*link, error) {
+//
+// since is what the keypair's packets carry as Since (0 in plaintext):
+// the receiver instance behind it types only newer events (ledger.go).
+func (c *Core) openAck(m handshake.Message, a *wire.Ack, now time.Time) (l *link, since uint64, err error) {
 	h := m.Header
 	switch {
 	case m.OneWay != nil:
 		if !c.cfg.Insecure {
-			return nil, errPlainAck
+			return nil, 0, errPlainAck
 		}
 		if err := wire.ParseAckBody(h, m.OneWay[wire.HeaderLen:], a); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	case m.Header.Flags == handshake.FlagSealed:
 		l, k := c.keypairOf(m.Transport.Index)
 		if k == nil {
-			return nil, errUnknownAck
+			return nil, 0, errUnknownAck
 		}
 		body, err := k.Open(c.keys.scratch[:0], m.Transport, now)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if err := wire.ParseAckBody(h, body, a); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
+		since := l.prevSince
 		if k == l.current {
 			l.acked, l.ackedAt = true, now
+			since = l.since
 		}
 		l.stamp = max(l.stamp, a.Stamp)
 		if a.Header.Session != c.keys.id {
-			return nil, errForeignAck
+			return nil, 0, errForeignAck
 		}
-		return l, nil
+		return l, since, nil
 	default:
-		return nil, errOneWayAcked
+		return nil, 0, errOneWayAcked
 	}
 	if a.Header.Session != c.keys.id {
-		return nil, errForeignAck
+		return nil, 0, errForeignAck
 	}
-	return nil, nil
+	return nil, 0, nil
 }
 
 // keypairOf finds the keypair whose local index is i, and its link.

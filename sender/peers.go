@@ -228,13 +228,14 @@ func (c *Core) settle(p *peer, a *wire.Ack) {
 // nothing.
 func (c *Core) handleAck(m handshake.Message, from string, now time.Time) error {
 	a := &c.ack
-	l, err := c.openAck(m, a, now)
+	l, since, err := c.openAck(m, a, now)
 	if err != nil {
 		return err
 	}
 	if l != nil {
 		from = l.Addr
 	}
+	c.ledger.acked(c.linkIndex(l, from), since, a)
 	p := c.peers[from]
 	if p == nil {
 		if len(c.peers) >= maxPeers {
@@ -303,4 +304,15 @@ func (c *Core) Peers(dst []PeerStatus, now time.Time) []PeerStatus {
 		dst = append(dst, st)
 	}
 	return c.withVersions(dst, from)
+}
+
+// linkIndex is the index of link l in Dests, or for a plaintext ack (l
+// nil, --insecure) of the destination at from; -1 for none.
+func (c *Core) linkIndex(l *link, from string) int {
+	for i, d := range c.links {
+		if d == l || (l == nil && d.init == nil && !d.OneWay && d.Addr == from) {
+			return i
+		}
+	}
+	return -1
 }

@@ -152,6 +152,8 @@ type published struct {
 	// unanswered: destinations whose handshake has no answer yet (no key
 	// goes to them, PROTOCOL.md §8.4).
 	unanswered []LinkState
+	// deliveries: the ledger's figures, once Run has returned.
+	deliveries []Delivery
 }
 
 // New checks cfg and makes a Sender.
@@ -237,7 +239,7 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	go func() {
 		played <- src.Play(playCtx, func(key keys.Key, down bool) error {
 			select {
-			case events <- keyEvent{key, down}:
+			case events <- keyEvent{key: key, down: down}:
 				return nil
 			case <-playCtx.Done():
 				return playCtx.Err()
@@ -303,6 +305,9 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 			c.Stop(now, Interrupted)
 		}
 	}
+	s.mu.Lock()
+	s.pub.deliveries = c.Deliveries(s.pub.deliveries[:0])
+	s.mu.Unlock()
 	if errors.Is(srcErr, context.Canceled) && ctx.Err() != nil {
 		srcErr = nil // stopped by the caller (a signal): a clean exit
 	}

@@ -85,3 +85,20 @@ func (s *Sender) Unanswered() []LinkState {
 	defer s.mu.Unlock()
 	return append([]LinkState(nil), s.pub.unanswered...)
 }
+
+// Deliveries is what each destination acknowledged of the session's key
+// events (Core.Deliveries), in Dests' order, once Run has returned; nil
+// before. Safe to call while Run runs.
+func (s *Sender) Deliveries() []Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Delivery(nil), s.pub.deliveries...)
+}
+
+// Started is when Run started the session (zero before). Safe to call
+// while Run runs.
+func (s *Sender) Started() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pub.start
+}

@@ -1,0 +1,211 @@
+package sender
+
+import (
+	"slices"
+	"time"
+
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// Delivery accounting. "Every receiver acked the final state" is not
+// "every key was typed": a receiver that came back after an outage longer
+// than Outage, or a new instance of it, acks the final state while the
+// events pushed out of the queue meanwhile never reached it. So the core
+// keeps a ledger: each key event the queue took, with the packets that
+// carried it (every packet carries the whole queue, so those from the
+// first after it was added to the last before it was pushed out), and the
+// unicast destinations that have not yet acknowledged one of those
+// packets under a keypair that types it. A keypair types an event only if
+// it is newer than the keypair's since (PROTOCOL.md §8.4): older ones
+// are the earlier instance's, confirmed by its own acks or not at all.
+// An event is delivered to a destination once an ack under its keypair
+// says (Newest, or its ack bits) that a packet carrying it arrived; one
+// still unconfirmed at the end, or pushed out of the queue and no longer
+// reportable, is undelivered there. A press the queue dropped (full of
+// held keys) reached nobody. One-way destinations are not accounted:
+// nothing acks them.
+
+// maxTracked bounds the destinations accounted for (the pending mask's
+// width); the others are reported as not accounted.
+const maxTracked = 64
+
+// record is one key event the queue took.
+type record struct {
+	stamp uint64
+	at    time.Time // when the source gave it
+	first uint64    // the first packet carrying it
+	// gone is the first packet that no longer carries it (pushed out of
+	// the queue); 0 while the queue holds it.
+	gone    uint64
+	pending uint64 // bit i: destination i has not acknowledged it
+}
+
+// tally is one destination's figures.
+type tally struct {
+	delivered   int
+	undelivered int       // settled: no ack can confirm them any more
+	first, last time.Time // when the undelivered ones were typed
+}
+
+func (t *tally) lose(at time.Time) {
+	t.undelivered++
+	if t.first.IsZero() || at.Before(t.first) {
+		t.first = at
+	}
+	if at.After(t.last) {
+		t.last = at
+	}
+}
+
+// ledger is the core's delivery accounting; the Core owns it (not safe
+// for concurrent use).
+type ledger struct {
+	tracked uint64   // the destinations accounted
+	recs    []record // oldest first, by stamp
+	tally   []tally  // per destination (Core.links' order)
+}
+
+func newLedger(links []*link, feedback bool) ledger {
+	lg := ledger{tally: make([]tally, len(links))}
+	for i, l := range links {
+		if feedback && !l.OneWay && i < maxTracked {
+			lg.tracked |= 1 << i
+		}
+	}
+	return lg
+}
+
+// added notes an event the queue took at stamp, typed at, first carried
+// by packet first, and the event it pushed out (stamp 0: none) leaving
+// from packet first on.
+func (lg *ledger) added(stamp uint64, at time.Time, first, pushedOut uint64) {
+	if pushedOut != 0 {
+		if i, ok := lg.find(pushedOut); ok {
+			lg.recs[i].gone = first
+		}
+	}
+	if lg.tracked != 0 {
+		lg.recs = append(lg.recs, record{stamp: stamp, at: at, first: first, pending: lg.tracked})
+	}
+}
+
+// dropped notes an event no packet carried: undelivered everywhere.
+func (lg *ledger) dropped(at time.Time) {
+	for i := range lg.tally {
+		if lg.tracked&(1<<i) != 0 {
+			lg.tally[i].lose(at)
+		}
+	}
+}
+
+func (lg *ledger) find(stamp uint64) (int, bool) {
+	return slices.BinarySearchFunc(lg.recs, stamp, func(r record, s uint64) int {
+		switch {
+		case r.stamp < s:
+			return -1
+		case r.stamp > s:
+			return 1
+		}
+		return 0
+	})
+}
+
+// acked applies ack a from destination i under a keypair whose since is
+// since: each pending event newer than since that a packet it reports
+// carried is delivered there.
+func (lg *ledger) acked(i int, since uint64, a *wire.Ack) {
+	if i < 0 || lg.tracked&(1<<i) == 0 {
+		return
+	}
+	bit := uint64(1) << i
+	for j := range lg.recs {
+		r := &lg.recs[j]
+		if r.first > a.Newest {
+			break // sent after the newest packet reported (recs by stamp, so first too)
+		}
+		if r.pending&bit == 0 || r.stamp <= since {
+			continue
+		}
+		hi := a.Newest
+		if r.gone != 0 {
+			hi = min(hi, r.gone-1)
+		}
+		lo := r.first
+		if a.Newest > wire.AckBits {
+			lo = max(lo, a.Newest-wire.AckBits)
+		}
+		for m := hi; m >= lo && m > 0; m-- {
+			if a.Received(m) {
+				r.pending &^= bit
+				lg.tally[i].delivered++
+				break
+			}
+		}
+	}
+	lg.compact(0)
+}
+
+// compact drops the records every destination confirmed, and settles
+// those pushed out of the queue before packet horizon: no ack can report
+// a packet that old any more (the ack bits reach AckBits back, and acks
+// come late by far fewer packets than the horizon's margin), and no later
+// keypair was sent them. What is left is the queue's events and those
+// pushed out recently, in order.
+func (lg *ledger) compact(horizon uint64) {
+	lg.recs = slices.DeleteFunc(lg.recs, func(r record) bool {
+		if r.pending != 0 && r.gone != 0 && r.gone < horizon {
+			lg.settle(&r)
+		}
+		return r.pending == 0
+	})
+}
+
+// settle counts r undelivered wherever it is still pending.
+func (lg *ledger) settle(r *record) {
+	for i := range lg.tally {
+		if r.pending&(1<<i) != 0 {
+			lg.tally[i].lose(r.at)
+		}
+	}
+	r.pending = 0
+}
+
+// Delivery is what one unicast receiver acknowledged of the session's key
+// events (the ledger, ledger.go).
+type Delivery struct {
+	Addr string
+	// Accounted is false for a destination nothing acknowledges (one-way,
+	// broadcast): its figures are zero.
+	Accounted bool
+	// Delivered events were in a packet an instance of the receiver
+	// acknowledged, and newer than what it was told an earlier instance
+	// typed (since, PROTOCOL.md §8.4).
+	Delivered int
+	// Undelivered events were not confirmed: pushed out of the queue
+	// before any acknowledged packet carried them, dropped by a full
+	// queue, or still unconfirmed. Until the session is done, those
+	// still in flight count here too.
+	Undelivered int
+	// First and Last are when the first and the last undelivered event
+	// were typed (zero when none).
+	First, Last time.Time
+}
+
+// Deliveries appends each destination's delivery figures, in Dests'
+// order, to dst: what is still unconfirmed counts as undelivered.
+func (c *Core) Deliveries(dst []Delivery) []Delivery {
+	for i, l := range c.links {
+		d := Delivery{Addr: l.Addr, Accounted: c.ledger.tracked&(1<<i) != 0}
+		if d.Accounted {
+			t := c.ledger.tally[i]
+			for _, r := range c.ledger.recs {
+				if r.pending&(1<<i) != 0 {
+					t.lose(r.at)
+				}
+			}
+			d.Delivered, d.Undelivered, d.First, d.Last = t.delivered, t.undelivered, t.first, t.last
+		}
+		dst = append(dst, d)
+	}
+	return dst
+}

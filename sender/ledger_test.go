@@ -1,0 +1,60 @@
+package sender
+
+import (
+	"testing"
+	"time"
+
+	"github.com/keyrelay/keyrelay/wire"
+)
+
+// TestLedgerCountsWhatAPacketCarried (PROTOCOL.md §9, acks; §8.4, since):
+// one event, first carried by packet 10; an ack under a keypair marks it
+// delivered only if a packet it reports (Newest, or its bits) carried it
+// and the event is newer than the keypair's since; one pushed out of the
+// queue and past the horizon is settled undelivered.
+func TestLedgerCountsWhatAPacketCarried(t *testing.T) {
+	at := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		gone      uint64 // the first packet without it; 0: still queued
+		since     uint64
+		ack       wire.Ack
+		delivered bool
+	}{
+		{"queued, acked packet after it", 0, 0, wire.Ack{Newest: 12}, true},
+		{"queued, acked packet its first", 0, 0, wire.Ack{Newest: 10}, true},
+		{"acked packet before it", 0, 0, wire.Ack{Newest: 9, Bits: ^uint64(0)}, false},
+		{"pushed out, only later packets acked", 14, 0, wire.Ack{Newest: 20, Bits: 1<<5 - 1}, false},
+		{"pushed out, an ack bit reports a packet that carried it", 14, 0, wire.Ack{Newest: 20, Bits: 1 << 7}, true},
+		{"pushed out, Newest carried it", 14, 0, wire.Ack{Newest: 13}, true},
+		{"no newer than the keypair's since", 0, 100, wire.Ack{Newest: 12}, false},
+		{"newer than the keypair's since", 0, 99, wire.Ack{Newest: 12}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lg := ledger{tracked: 1, tally: make([]tally, 1)}
+			lg.added(100, at, 10, 0)
+			if tc.gone != 0 {
+				lg.added(101, at.Add(time.Second), tc.gone, 100)
+			}
+			lg.acked(0, tc.since, &tc.ack)
+			i, kept := lg.find(100)
+			got := !kept || lg.recs[i].pending == 0
+			if got != tc.delivered {
+				t.Errorf("delivered %v, want %v (ack %+v, since %d, pushed out at %d)", got, tc.delivered, tc.ack, tc.since, tc.gone)
+			}
+		})
+	}
+	// Settling: pushed out at packet 14, a record before the horizon is
+	// counted undelivered once and forgotten.
+	lg := ledger{tracked: 1, tally: make([]tally, 1)}
+	lg.added(100, at, 10, 0)
+	lg.added(101, at.Add(time.Second), 14, 100)
+	lg.compact(14)
+	if lg.tally[0].undelivered != 0 {
+		t.Fatalf("settled at horizon 14 a record pushed out at 14: %+v", lg.tally[0])
+	}
+	lg.compact(15)
+	if tl := lg.tally[0]; tl.undelivered != 1 || !tl.first.Equal(at) || !tl.last.Equal(at) || len(lg.recs) != 1 {
+		t.Fatalf("after the horizon passed: %+v, %d records, want 1 undelivered typed at %v and the queued record kept", tl, len(lg.recs), at)
+	}
+}
