@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"os"
@@ -113,13 +114,21 @@ When the source ends, or on SIGINT, SIGTERM, SIGHUP (the terminal closing) or
 SIGQUIT, send releases every key it holds, resends the final queue for a short
 linger and prints a summary to standard error.
 
-Delivery: with feedback (the default) each receiver acknowledges what it got.
-A receiver that has not answered within --timeout is named at once, with
-the likely causes (nothing listening, another key, --insecure on one end
-only, a firewall). At the end send says "delivered: every receiver
-acknowledged the final state" and exits 0, or exits 3 when one never
-answered or did not acknowledge the final state (all keys released): the
-keys may not have been typed there.
+Delivery: with feedback (the default) each receiver acknowledges what it got,
+and send counts, per receiver, the key events a packet it acknowledged
+carried (a restarted receiver gets what was typed while it was down, within
+--outage, and is not given again what it acknowledged before). A receiver
+that has not answered within --timeout is named at once, with the likely
+causes (nothing listening, another key, --insecure on one end only, a
+firewall). At the end send says "delivered: every receiver acknowledged the
+final state and all N key events" and exits 0, or exits 3 when a receiver
+never answered, did not acknowledge the final state (all keys released), or
+missed key events: how many, and when they were typed (down or unreachable
+longer than --outage). The summary gives each receiver's figures; with
+--log-format json as fields (summary=session: events, queued, dropped,
+undelivered, packets, bytes, acks, handshakes...; summary=receiver:
+receiver, delivered, undelivered, undelivered_from, undelivered_to, rtt_ms,
+loss...).
 
 Handshake: each unicast receiver is a paired machine (keyrelay pair, keyrelay
 peers; --to names it, or its address; on loopback, this machine itself) and
@@ -138,7 +147,8 @@ of when it was made; receivers refuse one-way senders unless run with
 recv --one-way. One-way use exits 0 and says delivery was not confirmed.
 
 Exit status: 0 delivered (or one-way), 1 the command failed (an error
-names it), 2 bad flags or arguments, 3 delivery not confirmed.`,
+names it), 2 bad flags or arguments, 3 delivery not confirmed (a receiver
+missed key events, or the final state).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			// Not from a config file or the environment, which fill the
@@ -504,23 +514,118 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		err = checkDelivery(o, dests, s, fingerprintOf(id), logf)
 	}
 	if !o.Quiet || err != nil {
-		errf("%v", stats)
-		for _, p := range s.Peers() {
-			if p.LastHeard.IsZero() {
-				// It only said it speaks another version (PROTOCOL.md §10).
-				logf("receiver %s: %s", p.Addr, otherVersionState(p))
-				continue
-			}
-			clock := ""
-			if p.ClockKnown {
-				clock = fmt.Sprintf(", its clock %s", describeOffset(p.ClockOffset))
-			}
-			logf("receiver %s: rtt %v (±%v), loss %.1f%% (%d of %d packets), last heard %v ago%s",
-				p.Addr, p.SRTT.Round(time.Microsecond), p.RTTVar.Round(time.Microsecond), 100*p.Loss, p.Lost, p.Settled, time.Since(p.LastHeard).Round(time.Millisecond), clock)
-		}
+		summarize(o, logger, errf, logf, s, stats, err == nil)
 	}
 	return err
 }
+
+// summarize logs send's final summary: the session's figures, then a line
+// per receiver with what it acknowledged of the key events (the sender's
+// ledger) and how the link behaved. With --log-format json each is a
+// record whose fields carry the figures, for a CI job to read (msg keeps
+// the same prose as the text log).
+func summarize(o *SendOptions, logger *slog.Logger, errf, logf func(string, ...any), s *sender.Sender, stats sender.Stats, confirmed bool) {
+	json := o.LogFormat == "json"
+	deliveries := s.Deliveries()
+	undelivered := 0
+	for _, d := range deliveries {
+		undelivered += d.Undelivered
+	}
+	if json {
+		logger.Info(stats.String(), "summary", "session", "session", fmt.Sprintf("%016x", s.Session()),
+			"events", stats.Events, "queued", stats.Queued, "dropped", stats.Dropped, "undelivered", undelivered,
+			"delivery_confirmed", confirmed && o.Feedback, "packets", stats.Packets, "bytes", stats.Bytes,
+			"send_errors", stats.SendErrors, "bursts", stats.Bursts, "held", stats.Held, "overflow", stats.Overflow,
+			"acks", stats.Acks, "ack_errors", stats.AckErrors, "handshakes", stats.Handshakes,
+			"initiations", stats.Initiations, "cookies", stats.Cookies)
+	} else {
+		errf("%v", stats)
+	}
+	peers := map[string]sender.PeerStatus{}
+	for _, p := range s.Peers() {
+		peers[p.Addr] = p
+	}
+	// Every accounted destination, heard or not, then the receivers heard
+	// that are not (a broadcast's).
+	var lines []receiverSummary
+	for _, d := range deliveries {
+		if d.Accounted {
+			p, heard := peers[d.Addr]
+			lines = append(lines, receiverSummary{d, p, heard})
+			delete(peers, d.Addr)
+		}
+	}
+	for _, p := range s.Peers() {
+		if _, left := peers[p.Addr]; left {
+			lines = append(lines, receiverSummary{sender.Delivery{Addr: p.Addr}, p, true})
+		}
+	}
+	for _, r := range lines {
+		msg := r.text(s.Started())
+		if !json {
+			logf("%s", msg)
+			continue
+		}
+		attrs := []any{"summary", "receiver", "receiver", r.d.Addr}
+		if r.d.Accounted {
+			attrs = append(attrs, "delivered", r.d.Delivered, "undelivered", r.d.Undelivered)
+			if r.d.Undelivered > 0 {
+				attrs = append(attrs, "undelivered_from", r.d.First, "undelivered_to", r.d.Last)
+			}
+		}
+		if r.heard && !r.p.LastHeard.IsZero() {
+			attrs = append(attrs, "rtt_ms", msOf(r.p.SRTT), "rtt_var_ms", msOf(r.p.RTTVar), "loss", r.p.Loss,
+				"lost", r.p.Lost, "settled", r.p.Settled, "last_heard_ms", msOf(time.Since(r.p.LastHeard)))
+			if r.p.ClockKnown {
+				attrs = append(attrs, "clock_offset_ms", msOf(r.p.ClockOffset))
+			}
+		}
+		if r.p.Speaks != nil {
+			attrs = append(attrs, "protocol_versions", wire.DescribeVersions(r.p.Speaks))
+		}
+		if !o.Quiet {
+			logger.Info(msg, attrs...)
+		}
+	}
+}
+
+// receiverSummary is one receiver's line in send's summary.
+type receiverSummary struct {
+	d     sender.Delivery
+	p     sender.PeerStatus
+	heard bool
+}
+
+// text is the line's prose: what the receiver acknowledged, then its
+// link's figures.
+func (r receiverSummary) text(start time.Time) string {
+	var parts []string
+	if r.d.Accounted {
+		if r.d.Undelivered > 0 {
+			parts = append(parts, undeliveredSpan(r.d, start))
+		} else {
+			parts = append(parts, fmt.Sprintf("all %d key events delivered", r.d.Delivered))
+		}
+	}
+	switch {
+	case !r.heard:
+		parts = append(parts, "never heard")
+	case r.p.LastHeard.IsZero():
+		// It only said it speaks another version (PROTOCOL.md §10).
+		parts = append(parts, otherVersionState(r.p))
+	default:
+		clock := ""
+		if r.p.ClockKnown {
+			clock = fmt.Sprintf(", its clock %s", describeOffset(r.p.ClockOffset))
+		}
+		parts = append(parts, fmt.Sprintf("rtt %v (±%v), loss %.1f%% (%d of %d packets), last heard %v ago%s",
+			r.p.SRTT.Round(time.Microsecond), r.p.RTTVar.Round(time.Microsecond), 100*r.p.Loss, r.p.Lost, r.p.Settled, time.Since(r.p.LastHeard).Round(time.Millisecond), clock))
+	}
+	return "receiver " + r.d.Addr + ": " + strings.Join(parts, ", ")
+}
+
+// msOf is d in milliseconds, for the JSON summary's fields.
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // oneWayCost is what a one-way sender gives up, for the errors that ask
 // for --one-way.
@@ -587,6 +692,12 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, fp string
 	for _, p := range s.Peers() {
 		byAddr[p.Addr] = p
 	}
+	ledger := map[string]sender.Delivery{}
+	events := 0
+	for _, d := range s.Deliveries() {
+		ledger[d.Addr] = d
+		events = max(events, d.Delivered+d.Undelivered)
+	}
 	var missing []string
 	oneWay := 0
 	for _, d := range dests {
@@ -597,6 +708,8 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, fp string
 		}
 		p, heard := byAddr[ua.String()]
 		port := strconv.Itoa(ua.Port)
+		d := ledger[ua.String()]
+		n := len(missing)
 		switch {
 		case heard && p.Speaks != nil && p.Newest < final:
 			// Its version notice (PROTOCOL.md §10) says why: a forged one
@@ -608,8 +721,15 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, fp string
 			missing = append(missing, fmt.Sprintf("%s never completed the handshake (%s): %s (no key was sent to it)", ua, handshakeWhy(s, ua.String()), whyNoAnswer(port, fp)))
 		case !heard:
 			missing = append(missing, fmt.Sprintf("%s never answered: %s", ua, whyNoAnswer(port, fp)))
+		case d.Undelivered > 0:
+			missing = append(missing, fmt.Sprintf("%s: %s (last heard %v ago): it was down or unreachable longer than --outage %v, or stopped before the end; send those keys again",
+				ua, undeliveredSpan(d, s.Started()), time.Since(p.LastHeard).Round(time.Millisecond), o.Outage))
 		case p.Newest < final:
 			missing = append(missing, fmt.Sprintf("%s did not acknowledge the final state (last heard %v ago): it stopped, or the link dropped", ua, time.Since(p.LastHeard).Round(time.Millisecond)))
+		}
+		if len(missing) > n && d.Undelivered > 0 && !strings.Contains(missing[n], " key events never reached it") {
+			// Named for why: how many keys that cost, and typed when.
+			missing[n] += " (" + undeliveredSpan(d, s.Started()) + ")"
 		}
 	}
 	if oneWay > 0 {
@@ -619,9 +739,22 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, fp string
 		return undeliveredError{fmt.Errorf("delivery not confirmed (exit status %d): %s", ExitUndelivered, strings.Join(missing, "; "))}
 	}
 	if oneWay < len(dests) {
-		logf("delivered: every receiver acknowledged the final state")
+		logf("delivered: every receiver acknowledged the final state and all %d key events", events)
 	}
 	return nil
+}
+
+// undeliveredSpan says how many of d's key events never reached it, and
+// when they were typed, as times of day and as offsets into the session
+// that started at start.
+func undeliveredSpan(d sender.Delivery, start time.Time) string {
+	total := d.Delivered + d.Undelivered
+	into := func(t time.Time) string { return t.Sub(start).Round(10 * time.Millisecond).String() }
+	span := fmt.Sprintf("typed at %s, %s into the session", d.First.Format("15:04:05.000"), into(d.First))
+	if d.Last.Sub(d.First) >= time.Millisecond {
+		span = fmt.Sprintf("typed from %s to %s, %s to %s into the session", d.First.Format("15:04:05.000"), d.Last.Format("15:04:05.000"), into(d.First), into(d.Last))
+	}
+	return fmt.Sprintf("%d of %d key events never reached it, %s", d.Undelivered, total, span)
 }
 
 // otherVersionState says that receiver p speaks another protocol version
