@@ -513,7 +513,7 @@ func (c *Core) addNow(ev keyEvent, now time.Time) {
 		c.stats.Queued++
 		c.ledger.added(e.Stamp, ev.at, c.keys.nonce+1, out)
 		if c.keys.nonce > sentRing {
-			c.ledger.compact(c.keys.nonce - sentRing)
+			c.ledger.expire(c.keys.nonce - sentRing)
 		}
 		c.send(now)
 		c.startBurst(now)

@@ -62,6 +62,7 @@ func (t *tally) lose(at time.Time) {
 type ledger struct {
 	tracked uint64   // the destinations accounted
 	recs    []record // oldest first, by stamp
+	bound   int      // expire scans when recs reach it
 	tally   []tally  // per destination (Core.links' order)
 }
 
@@ -158,6 +159,21 @@ func (lg *ledger) compact(horizon uint64) {
 		}
 		return r.pending == 0
 	})
+}
+
+// expire settles the records pushed out before packet horizon (compact)
+// when the oldest is one, or when the records have doubled since the last
+// scan (a held key's press stays queued, and those after it may go first):
+// amortized, a constant cost per event, and the records stay within twice
+// those unsettled.
+func (lg *ledger) expire(horizon uint64) {
+	if len(lg.recs) == 0 {
+		return
+	}
+	if r := lg.recs[0]; (r.gone != 0 && r.gone < horizon) || len(lg.recs) >= lg.bound {
+		lg.compact(horizon)
+		lg.bound = max(2*len(lg.recs), 256)
+	}
 }
 
 // settle counts r undelivered wherever it is still pending.

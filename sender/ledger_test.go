@@ -1,6 +1,7 @@
 package sender
 
 import (
+	"github.com/keyrelay/keyrelay/keys"
 	"testing"
 	"time"
 
@@ -57,4 +58,36 @@ func TestLedgerCountsWhatAPacketCarried(t *testing.T) {
 	if tl := lg.tally[0]; tl.undelivered != 1 || !tl.first.Equal(at) || !tl.last.Equal(at) || len(lg.recs) != 1 {
 		t.Fatalf("after the horizon passed: %+v, %d records, want 1 undelivered typed at %v and the queued record kept", tl, len(lg.recs), at)
 	}
+}
+
+// TestLedgerStaysBounded: a receiver that never answers while a key is
+// held (its press stays queued, the oldest record) and 20,000 events are
+// typed after it: the ledger keeps the queue and the records pushed out
+// within the last sentRing packets (twice that at most, between scans),
+// not the session, and counts every settled event undelivered.
+func TestLedgerStaysBounded(t *testing.T) {
+	at := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	c, err := NewCore(CoreConfig{Insecure: true, Feedback: true, Dests: []Dest{{Addr: "10.0.0.1:7575"}}, Output: func([]byte, int) {}}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(at)
+	now := at.Add(3 * time.Second) // past the grace: the plain queue's rules
+	c.Key(keys.Key(keys.ShiftLeft), true, now)
+	most := 0
+	for i := range 10000 {
+		now = now.Add(time.Millisecond)
+		k := keys.Key(keys.KeyA) + keys.Key(i%26)
+		c.Key(k, true, now)
+		c.Key(k, false, now)
+		most = max(most, len(c.ledger.recs))
+	}
+	if limit := 2 * (sentRing + DefaultQueueLen + 256); most > limit {
+		t.Errorf("the ledger held up to %d records, want at most %d", most, limit)
+	}
+	d := c.Deliveries(nil)[0]
+	if d.Delivered != 0 || d.Undelivered != 20001 {
+		t.Errorf("%d delivered, %d undelivered; want 0 and 20001", d.Delivered, d.Undelivered)
+	}
+	t.Logf("at most %d records for 20,001 events", most)
 }
