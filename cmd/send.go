@@ -525,13 +525,13 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 // record whose fields carry the figures, for a CI job to read (msg keeps
 // the same prose as the text log).
 func summarize(o *SendOptions, logger *slog.Logger, errf, logf func(string, ...any), s *sender.Sender, stats sender.Stats, confirmed bool) {
-	json := o.LogFormat == "json"
+	asJSON := o.LogFormat == "json"
 	deliveries := s.Deliveries()
 	undelivered := 0
 	for _, d := range deliveries {
 		undelivered += d.Undelivered
 	}
-	if json {
+	if asJSON {
 		logger.Info(stats.String(), "summary", "session", "session", fmt.Sprintf("%016x", s.Session()),
 			"events", stats.Events, "queued", stats.Queued, "dropped", stats.Dropped, "undelivered", undelivered,
 			"delivery_confirmed", confirmed && o.Feedback, "packets", stats.Packets, "bytes", stats.Bytes,
@@ -562,7 +562,7 @@ func summarize(o *SendOptions, logger *slog.Logger, errf, logf func(string, ...a
 	}
 	for _, r := range lines {
 		msg := r.text(s.Started())
-		if !json {
+		if !asJSON {
 			logf("%s", msg)
 			continue
 		}
