@@ -23,7 +23,9 @@ import (
 // still unconfirmed at the end, or pushed out of the queue and no longer
 // reportable, is undelivered there. A press the queue dropped (full of
 // held keys) reached nobody. One-way destinations are not accounted:
-// nothing acks them.
+// nothing acks them. A plaintext destination (--insecure) has no keypair
+// and so no since: a receiver restarted there joins the session
+// (PROTOCOL.md §7.2), and what it skipped counts delivered.
 
 // maxTracked bounds the destinations accounted for (the pending mask's
 // width); the others are reported as not accounted.
