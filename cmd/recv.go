@@ -26,6 +26,7 @@ import (
 type RecvOptions struct {
 	Listen    string
 	Inject    string
+	Device    string // --hidg-device
 	Timeout   time.Duration
 	Balanced  bool
 	Key       KeyOptions
@@ -50,6 +51,7 @@ var injectors = []struct{ name, help string }{
 	{"x11", "press keys in the X server of $DISPLAY (XTEST), like a keyboard plugged in here: a physical key (from --input hook, a script's tap KeyZ) as the same key, so this machine's layout decides the character; a character (from a terminal, a script's type) as that character on any layout. Needs an X display with evdev keycodes (Xorg, Xwayland, Xvfb)"},
 	{"robotgo", "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (between German desktops the key labelled Z types y), so use the same layout on both ends; characters type as themselves. The injector on macOS and Windows"},
 	{"uinput", "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console. Physical keys only, so this machine's layout decides the character; the kernel has no layout, so characters are reported and skipped"},
+	{"hidg", "be a USB keyboard: the Linux USB gadget's keyboard (--hidg-device, /dev/hidg0; made by keyrelay gadget setup) on a board with a USB device port (a Raspberry Pi), its cable in the computer to type into, which runs nothing of keyrelay (a BIOS, a login screen, any OS). Physical keys only: that computer's layout decides the character; Caps/Num Lock follow its LEDs"},
 	{"log", "one JSON object per key event on standard output ({\"key\":\"KeyA\",...} or {\"char\":\"é\",...}); needs nothing"},
 }
 
@@ -61,7 +63,7 @@ func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra
 		list = append(list, hangingIndent(fmt.Sprintf("  %-8s ", i.name), i.help, 78))
 	}
 	c := &cobra.Command{
-		Use:     "recv [--listen ADDR] [--inject auto|x11|robotgo|uinput|log]",
+		Use:     "recv [--listen ADDR] [--inject auto|x11|robotgo|uinput|hidg|log]",
 		Example: recvExample,
 		Short:   "Receive key events and inject them",
 		Long: `Receive key events from senders and inject them. Each sender session is
@@ -101,6 +103,7 @@ exits 0.`,
 	f := c.Flags()
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "UDP address to listen on")
 	f.StringVar(&opts.Inject, "inject", "auto", "where keys go (see above)")
+	f.StringVar(&opts.Device, "hidg-device", inject.DefaultHidgPath, "the USB keyboard gadget's device, for --inject hidg (not --device: that is send's, and doctor reads both commands' settings)")
 	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release the keys of a sender silent this long (the stuck-key guard; longer while its packets are being lost, up to 10 times; send's --timeout is only about liveness)")
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
 	opts.Key.register(f)
@@ -282,6 +285,7 @@ var (
 	_ receiver.Injector   = inject.Injector(nil)
 	_ receiver.LockSetter = (*inject.X11)(nil)
 	_ receiver.LockSetter = (*inject.Log)(nil)
+	_ receiver.LockSetter = (*inject.Hidg)(nil)
 	_ receiver.Watched    = (*inject.X11)(nil)
 	// recv's summary asks for this (unfocusedNote).
 	_ interface{ Unfocused() int } = (*inject.X11)(nil)
@@ -289,7 +293,7 @@ var (
 
 // newInjector makes the injector --inject names, checking what it needs
 // before any key arrives.
-func newInjector(choice string, stdio IO, logf func(string, ...any)) (inject.Injector, string, error) {
+func newInjector(choice, device string, stdio IO, logf func(string, ...any)) (inject.Injector, string, error) {
 	if choice == "auto" {
 		choice = autoInjector()
 		if choice == "log" {
@@ -315,6 +319,12 @@ func newInjector(choice string, stdio IO, logf func(string, ...any)) (inject.Inj
 			return nil, "", err
 		}
 		return u, choice, nil
+	case "hidg":
+		h, err := inject.NewHidg(device, logf)
+		if err != nil {
+			return nil, "", err
+		}
+		return h, choice, nil
 	default:
 		return &inject.Log{W: stdio.Out}, choice, nil
 	}
@@ -375,7 +385,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 			logfAll(format, args...)
 		}
 	}
-	inj, name, err := newInjector(o.Inject, stdio, logf)
+	inj, name, err := newInjector(o.Inject, o.Device, stdio, logf)
 	if err != nil {
 		return err
 	}
