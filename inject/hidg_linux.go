@@ -55,6 +55,7 @@ type Hidg struct {
 	last      hidkbd.Report
 	written   bool // last is what the host has
 	attempted bool // a report was written, or tried: the host may hold keys
+	failing   bool // the last write failed, and that was logged
 
 	mu   sync.Mutex
 	leds hidkbd.LEDs
@@ -133,8 +134,19 @@ func (h *Hidg) flush() error {
 		// The next report is written whatever it says: the host may have
 		// none of this state.
 		h.written = false
-		return h.writeError(err)
+		err = h.writeError(err)
+		// Said once, not per key (the receiver counts the failures and
+		// names no key without --debug): this error names no key.
+		if !h.failing && h.logf != nil && !errors.Is(err, ErrGone) {
+			h.logf("%v; keys are not typed until it does (said once)", err)
+		}
+		h.failing = true
+		return err
 	}
+	if h.failing && h.logf != nil {
+		h.logf("the USB host reads the keyboard gadget %s again: keys are typed", h.path)
+	}
+	h.failing = false
 	h.last, h.written = r, true
 	return nil
 }
@@ -146,9 +158,9 @@ func (h *Hidg) flush() error {
 func (h *Hidg) writeError(err error) error {
 	switch {
 	case errors.Is(err, syscall.ESHUTDOWN):
-		return fmt.Errorf("the USB host has not configured the keyboard gadget %s (is its cable in a computer's USB port, and that computer on and awake? is the gadget bound to a UDC: keyrelay gadget setup?): the key was not typed", h.path)
+		return fmt.Errorf("the USB host has not configured the keyboard gadget %s (is its cable in a computer's USB port, and that computer on and awake? is the gadget bound to a UDC: keyrelay gadget setup?)", h.path)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("the USB host did not read the keyboard gadget %s within %v (asleep, or nothing there reads the keyboard): the key was not typed", h.path, hidgWriteTimeout)
+		return fmt.Errorf("the USB host did not read the keyboard gadget %s within %v (asleep, or nothing there reads the keyboard)", h.path, hidgWriteTimeout)
 	case errors.Is(err, syscall.ENODEV), errors.Is(err, os.ErrClosed):
 		return fmt.Errorf("the keyboard gadget %s went away (%v): keys can no longer be typed here; %w", h.path, err, ErrGone)
 	}

@@ -97,8 +97,8 @@ func TestHidgWritesEachChange(t *testing.T) {
 
 // TestHidgHostNotConfigured: a host that has not configured the gadget
 // (the kernel's ESHUTDOWN) or stops reading it (the write deadline) gets
-// an error saying so, not fatal; once it reads again the next report
-// carries the whole state, also when it equals the last one written.
+// an error saying so, not fatal, and logged once, not per key; once it
+// reads again the next report carries the whole state.
 func TestHidgHostNotConfigured(t *testing.T) {
 	for _, tt := range []struct {
 		fail error
@@ -110,16 +110,23 @@ func TestHidgHostNotConfigured(t *testing.T) {
 		t.Run(tt.want, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				dev := newFakeHidg()
-				h := newHidg("/dev/hidg0", dev, nil)
+				var logged []string
+				h := newHidg("/dev/hidg0", dev, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) })
 				h.Inject(press(keys.KeyA))
 				dev.fail = tt.fail
 				err := h.Inject(press(keys.KeyB))
 				if err == nil || !strings.Contains(err.Error(), tt.want) || errors.Is(err, ErrGone) {
 					t.Errorf("Inject = %v, want a non-fatal error saying %q", err, tt.want)
 				}
+				h.Inject(press(keys.KeyC))
 				dev.fail = nil
+				h.Inject(release(keys.KeyC))
 				h.Inject(release(keys.KeyB))
-				want := []string{"00 00 04 00 00 00 00 00", "00 00 04 00 00 00 00 00"}
+				// Said once when it starts, once when it ends: not per key.
+				if len(logged) != 2 || !strings.Contains(logged[0], tt.want) || !strings.Contains(logged[1], "reads the keyboard gadget /dev/hidg0 again") {
+					t.Errorf("logged %q, want the failure once and the recovery once", logged)
+				}
+				want := []string{"00 00 04 00 00 00 00 00", "00 00 04 05 00 00 00 00", "00 00 04 00 00 00 00 00"}
 				if !slices.Equal(dev.reports, want) {
 					t.Errorf("reports %q, want %q (the state rewritten after the failure)", dev.reports, want)
 				}
