@@ -56,6 +56,7 @@ var keyNames = map[uint16]string{
 	uinput.KeyLeftshift: "ShiftLeft", uinput.KeyLeftctrl: "ControlLeft", uinput.KeyRightalt: "AltRight",
 	uinput.KeyEnter: "Enter", uinput.KeyUp: "ArrowUp", uinput.KeyF5: "F5", uinput.KeySpace: "Space",
 	uinput.KeyBackspace: "Backspace", uinput.KeyScrolllock: "ScrollLock",
+	uinput.KeyQ: "Q", uinput.KeyD: "D", uinput.KeyE: "E", uinput.KeyF: "F",
 }
 
 func (k key) String() string {
@@ -416,4 +417,6 @@ func TestGuest(t *testing.T) {
 	if st := recv.stop(t, syscall.SIGTERM); st.ExitCode() != 0 {
 		t.Errorf("recv exited %v on SIGTERM, want 0:\n%s", st, recv.output())
 	}
+
+	runHidg(t, src)
 }

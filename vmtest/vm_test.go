@@ -25,11 +25,11 @@ const guestEnv = "KEYRELAY_VMTEST_GUEST"
 
 // checks are TestGuest's subtests, in the order they run (issue 12
 // must-have 5): each is reported as a subtest of TestVM.
-var checks = []string{"events", "grab", "hotkey", "sigterm", "sigkill"}
+var checks = append([]string{"events", "grab", "hotkey", "sigterm", "sigkill"}, hidgChecks...)
 
 // vmTimeout bounds the whole boot, tests and power-off: a guest that hangs
 // is killed (by PID, through exec.CommandContext) rather than hanging make.
-const vmTimeout = 100 * time.Second
+const vmTimeout = 200 * time.Second
 
 // doneMarker is what the init script prints after the guest tests, with
 // their exit status: without it the VM died or hung before the end.
@@ -98,7 +98,17 @@ func findVM(t *testing.T) vm {
 	release := strings.TrimPrefix(filepath.Base(v.kernel), "vmlinuz-")
 	mods := filepath.Join("/lib/modules", release)
 	builtin, _ := os.ReadFile(filepath.Join(mods, "modules.builtin"))
-	for _, m := range []string{"kernel/drivers/input/evdev.ko", "kernel/drivers/input/misc/uinput.ko"} {
+	// The USB modules make one kernel a USB keyboard gadget (dummy_hcd's
+	// controller, libcomposite, usb_f_hid) and its own USB host (usbhid),
+	// in the order they depend on each other.
+	for _, m := range []string{
+		"kernel/drivers/input/evdev.ko", "kernel/drivers/input/misc/uinput.ko",
+		"kernel/drivers/usb/common/usb-common.ko", "kernel/drivers/usb/core/usbcore.ko",
+		"kernel/drivers/usb/gadget/udc/udc-core.ko", "kernel/drivers/usb/gadget/udc/dummy_hcd.ko",
+		"kernel/fs/configfs/configfs.ko", "kernel/drivers/usb/gadget/libcomposite.ko",
+		"kernel/drivers/usb/gadget/function/usb_f_hid.ko", "kernel/drivers/hid/hid.ko",
+		"kernel/drivers/hid/usbhid/usbhid.ko", "kernel/drivers/hid/hid-generic.ko",
+	} {
 		if bytes.Contains(builtin, []byte(m+"\n")) {
 			continue // built into the kernel: nothing to load
 		}
@@ -154,8 +164,9 @@ exec </dev/console >/dev/console 2>&1
 	for _, m := range modules {
 		fmt.Fprintf(&s, "busybox insmod /lib/%s || echo 'vmtest: insmod %s failed'\n", m, m)
 	}
-	s.WriteString(`busybox ip link set lo up
-/bin/vmtest.test -test.run '^TestGuest$' -test.v -test.count 1 -test.timeout 80s
+	s.WriteString(`busybox mount -t configfs none /sys/kernel/config || echo 'vmtest: no configfs'
+busybox ip link set lo up
+/bin/vmtest.test -test.run '^TestGuest$' -test.v -test.count 1 -test.timeout 180s
 echo "` + doneMarker + `$?"
 busybox reboot -f
 `)
