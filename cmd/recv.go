@@ -286,6 +286,7 @@ var (
 	_ receiver.LockSetter = (*inject.X11)(nil)
 	_ receiver.LockSetter = (*inject.Log)(nil)
 	_ receiver.LockSetter = (*inject.Hidg)(nil)
+	_ receiver.LockSetter = (*inject.Uinput)(nil)
 	_ receiver.Watched    = (*inject.X11)(nil)
 	// recv's summary asks for this (unfocusedNote).
 	_ interface{ Unfocused() int } = (*inject.X11)(nil)

@@ -2,29 +2,109 @@ package inject
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 
-	"github.com/bendahl/uinput"
-
+	"github.com/keyrelay/keyrelay/internal/evdev"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
-// brokenKeyboard is a uinput keyboard whose device no longer takes writes.
-type brokenKeyboard struct{ uinput.Keyboard }
-
-func (brokenKeyboard) KeyDown(int) error {
-	return errors.New("writing btnEvent structure to the device file failed: write /dev/uinput: no such device")
+// fakeUinput is a virtual keyboard as Uinput sees it: the events written,
+// and the LED events the kernel hands back. Used inside synctest bubbles.
+type fakeUinput struct {
+	written []string
+	fail    error
+	leds    chan []evdev.Event
+	closed  chan struct{}
 }
-func (brokenKeyboard) KeyUp(key int) error { return brokenKeyboard{}.KeyDown(key) }
 
-// TestUinputGone (issue 13 must-have 2: lost backends are fatal and named):
-// a virtual keyboard that fails a write is gone, and Inject's error wraps
-// ErrGone (recv stops, non-zero) and names the device.
+func newFakeUinput() *fakeUinput {
+	return &fakeUinput{leds: make(chan []evdev.Event), closed: make(chan struct{})}
+}
+
+func (f *fakeUinput) Write(evs ...evdev.Event) error {
+	if f.fail != nil {
+		return f.fail
+	}
+	for _, e := range evs {
+		f.written = append(f.written, fmt.Sprintf("%d:%d", e.Code, e.Value))
+	}
+	return nil
+}
+
+func (f *fakeUinput) Read(evs []evdev.Event) (int, error) {
+	select {
+	case l := <-f.leds:
+		return copy(evs, l), nil
+	case <-f.closed:
+		return 0, os.ErrClosed
+	}
+}
+
+func (f *fakeUinput) Close() error { close(f.closed); return nil }
+
+// TestUinputGone: a virtual keyboard that fails a write is gone, and
+// Inject's error wraps ErrGone (recv stops, non-zero) and names the device.
 func TestUinputGone(t *testing.T) {
-	u := &Uinput{path: "/dev/uinput", kb: brokenKeyboard{}}
-	err := u.Inject(Event{Key: keys.Key(keys.KeyA), Down: true})
-	if !errors.Is(err, ErrGone) || !strings.Contains(err.Error(), `virtual keyboard "keyrelay" on /dev/uinput stopped taking keys`) {
-		t.Errorf("Inject on a broken device: %v; want ErrGone naming the device", err)
+	synctest.Test(t, func(t *testing.T) {
+		kb := newFakeUinput()
+		kb.fail = errors.New("write /dev/uinput: no such device")
+		u := newUinput("/dev/uinput", kb, nil)
+		err := u.Inject(Event{Key: keys.Key(keys.KeyA), Down: true})
+		if !errors.Is(err, ErrGone) || !strings.Contains(err.Error(), `virtual keyboard "keyrelay" on /dev/uinput stopped taking keys`) {
+			t.Errorf("Inject on a broken device: %v; want ErrGone naming the device", err)
+		}
+		u.Close()
+	})
+}
+
+// TestUinputSetLocks (PROTOCOL.md §3.2): Caps Lock and Num Lock (evdev 58,
+// 69) are tapped where the keyboard's LEDs, as the kernel reported them,
+// differ from the sender's state; not where they agree, nor while the
+// sender holds the lock key.
+func TestUinputSetLocks(t *testing.T) {
+	caps, num := []string{"58:1", "58:0"}, []string{"69:1", "69:0"}
+	led := func(code uint16, on int32) evdev.Event { return evdev.Event{Type: evdev.EvLED, Code: code, Value: on} }
+	tests := []struct {
+		name string
+		leds []evdev.Event
+		held []keys.Code
+		want keys.Locks
+		taps []string
+	}{
+		{"no LED told yet: off", nil, nil, keys.LocksKnown | keys.LockCaps, caps},
+		{"caps lit, the sender's off", []evdev.Event{led(evdev.LEDCapsLock, 1)}, nil, keys.LocksKnown, caps},
+		{"caps lit then put out", []evdev.Event{led(evdev.LEDCapsLock, 1), led(evdev.LEDCapsLock, 0)}, nil, keys.LocksKnown | keys.LockCaps, caps},
+		{"both differ", []evdev.Event{led(evdev.LEDNumLock, 1)}, nil, keys.LocksKnown | keys.LockCaps, slices.Concat(caps, num)},
+		{"the same", []evdev.Event{led(evdev.LEDNumLock, 1), led(evdev.LEDCapsLock, 1)}, nil, keys.LocksKnown | keys.LockCaps | keys.LockNum, nil},
+		{"scroll lock is not ours", []evdev.Event{led(evdev.LEDScrollLock, 1)}, nil, keys.LocksKnown, nil},
+		{"the sender holds Num Lock", nil, []keys.Code{keys.NumLock}, keys.LocksKnown | keys.LockNum, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				kb := newFakeUinput()
+				u := newUinput("/dev/uinput", kb, nil)
+				if tt.leds != nil {
+					kb.leds <- tt.leds
+					synctest.Wait()
+				}
+				for _, c := range tt.held {
+					u.Inject(Event{Key: keys.Key(c), Down: true})
+				}
+				kb.written = nil
+				if err := u.SetLocks(tt.want, 1); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(kb.written, tt.taps) {
+					t.Errorf("wrote %q, want %q", kb.written, tt.taps)
+				}
+				u.Close()
+			})
+		})
 	}
 }

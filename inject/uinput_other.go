@@ -2,7 +2,11 @@
 
 package inject
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
 
 // Uinput is Linux only.
 type Uinput struct{}
@@ -12,5 +16,6 @@ func NewUinput(path string, _ func(string, ...any)) (*Uinput, error) {
 	return nil, fmt.Errorf("%w: uinput is a Linux device; use --inject robotgo (macOS, Windows), --inject x11 (an X server) or --inject log", ErrNoUinput)
 }
 
-func (*Uinput) Inject(Event) error { return ErrNoUinput }
-func (*Uinput) Close() error       { return nil }
+func (*Uinput) Inject(Event) error                { return ErrNoUinput }
+func (*Uinput) SetLocks(keys.Locks, uint64) error { return ErrNoUinput }
+func (*Uinput) Close() error                      { return nil }

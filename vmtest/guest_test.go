@@ -56,7 +56,7 @@ var keyNames = map[uint16]string{
 	uinput.KeyLeftshift: "ShiftLeft", uinput.KeyLeftctrl: "ControlLeft", uinput.KeyRightalt: "AltRight",
 	uinput.KeyEnter: "Enter", uinput.KeyUp: "ArrowUp", uinput.KeyF5: "F5", uinput.KeySpace: "Space",
 	uinput.KeyBackspace: "Backspace", uinput.KeyScrolllock: "ScrollLock",
-	uinput.KeyQ: "Q", uinput.KeyD: "D", uinput.KeyE: "E", uinput.KeyF: "F",
+	uinput.KeyCapslock: "CapsLock", uinput.KeyQ: "Q", uinput.KeyD: "D", uinput.KeyE: "E", uinput.KeyF: "F",
 }
 
 func (k key) String() string {
@@ -182,6 +182,52 @@ func (r *reader) read(t *testing.T, n int, d time.Duration) []key {
 		}
 	}
 	return got
+}
+
+// repeats reads until n auto-repeats (value 2) of code came, or arrive
+// passed, and returns when the first and the last were read.
+func (r *reader) repeats(t *testing.T, code int, n int) (first, last time.Time, got int) {
+	t.Helper()
+	r.d.SetReadDeadline(time.Now().Add(arrive))
+	for got < n {
+		m, err := r.d.Read(r.buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return first, last, got
+		}
+		if err != nil {
+			t.Fatalf("reading %s: %v", r.what, err)
+		}
+		for _, e := range r.buf[:m] {
+			if e.Type == evdev.EvKey && e.Code == uint16(code) && e.Value == 2 {
+				if got == 0 {
+					first = time.Now()
+				}
+				last = time.Now()
+				got++
+			}
+		}
+	}
+	return first, last, got
+}
+
+// expectLED waits until the LED is lit (or put out), within arrive: the
+// device's LED state, read again after each event that comes (an earlier
+// read may have taken the EV_LED event with the keys).
+func (r *reader) expectLED(t *testing.T, led uint16, on bool) {
+	t.Helper()
+	r.d.SetReadDeadline(time.Now().Add(arrive))
+	for {
+		state, err := r.d.LEDState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state.Has(int(led)) == on {
+			return
+		}
+		if _, err := r.d.Read(r.buf); err != nil {
+			t.Fatalf("%s: LED %d not %v within %v (%v)", r.what, led, on, arrive, err)
+		}
+	}
 }
 
 // expect checks that exactly want comes next, within arrive.
@@ -412,6 +458,43 @@ func TestGuest(t *testing.T) {
 			t.Logf("released %v after the kill (recv --timeout %v)", elapsed.Round(time.Millisecond), recvTimeout)
 		}
 		src.play(t, up(uinput.KeyK))
+	})
+
+	t.Run("repeat", func(t *testing.T) {
+		// recv's keyboard auto-repeats as a real one does (EV_REP): a
+		// held key repeats at the kernel's rate, 250 ms, then every
+		// 33 ms, for every reader (the console, X, a compositor).
+		send := startSend(t)
+		src.play(t, down(uinput.KeyA))
+		relayed.expect(t, "held", down(uinput.KeyA))
+		held := time.Now()
+		first, last, n := relayed.repeats(t, uinput.KeyA, 10)
+		if n < 10 {
+			t.Fatalf("%d repeats of the held key within %v, want 10", n, arrive)
+		}
+		delay, period := first.Sub(held), last.Sub(first)/time.Duration(n-1)
+		t.Logf("first repeat %v after the press, then every %v (%d read)", delay.Round(time.Millisecond), period.Round(time.Millisecond), n)
+		// Loose bounds: software emulation is slow, but a repeat of
+		// the receiver's own making (none) or none at all is caught.
+		if delay < 150*time.Millisecond || delay > 2*time.Second || period < 15*time.Millisecond || period > 200*time.Millisecond {
+			t.Errorf("repeat delay %v, period %v: want about 250ms and 33ms", delay, period)
+		}
+		src.play(t, up(uinput.KeyA))
+		relayed.expect(t, "released", up(uinput.KeyA))
+		send.stop(t, syscall.SIGTERM)
+	})
+
+	t.Run("leds", func(t *testing.T) {
+		// recv's keyboard has LEDs: Caps Lock typed through it lights
+		// LED_CAPSL (here the console's keyboard handler does, as X or a
+		// compositor would), which recv reads back for lock sync.
+		send := startSend(t)
+		for _, on := range []bool{true, false} {
+			src.play(t, tap(uinput.KeyCapslock)...)
+			relayed.expect(t, "Caps Lock typed", tap(uinput.KeyCapslock)...)
+			relayed.expectLED(t, evdev.LEDCapsLock, on)
+		}
+		send.stop(t, syscall.SIGTERM)
 	})
 
 	if st := recv.stop(t, syscall.SIGTERM); st.ExitCode() != 0 {
