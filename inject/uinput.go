@@ -23,14 +23,15 @@ var ErrNoUinput = errors.New("uinput unavailable")
 // charWhyUinput says why uinput cannot type a character, and what can.
 const charWhyUinput = "the kernel has no keyboard layout, so uinput presses keys, not characters (text from a terminal or a script's type needs --inject x11; physical keys from --input hook or a script's tap work)"
 
-// maxUinputKey is the highest evdev key code bendahl/uinput accepts.
-const maxUinputKey = 248
+// MaxUinputKey is the highest evdev key code recv's virtual keyboard has
+// (KEY_MICMUTE, as bendahl/uinput had: the keyboard keys; above are buttons).
+const MaxUinputKey = 248
 
 // EvdevCode returns the Linux evdev key code that presses code through
 // uinput, from the generated keys table.
 func EvdevCode(code keys.Code) (int, bool) {
 	info, ok := keys.Lookup(code)
-	if !ok || info.Evdev == 0 || info.Evdev > maxUinputKey {
+	if !ok || info.Evdev == 0 || info.Evdev > MaxUinputKey {
 		return 0, false
 	}
 	return int(info.Evdev), true

@@ -51,7 +51,7 @@ func NewUinput(path string, logf func(format string, args ...any)) (*Uinput, err
 		return nil, uinputError(path, err)
 	}
 	f.Close()
-	kb, err := evdev.CreateKeyboard(path, UinputName, maxUinputKey)
+	kb, err := evdev.CreateKeyboard(path, UinputName, MaxUinputKey)
 	if err != nil {
 		return nil, fmt.Errorf("%w: unable to create a virtual keyboard on %s: %v", ErrNoUinput, path, err)
 	}

@@ -83,15 +83,16 @@ func tap(cs ...int) []key {
 }
 
 // source is the keyboard the guest types on: a uinput device, made as
-// recv's is (github.com/bendahl/uinput), read by send like any keyboard.
+// recv's is (evdev.CreateKeyboard: with LEDs, which send reads for the lock
+// state), read by send like any keyboard.
 type source struct {
-	kb   uinput.Keyboard
+	kb   *evdev.Virtual
 	path string
 }
 
 func newSource(t *testing.T) *source {
 	t.Helper()
-	kb, err := uinput.CreateKeyboard("/dev/uinput", []byte(sourceName))
+	kb, err := evdev.CreateKeyboard("/dev/uinput", sourceName, inject.MaxUinputKey)
 	if err != nil {
 		t.Fatalf("creating the source keyboard: %v", err)
 	}
@@ -104,15 +105,26 @@ func newSource(t *testing.T) *source {
 func (s *source) play(t *testing.T, evs ...key) {
 	t.Helper()
 	for _, e := range evs {
-		var err error
+		value := int32(0)
 		if e.down {
-			err = s.kb.KeyDown(int(e.code))
-		} else {
-			err = s.kb.KeyUp(int(e.code))
+			value = 1
 		}
-		if err != nil {
+		if err := s.kb.Write(evdev.Event{Type: evdev.EvKey, Code: e.code, Value: value}); err != nil {
 			t.Fatalf("typing %v on the source: %v", e, err)
 		}
+	}
+}
+
+// setCapsLED lights or puts out the source's Caps Lock LED, as the desktop
+// of the machine send runs on would: send reads it as the lock state.
+func (s *source) setCapsLED(t *testing.T, on bool) {
+	t.Helper()
+	value := int32(0)
+	if on {
+		value = 1
+	}
+	if err := s.kb.Write(evdev.Event{Type: evdev.EvLED, Code: evdev.LEDCapsLock, Value: value}); err != nil {
+		t.Fatalf("setting the source's Caps Lock LED: %v", err)
 	}
 }
 
@@ -228,6 +240,25 @@ func (r *reader) expectLED(t *testing.T, led uint16, on bool) {
 			t.Fatalf("%s: LED %d not %v within %v (%v)", r.what, led, on, arrive, err)
 		}
 	}
+}
+
+// checkLockSync checks that Caps Lock follows the sender's through recv's
+// keyboard, read by r, and that recv reads the keyboard's LEDs back: it
+// taps Caps Lock only where they differ. It leaves the lock off.
+func checkLockSync(t *testing.T, src *source, r *reader, startSend func(*testing.T) *proc) {
+	t.Helper()
+	src.setCapsLED(t, true)
+	send := startSend(t)
+	r.expect(t, "a session starting with Caps Lock on, the receiver's off", tap(uinput.KeyCapslock)...)
+	send.stop(t, syscall.SIGTERM)
+	send = startSend(t)
+	src.play(t, tap(uinput.KeyX)...)
+	r.expect(t, "a session starting with Caps Lock on, the receiver's LED on", tap(uinput.KeyX)...)
+	send.stop(t, syscall.SIGTERM)
+	src.setCapsLED(t, false)
+	send = startSend(t)
+	r.expect(t, "a session starting with Caps Lock off, the receiver's on", tap(uinput.KeyCapslock)...)
+	send.stop(t, syscall.SIGTERM)
 }
 
 // expect checks that exactly want comes next, within arrive.
@@ -489,12 +520,28 @@ func TestGuest(t *testing.T) {
 		// LED_CAPSL (here the console's keyboard handler does, as X or a
 		// compositor would), which recv reads back for lock sync.
 		send := startSend(t)
+		// What a failure needs to be understood: the LEDs, the sessions.
+		t.Cleanup(func() {
+			if t.Failed() {
+				st, _ := relayed.d.LEDState()
+				sst, _ := local.d.LEDState()
+				t.Logf("LEDs lit: recv's keyboard %v, the source %v\nrecv:\n%s\nsend:\n%s", st.Set(), sst.Set(), recv.output(), send.output())
+			}
+		})
 		for _, on := range []bool{true, false} {
 			src.play(t, tap(uinput.KeyCapslock)...)
 			relayed.expect(t, "Caps Lock typed", tap(uinput.KeyCapslock)...)
 			relayed.expectLED(t, evdev.LEDCapsLock, on)
 		}
 		send.stop(t, syscall.SIGTERM)
+	})
+
+	t.Run("locks", func(t *testing.T) {
+		// PROTOCOL.md §3.2 on uinput: a sender whose Caps Lock is on
+		// starts a session; recv's keyboard's LED is off, so recv taps
+		// Caps Lock, and the console lights the LED. The next session,
+		// the LED read back says on already: no tap, only the key typed.
+		checkLockSync(t, src, relayed, startSend)
 	})
 
 	if st := recv.stop(t, syscall.SIGTERM); st.ExitCode() != 0 {

@@ -23,7 +23,7 @@ import (
 const hostKeyboardName = gadget.Manufacturer + " " + gadget.Product
 
 // hidgChecks are TestGuest's checks of recv --inject hidg, in order.
-var hidgChecks = []string{"hidg-setup", "hidg-events", "hidg-rollover", "hidg-unconfigured", "hidg-sigterm", "hidg-sigkill", "hidg-recv-exit", "hidg-remove"}
+var hidgChecks = []string{"hidg-setup", "hidg-events", "hidg-rollover", "hidg-locks", "hidg-unconfigured", "hidg-sigterm", "hidg-sigkill", "hidg-recv-exit", "hidg-remove"}
 
 // waitDevice waits for an event device named name to appear (the USB host
 // enumerates the gadget on its own time) and returns its path.
@@ -158,6 +158,16 @@ func runHidg(t *testing.T, src *source) {
 		}
 		src.play(t, ups...)
 		host.expect(t, "the rest released", ups...)
+	})
+
+	t.Run("hidg-locks", func(t *testing.T) {
+		// PROTOCOL.md §3.2 through the gadget: the sender's Caps Lock on,
+		// the host's off: recv taps it, the host lights its LED and
+		// tells the gadget (an LED output report); the next session recv
+		// knows it is on and taps nothing.
+		send.stop(t, syscall.SIGTERM)
+		checkLockSync(t, src, host, startSend)
+		send = startSend(parent)
 	})
 
 	t.Run("hidg-unconfigured", func(t *testing.T) {
