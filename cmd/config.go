@@ -46,6 +46,23 @@ var configSections = map[string][]string{
 	"doctor": {"doctor", "recv", "send"},
 }
 
+// flagSections narrows configSections for a flag whose name two commands
+// use for different things: doctor's --device is send's (evdev devices to
+// read), never recv's (the hidg gadget's device), so [recv] device and
+// KEYRELAY_RECV_DEVICE do not reach it.
+var flagSections = map[string]map[string][]string{
+	"doctor": {"device": {"doctor", "send"}},
+}
+
+// sectionsFor is where command cmd reads flag from: configSections, or
+// flagSections where a flag's name means another setting in a section.
+func sectionsFor(cmd, flag string) []string {
+	if secs, ok := flagSections[cmd][flag]; ok {
+		return secs
+	}
+	return configSections[cmd]
+}
+
 // commandLineOnly are settings refused as true from the environment and
 // the config file, each with what it would do there: left there, they
 // apply to every later run. (false, what 'keyrelay config' writes for
@@ -434,7 +451,7 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 		}
 		envs := make([]string, 0, len(sections)+1)
 		for i, sec := range sections {
-			if sectionFlags[i].Lookup(f.Name) != nil {
+			if sectionFlags[i].Lookup(f.Name) != nil && slices.Contains(sectionsFor(c.Name(), f.Name), sec) {
 				envs = append(envs, envName(sec, f.Name))
 			}
 		}
@@ -458,7 +475,7 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 			}
 		}
 		if cf.Found {
-			for _, sec := range sections {
+			for _, sec := range sectionsFor(c.Name(), f.Name) {
 				if v, ok := cf.sections[sec][f.Name]; ok {
 					if err := cf.set(f, v); err != nil {
 						firstErr = usagef("%s%s in [%s]: %v", cf.where(sec, f.Name), f.Name, sec, err)

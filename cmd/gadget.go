@@ -46,7 +46,7 @@ keep the gadget across a reboot: run setup at boot (contrib/systemd).`,
 				if err != nil {
 					dev = "/dev/hidgN"
 				}
-				fmt.Fprintf(stdio.Out, "made the USB keyboard gadget on %s: %s; type through it with keyrelay recv --inject hidg --hidg-device %s\n", udc, dev, dev)
+				fmt.Fprintf(stdio.Out, "made the USB keyboard gadget on %s: %s; type through it with keyrelay recv --inject hidg --device %s\n", udc, dev, dev)
 				return nil
 			case "remove":
 				return gadget.Remove(gadget.OS{}, o)

@@ -26,7 +26,7 @@ import (
 type RecvOptions struct {
 	Listen    string
 	Inject    string
-	Device    string // --hidg-device
+	Device    string // --device
 	Timeout   time.Duration
 	Balanced  bool
 	Key       KeyOptions
@@ -51,7 +51,7 @@ var injectors = []struct{ name, help string }{
 	{"x11", "press keys in the X server of $DISPLAY (XTEST), like a keyboard plugged in here: a physical key (from --input hook, a script's tap KeyZ) as the same key, so this machine's layout decides the character; a character (from a terminal, a script's type) as that character on any layout. Needs an X display with evdev keycodes (Xorg, Xwayland, Xvfb)"},
 	{"robotgo", "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (between German desktops the key labelled Z types y), so use the same layout on both ends; characters type as themselves. The injector on macOS and Windows"},
 	{"uinput", "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console. Physical keys only, so this machine's layout decides the character; the kernel has no layout, so characters are reported and skipped. A held key auto-repeats at the kernel's rate; Caps/Num Lock follow its LEDs"},
-	{"hidg", "be a USB keyboard: the Linux USB gadget's keyboard (--hidg-device, /dev/hidg0; made by keyrelay gadget setup) on a board with a USB device port (a Raspberry Pi), its cable in the computer to type into, which runs nothing of keyrelay (a BIOS, a login screen, any OS). Physical keys only: that computer's layout decides the character; Caps/Num Lock follow its LEDs"},
+	{"hidg", "be a USB keyboard: the Linux USB gadget's keyboard (--device, /dev/hidg0; made by keyrelay gadget setup) on a board with a USB device port (a Raspberry Pi), its cable in the computer to type into, which runs nothing of keyrelay (a BIOS, a login screen, any OS). Physical keys only: that computer's layout decides the character; Caps/Num Lock follow its LEDs"},
 	{"log", "one JSON object per key event on standard output ({\"key\":\"KeyA\",...} or {\"char\":\"é\",...}); needs nothing"},
 }
 
@@ -103,7 +103,7 @@ exits 0.`,
 	f := c.Flags()
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "UDP address to listen on")
 	f.StringVar(&opts.Inject, "inject", "auto", "where keys go (see above)")
-	f.StringVar(&opts.Device, "hidg-device", inject.DefaultHidgPath, "the USB keyboard gadget's device, for --inject hidg (not --device: that is send's, and doctor reads both commands' settings)")
+	f.StringVar(&opts.Device, "device", inject.DefaultHidgPath, "with --inject hidg: the USB keyboard gadget's device")
 	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release the keys of a sender silent this long (the stuck-key guard; longer while its packets are being lost, up to 10 times; send's --timeout is only about liveness)")
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
 	opts.Key.register(f)
@@ -142,6 +142,9 @@ func (o *RecvOptions) validate() error {
 	}
 	if o.Key.Insecure && len(allow) == 0 && !loopbackListen(listen) {
 		return involving(fmt.Errorf("--insecure with --listen %s and no --allow would let anyone who can reach this port type on this machine (and read what is typed): with --insecure, listen on loopback only (--listen 127.0.0.1:%s, for tests or behind a tunnel) or accept only the senders named with --allow ADDR or CIDR; or use a key (keyrelay keygen) and drop --insecure", listen, DefaultPort), "insecure", "listen", "allow")
+	}
+	if o.Device != inject.DefaultHidgPath && o.Inject != "hidg" {
+		return involving(fmt.Errorf("--device %s names the USB keyboard gadget's device, which only --inject hidg types through: add --inject hidg, or drop --device", o.Device), "device", "inject")
 	}
 	var names []string
 	for _, i := range injectors {

@@ -471,7 +471,8 @@ func TestCLIErrors(t *testing.T) {
 		{"port in use", "", []string{"recv", "--listen", busy.addr}, 1, "the port is in use"},
 		{"unknown injector", "", []string{"recv", "--inject", "telepathy"}, 2, `unknown --inject "telepathy"`},
 		{"uinput without the device", "", []string{"recv", "--inject", "uinput", "--listen", "127.0.0.1:0"}, 1, "modprobe uinput"},
-		{"hidg without the gadget", "", []string{"recv", "--inject", "hidg", "--hidg-device", "/nonexistent/hidg0", "--listen", "127.0.0.1:0"}, 1, "no /nonexistent/hidg0: set up the USB keyboard gadget first (sudo keyrelay gadget setup"},
+		{"hidg without the gadget", "", []string{"recv", "--inject", "hidg", "--device", "/nonexistent/hidg0", "--listen", "127.0.0.1:0"}, 1, "no /nonexistent/hidg0: set up the USB keyboard gadget first (sudo keyrelay gadget setup"},
+		{"recv --device without hidg", "", []string{"recv", "--device", "/dev/hidg1", "--listen", "127.0.0.1:0"}, 2, "--device /dev/hidg1 names the USB keyboard gadget's device, which only --inject hidg types through"},
 		{"unknown command", "", []string{"transmit"}, 2, "unknown command"},
 	}
 	for _, tt := range tests {

@@ -21,7 +21,7 @@ const charWhyHidg = "a USB keyboard sends keys, not characters, and the target c
 func hidgOpenError(path string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: no %s: set up the USB keyboard gadget first (sudo keyrelay gadget setup, on a board with a USB device port: a Raspberry Pi Zero, 4 or 5 with dtoverlay=dwc2), or name its device with --hidg-device", ErrNoHidg, path)
+		return fmt.Errorf("%w: no %s: set up the USB keyboard gadget first (sudo keyrelay gadget setup, on a board with a USB device port: a Raspberry Pi Zero, 4 or 5 with dtoverlay=dwc2), or name its device with --device", ErrNoHidg, path)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%w: %s is not readable and writable by this user: run recv as root, or give the device to a group with a udev rule such as KERNEL==\"hidg*\", GROUP=\"input\", MODE=\"0660\" (/etc/udev/rules.d/60-keyrelay-hidg.rules) and join it (sudo usermod -aG input $USER, then log in again)", ErrNoHidg, path)
 	default:

@@ -72,7 +72,7 @@ func NewHidg(path string, logf func(format string, args ...any)) (*Hidg, error) 
 	}
 	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is not a character device: name the gadget's device (/dev/hidgN) with --hidg-device", ErrNoHidg, path)
+		return nil, fmt.Errorf("%w: %s is not a character device: name the gadget's device (/dev/hidgN) with --device", ErrNoHidg, path)
 	}
 	return newHidg(path, f, logf), nil
 }

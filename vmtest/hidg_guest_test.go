@@ -109,7 +109,7 @@ func runHidg(t *testing.T, src *source) {
 		t.Fatalf("keyrelay gadget setup: %v\n%s", err, out)
 	}
 	host = newReader(t, "the USB host's keyboard", waitDevice(t, hostKeyboardName))
-	recv = start(t, "recv", "--insecure", "--listen", "127.0.0.1:0", "--inject", "hidg", "--hidg-device", "/dev/hidg0", "--timeout", recvTimeout.String())
+	recv = start(t, "recv", "--insecure", "--listen", "127.0.0.1:0", "--inject", "hidg", "--device", "/dev/hidg0", "--timeout", recvTimeout.String())
 	recv.waitFor(t, "listening on", 1)
 	addr = listenRE.FindStringSubmatch(recv.output())[1]
 	send = startSend(t)
