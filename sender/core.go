@@ -555,9 +555,17 @@ func (c *Core) send(now time.Time) {
 	c.pkt.Locks = c.locks
 	c.pkt.Events = c.queue.Events()
 	counter := c.keys.nonce + 1
+	top := uint64(0)
+	if len(c.pkt.Events) > 0 {
+		top = c.pkt.Events[0].Stamp
+	}
 	var oneWay []byte
+	sent := false
 	for i, l := range c.links {
 		if l.init == nil {
+			if c.paced(l, now) {
+				continue
+			}
 			if oneWay == nil {
 				b, err := c.appendOneWay(c.oneWayBuf[:0], counter)
 				if !c.encoded(err) {
@@ -566,11 +574,13 @@ func (c *Core) send(now time.Time) {
 				c.oneWayBuf, oneWay = b, b
 			}
 			c.cfg.Output(oneWay, i)
+			c.sentOn(l, counter, top, now)
+			sent = true
 			continue
 		}
 		c.initiate(l, i, counter, now)
 		k := l.sealer(now)
-		if k == nil {
+		if k == nil || c.paced(l, now) {
 			continue
 		}
 		c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.FlagSealed, Session: c.keys.id, Counter: counter}
@@ -586,12 +596,15 @@ func (c *Core) send(now time.Time) {
 		}
 		c.buf = b
 		c.cfg.Output(b, i)
+		c.sentOn(l, counter, top, now)
+		sent = true
 	}
+	// The counter is spent even when every destination was paced: a
+	// later packet carries this one's queue (a burst's target, the final
+	// state), and a receiver reads the gap as packets it did not get.
 	c.keys.nonce = counter
-	c.stats.Packets++
-	top := uint64(0)
-	if len(c.pkt.Events) > 0 {
-		top = c.pkt.Events[0].Stamp
+	if sent {
+		c.stats.Packets++
 	}
 	c.recordSent(counter, now, top)
 }

@@ -61,7 +61,8 @@ type link struct {
 	ackedAt           time.Time     // when the newest ack under current came, or current was taken
 	stamp             uint64        // newest event stamp acked on this link (any keypair)
 	// why says what the handshake is waiting on, for the user.
-	why string
+	why  string
+	pace pace // pacing while its receiver is silent (burst.go)
 	// unanswered: no response within PeerTimeout, and the log said so.
 	// No key goes to it (PROTOCOL.md §8.4: a unicast destination never
 	// falls back to one-way).
@@ -242,6 +243,7 @@ func (c *Core) take(l *link, k *handshake.Keypair, now time.Time) {
 		c.logf("receiver %s answered the handshake: the keys typed meanwhile go to it now", l.Addr)
 	}
 	l.unanswered = false
+	l.answered()
 	// The queue goes to it at once, as after an event: keys typed while
 	// the handshake ran are in it.
 	c.send(now)

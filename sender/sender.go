@@ -110,6 +110,7 @@ type Stats struct {
 	Bytes       int // bytes written, over all destinations
 	SendErrors  int // failed writes
 	Bursts      int // redundant re-sends after events
+	Paced       int // packets held back from a silent receiver (PROTOCOL.md §9)
 	Held        int // events that waited in the backlog for acks
 	Overflow    int // events forced into the queue because the backlog was full
 	Acks        int // acks applied
