@@ -46,6 +46,7 @@ type SendOptions struct {
 	LogFormat string
 
 	hotkey      capture.Hotkey // --hotkey, parsed by validate
+	outageGiven bool           // --outage is set (command line, environment or config file)
 	hotkeyGiven bool           // --hotkey is on the command line
 	// The identity and peers files as the flags, the environment, the
 	// config file or the default name them (sharedPath).
@@ -175,7 +176,8 @@ missed key events, or the final state).`,
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
 	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue at least this long before exiting (longer until live receivers ack it)")
 	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "liveness: a receiver that has not acked for this long is named as silent (no answer: exit status 3); it releases nothing (recv's --timeout does)")
-	f.DurationVar(&opts.Outage, "outage", sender.DefaultOutage, "lossless typing through an outage up to this long: keys typed while a receiver that answered before is silent wait and go out when it answers again (and the end waits for it); past it, older keys may be lost")
+	opts.Outage = sender.DefaultOutage
+	f.Var(outageFlag{&opts.Outage, &opts.outageGiven}, "outage", "lossless typing through an outage up to this long: keys typed while a receiver that answered before is silent wait and go out when it answers again (and the end waits for it); past it, older keys may be lost. Never shorter than --timeout: unset, it is --timeout when that is longer")
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11 or evdev): keys reach the receiver only; --hotkey switches to local use and back")
@@ -310,9 +312,16 @@ func (o *SendOptions) validate() error {
 	if o.Timeout < 10*time.Millisecond {
 		return badValue("timeout", "too short (minimum 10ms)", fmt.Sprintf("--timeout %v is too short (minimum 10ms)", o.Timeout))
 	}
+	// --timeout alone raises --outage with it: a receiver is owed keys
+	// at least as long as it counts as live, and one that asked for a
+	// longer --timeout did not ask for a shorter outage. Both given, the
+	// user decides which to change.
+	if !o.outageGiven {
+		o.Outage = max(sender.DefaultOutage, o.Timeout)
+	}
 	if o.Outage < o.Timeout {
-		want := fmt.Sprintf("at least --timeout (%v): a receiver is owed keys at least as long as it counts as live", o.Timeout)
-		return badValue("outage", want, fmt.Sprintf("--outage %v is shorter than --timeout %v", o.Outage, o.Timeout))
+		want := fmt.Sprintf("shorter than --timeout %v: a receiver is owed keys at least as long as it counts as live; set outage to %v or more, or leave it unset (it follows --timeout)", o.Timeout, o.Timeout)
+		return badValue("outage", want, fmt.Sprintf("--outage %v is shorter than --timeout %v: a receiver is owed keys at least as long as it counts as live; raise --outage to %v or more, or leave it unset (it follows --timeout)", o.Outage, o.Timeout, o.Timeout))
 	}
 	switch {
 	case o.Input == "" && o.Script != "":
@@ -656,6 +665,32 @@ type undeliveredError struct{ err error }
 
 func (e undeliveredError) Error() string { return e.err.Error() }
 func (e undeliveredError) Unwrap() error { return e.err }
+
+// outageFlag is --outage: a duration that knows whether it was set, from
+// the command line, the environment or the config file (which all call
+// Set), so that unset it follows --timeout (validate).
+type outageFlag struct {
+	d     *time.Duration
+	given *bool
+}
+
+func (f outageFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f outageFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*f.d, *f.given = d, true
+	return nil
+}
+
+func (f outageFlag) Type() string { return "duration" }
 
 // whyNoAnswer lists what makes a receiver stay silent, for port, fp
 // being this machine's identity's fingerprint ("" with --insecure).
