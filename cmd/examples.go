@@ -28,8 +28,10 @@ const (
   # Play a key script (the format: keyrelay help script)
   printf 'tap KeyA\nhold ShiftLeft 200ms\n' > keys.txt
   keyrelay send --to 127.0.0.1 --script keys.txt
-  # In a CI script: exit status 3 means not delivered
-  keyrelay send --to 127.0.0.1 --script keys.txt ||
+  # In a CI script, with a receiver started at the same time: --wait
+  # gives it 10s to answer before the script plays; exit status 3 means
+  # not delivered (with --wait, nothing typed anywhere)
+  keyrelay send --to 127.0.0.1 --wait 10s --script keys.txt ||
     echo "keys not delivered ($?)"
   kill %1`
 

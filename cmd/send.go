@@ -33,6 +33,7 @@ type SendOptions struct {
 	Linger    time.Duration
 	Timeout   time.Duration
 	Outage    time.Duration
+	Wait      time.Duration
 	Feedback  bool
 	OneWay    bool
 	Debug     bool
@@ -131,6 +132,14 @@ undelivered, packets, bytes, acks, handshakes...; summary=receiver:
 receiver, delivered, undelivered, undelivered_from, undelivered_to, rtt_ms,
 loss...).
 
+With --wait, nothing plays (no script line, no key read) until every unicast
+receiver has answered: its handshake answered, or with --insecure its first
+ack (--one-way destinations and --feedback=false answer nothing, and are not
+waited for); if one has not within --wait, send exits 3 having typed nothing
+anywhere: for CI, where recv and send start together, or the receiver's
+machine boots. A receiver that stops answering gets at most a few packets a
+second, each with the whole queue, until it answers again (PROTOCOL.md §9).
+
 Handshake: each unicast receiver is a paired machine (keyrelay pair, keyrelay
 peers; --to names it, or its address; on loopback, this machine itself) and
 first answers a handshake proving its identity, and only then gets keys,
@@ -178,6 +187,7 @@ missed key events, or the final state).`,
 	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "liveness: a receiver that has not acked for this long is named as silent (no answer: exit status 3); it releases nothing (recv's --timeout does)")
 	opts.Outage = sender.DefaultOutage
 	f.Var(outageFlag{&opts.Outage, &opts.outageGiven}, "outage", "lossless typing through an outage up to this long: keys typed while a receiver that answered before is silent wait and go out when it answers again (and the end waits for it); past it, older keys may be lost. Never shorter than --timeout: unset, it is --timeout when that is longer")
+	f.DurationVar(&opts.Wait, "wait", 0, "before playing the script or reading a key, wait up to this long for every receiver to answer (its handshake answered; with --insecure, its first ack): a receiver started at the same time, or later, gets every key; none within it: exit 3, nothing typed anywhere. Broadcast and multicast destinations answer nothing and are not waited for (nor is anything with --feedback=false: refused). 0: start at once")
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11 or evdev): keys reach the receiver only; --hotkey switches to local use and back")
@@ -323,6 +333,12 @@ func (o *SendOptions) validate() error {
 		want := fmt.Sprintf("shorter than --timeout %v: a receiver is owed keys at least as long as it counts as live; set outage to %v or more, or leave it unset (it follows --timeout)", o.Timeout, o.Timeout)
 		return badValue("outage", want, fmt.Sprintf("--outage %v is shorter than --timeout %v: a receiver is owed keys at least as long as it counts as live; raise --outage to %v or more, or leave it unset (it follows --timeout)", o.Outage, o.Timeout, o.Timeout))
 	}
+	if o.Wait < 0 {
+		return badValue("wait", "negative (0: start at once)", fmt.Sprintf("--wait %v is negative (0: start at once)", o.Wait))
+	}
+	if o.Wait > 0 && !o.Feedback {
+		return involving(errors.New("--wait needs feedback: with --feedback=false no receiver answers, so there is nothing to wait for (drop --wait, or --feedback=false)"), "wait", "feedback")
+	}
 	switch {
 	case o.Input == "" && o.Script != "":
 		o.Input = "script"
@@ -454,7 +470,10 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	cfg := sender.Config{
 		Conn: conn, Dests: senderDests(resolved), QueueLen: o.Queue, Interval: o.Interval,
 		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
-		Identity: id, Insecure: o.Key.Insecure,
+		Identity: id, Insecure: o.Key.Insecure, Wait: o.Wait,
+	}
+	if o.Wait > 0 && !answersAny(dests) {
+		return involving(fmt.Errorf("--wait: --to %s is broadcast or multicast, which no receiver answers (one-way): nothing to wait for (drop --wait)", joinAddrs(dests)), "wait", "to")
 	}
 	if o.Feedback {
 		cfg.Feedback = conn.Sockets()
@@ -494,6 +513,9 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 			logf("note: the script leaves %s held; they are released at the end", what)
 		}
 		logf("session %016x: sending to %s (queue %d, every %v)", s.Session(), joinAddrs(dests), o.Queue, o.Interval)
+		if o.Wait > 0 {
+			logf("waiting up to %v for the receivers to answer before %s", o.Wait, map[bool]string{true: "playing the script", false: "reading keys"}[o.Input == "script"])
+		}
 	}
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
@@ -507,9 +529,14 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	// --timeout will likely never answer (issue 13 must-have 1).
 	var silent *time.Timer
 	if o.Feedback && o.Input != "terminal" {
-		silent = time.AfterFunc(o.Timeout, func() { warnSilent(dests, s, o.Timeout, fingerprintOf(id), errf) })
+		// Not during --wait: a receiver that does not answer it is the
+		// error, with the same causes.
+		silent = time.AfterFunc(o.Wait+o.Timeout, func() { warnSilent(dests, s, o.Timeout, fingerprintOf(id), errf) })
 	}
 	stats, err := s.Run(ctx, src)
+	if na, ok := errors.AsType[*sender.NoAnswerError](err); ok {
+		err = noAnswer(na, fingerprintOf(id), s)
+	}
 	if silent != nil {
 		silent.Stop()
 	}
@@ -665,6 +692,32 @@ type undeliveredError struct{ err error }
 
 func (e undeliveredError) Error() string { return e.err.Error() }
 func (e undeliveredError) Unwrap() error { return e.err }
+
+// noAnswer is send's error when a receiver did not answer within --wait:
+// exit status ExitUndelivered, and what may keep each one silent.
+func noAnswer(na *sender.NoAnswerError, fp string, s *sender.Sender) error {
+	var why []string
+	for _, a := range na.Addrs {
+		_, port, _ := net.SplitHostPort(a)
+		w := whyNoAnswer(port, fp)
+		if h := handshakeWhy(s, a); h != "" && h != "no answer" {
+			w = "its handshake: " + h + "; " + w
+		}
+		why = append(why, fmt.Sprintf("%s: %s", a, w))
+	}
+	return undeliveredError{fmt.Errorf("no answer within --wait %v, so the keys were not sent and nothing was typed anywhere (exit status %d); %s", na.Wait, ExitUndelivered, strings.Join(why, "; "))}
+}
+
+// answersAny reports whether a destination can answer (unicast): one a
+// --wait can wait for.
+func answersAny(dests []net.Addr) bool {
+	for _, d := range dests {
+		if ua, ok := d.(*net.UDPAddr); ok && !transport.IsBroadcast(ua.IP) {
+			return true
+		}
+	}
+	return false
+}
 
 // outageFlag is --outage: a duration that knows whether it was set, from
 // the command line, the environment or the config file (which all call

@@ -101,6 +101,9 @@ type CoreConfig struct {
 	// Debug lets log lines name keys (send --debug). Without, they give
 	// counts only: the keys of a password typed would be in the log.
 	Debug bool
+	// Wait is Config.Wait: the source does not play before every
+	// destination answered, up to this long (Sender.Run).
+	Wait time.Duration
 }
 
 type phase int

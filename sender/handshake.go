@@ -269,7 +269,10 @@ func (c *Core) awaitingHandshake() bool {
 // replayed from (PROTOCOL.md §8.4). Keys typed meanwhile wait, within
 // Outage (inGrace), and go out once a response comes.
 func (c *Core) noteUnanswered(now time.Time) {
-	if now.Sub(c.start) < c.cfg.PeerTimeout {
+	// During Wait no key is typed, and a destination that does not
+	// answer it is Run's error (NoAnswerError): the PeerTimeout counts
+	// from its end.
+	if now.Sub(c.start) < c.cfg.PeerTimeout+c.cfg.Wait {
 		return
 	}
 	for _, l := range c.links {
@@ -295,6 +298,20 @@ func (c *Core) Unanswered(dst []LinkState) []LinkState {
 		if l.init != nil && l.current == nil {
 			dst = append(dst, LinkState{Addr: l.Addr, Handshake: l.why})
 		}
+	}
+	return dst
+}
+
+// Unheard appends to dst the destinations that can answer and have not:
+// no handshake response (handshaken) and no ack (--insecure). A one-way
+// destination (broadcast, multicast, no feedback) never answers, and is
+// not listed (send --wait waits for the others).
+func (c *Core) Unheard(dst []string) []string {
+	for _, l := range c.links {
+		if l.OneWay || !c.cfg.Feedback || l.current != nil || c.peers[l.Addr] != nil {
+			continue
+		}
+		dst = append(dst, l.Addr)
 	}
 	return dst
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,6 +100,22 @@ type Config struct {
 	Logf func(format string, args ...any)
 	// Debug lets log lines name keys (send --debug; CoreConfig.Debug).
 	Debug bool
+	// Wait: Run plays the source only once every destination that can
+	// answer has (Core.Unheard), waiting up to this long; past it, Run
+	// returns a *NoAnswerError and nothing was typed anywhere (send
+	// --wait). 0: the source plays at once.
+	Wait time.Duration
+}
+
+// NoAnswerError is Run's error when a destination did not answer within
+// Config.Wait: the source never played, no key went anywhere.
+type NoAnswerError struct {
+	Wait  time.Duration
+	Addrs []string // the destinations that did not answer, as Dests name them
+}
+
+func (e *NoAnswerError) Error() string {
+	return fmt.Sprintf("no answer from %s within %v: nothing was typed", strings.Join(e.Addrs, ", "), e.Wait)
 }
 
 // Stats are what a Sender did.
@@ -174,6 +191,7 @@ func New(cfg Config) (*Sender, error) {
 		PeerTimeout: cfg.PeerTimeout, Outage: cfg.Outage, Session: cfg.Session, PSK: cfg.PSK,
 		Identity: cfg.Identity, Insecure: cfg.Insecure,
 		Feedback: len(cfg.Feedback) > 0, Dests: dests(cfg.Dests), Output: s.output, Logf: cfg.Logf, Debug: cfg.Debug,
+		Wait: cfg.Wait,
 	}, time.Now())
 	if err != nil {
 		return nil, err
@@ -236,17 +254,22 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	events := make(chan keyEvent)
 	playCtx, stopPlay := context.WithCancel(ctx)
 	defer stopPlay()
-	played := make(chan error, 1)
-	go func() {
-		played <- src.Play(playCtx, func(key keys.Key, down bool) error {
-			select {
-			case events <- keyEvent{key: key, down: down}:
-				return nil
-			case <-playCtx.Done():
-				return playCtx.Err()
-			}
-		})
-	}()
+	// played is nil until the source plays: with Config.Wait, once every
+	// destination answered.
+	var played chan error
+	play := func() {
+		played = make(chan error, 1)
+		go func() {
+			played <- src.Play(playCtx, func(key keys.Key, down bool) error {
+				select {
+				case events <- keyEvent{key: key, down: down}:
+					return nil
+				case <-playCtx.Done():
+					return playCtx.Err()
+				}
+			})
+		}()
+	}
 	done := make(chan struct{})
 	defer close(done)
 	acks := make(chan datagram, 64)
@@ -266,12 +289,24 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	armed := c.Next()
 	timer := time.NewTimer(armed.Sub(now))
 	defer timer.Stop()
+	var waited <-chan time.Time
+	if s.cfg.Wait > 0 {
+		w := time.NewTimer(s.cfg.Wait)
+		defer w.Stop()
+		waited = w.C
+	} else {
+		play()
+	}
 	stopping := ctx.Done()
 	var srcErr error
 	for {
 		s.publish(now)
 		if c.Done() {
 			break
+		}
+		if waited != nil && len(c.Unheard(nil)) == 0 {
+			waited = nil
+			play()
 		}
 		if next := c.Next(); !next.Equal(armed) {
 			timer.Reset(time.Until(next))
@@ -297,7 +332,15 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 				why = Interrupted // the source failed: exit soon, named
 			}
 			c.Stop(now, why)
+		case <-waited:
+			// Nothing played, so nothing was typed: no release is owed,
+			// and the receivers that answered see a session that sent
+			// nothing end.
+			return s.stats(), &NoAnswerError{Wait: s.cfg.Wait, Addrs: c.Unheard(nil)}
 		case <-stopping:
+			if waited != nil {
+				return s.stats(), nil // stopped while waiting: nothing typed, nothing to release
+			}
 			stopping = nil
 			stopPlay()
 			srcErr = <-played
