@@ -143,7 +143,7 @@ func (o *RecvOptions) validate() error {
 	if o.Key.Insecure && len(allow) == 0 && !loopbackListen(listen) {
 		return involving(fmt.Errorf("--insecure with --listen %s and no --allow would let anyone who can reach this port type on this machine (and read what is typed): with --insecure, listen on loopback only (--listen 127.0.0.1:%s, for tests or behind a tunnel) or accept only the senders named with --allow ADDR or CIDR; or use a key (keyrelay keygen) and drop --insecure", listen, DefaultPort), "insecure", "listen", "allow")
 	}
-	if o.Device != inject.DefaultHidgPath && o.Inject != "hidg" {
+	if o.Device != "" && o.Device != inject.DefaultHidgPath && o.Inject != "hidg" {
 		return involving(fmt.Errorf("--device %s names the USB keyboard gadget's device, which only --inject hidg types through: add --inject hidg, or drop --device", o.Device), "device", "inject")
 	}
 	var names []string
