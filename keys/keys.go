@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 )
 
-//go:generate go run ./internal/gen -in ../../shared/data/keycodemapdb/keymaps.csv -license ../../shared/data/keycodemapdb/LICENSE.BSD -out table_gen.go
+//go:generate go run ./internal/gen -in testdata/keycodemapdb/keymaps.csv -license testdata/keycodemapdb/LICENSE.BSD -out table_gen.go
 
 // Code is a USB HID usage ID on the keyboard/keypad page (0x07). The zero Code
 // is "no event" in HID and never names a key.
