@@ -1,6 +1,8 @@
 // Package keys names keyboard keys. On the wire a key is its USB HID usage ID on
-// the keyboard page (0x07); people name keys with W3C KeyboardEvent.code names
-// (KeyA, ShiftLeft, Enter). The tables are generated from qemu's keycodemapdb
+// the keyboard page (0x07), or, for a key that has none (media, launch and
+// brightness keys, Redo, Print), EvdevBase + its Linux evdev code (PROTOCOL.md
+// §3.1); people name keys with W3C KeyboardEvent.code names (KeyA, ShiftLeft,
+// Enter). The tables are generated from qemu's keycodemapdb
 // (see LICENSE.keycodemapdb) by `go generate`; the build never reads the CSV.
 // Everything here is read-only after init and safe for concurrent use.
 package keys
@@ -15,9 +17,20 @@ import (
 
 //go:generate go run ./internal/gen -in testdata/keycodemapdb/keymaps.csv -license testdata/keycodemapdb/LICENSE.BSD -out table_gen.go
 
-// Code is a USB HID usage ID on the keyboard/keypad page (0x07). The zero Code
-// is "no event" in HID and never names a key.
+// Code is a USB HID usage ID on the keyboard/keypad page (0x07), or
+// EvdevBase + a Linux evdev code for a key without one. The zero Code is "no
+// event" in HID and never names a key.
 type Code uint16
+
+// EvdevBase starts the codes of the keys keycodemapdb gives a Linux evdev
+// code but no USB HID usage (PROTOCOL.md §3.1): such a key is EvdevBase + its
+// evdev code (KEY_REDO 182 is 0xE0B6), up to EvdevBase + 0x2FF (KEY_MAX).
+// Usages 0xE8 to 0xFFFF are reserved on the keyboard page, so no usage is
+// ever read as one of these.
+const EvdevBase Code = 0xE000
+
+// evdevMax is KEY_MAX of linux/input-event-codes.h.
+const evdevMax = 0x2FF
 
 // Info is what keycodemapdb knows of one key: its codes for each backend.
 // A column the CSV leaves empty holds the sentinel its comment names.
@@ -25,7 +38,8 @@ type Info struct {
 	Code Code
 	// Name is the W3C KeyboardEvent.code name, "" if the key has none.
 	Name string
-	// Evdev is the Linux input event code (KEY_*), EvdevName its name; 0
+	// Evdev is the Linux input event code (KEY_*), EvdevName its name
+	// ("" where keycodemapdb has none, as for 84, XKB's <LVL3>); 0
 	// (KEY_RESERVED) if none.
 	Evdev     uint16
 	EvdevName string
@@ -48,8 +62,9 @@ type Info struct {
 var ErrUnknownKey = errors.New("unknown key")
 
 var (
-	byCode = map[Code]*Info{}
-	byName = map[string]Code{} // lower-case W3C name
+	byCode  = map[Code]*Info{}
+	byName  = map[string]Code{} // lower-case W3C name
+	byEvdev = map[uint16]Code{} // the lowest code of each evdev code
 )
 
 func init() {
@@ -59,11 +74,32 @@ func init() {
 		if e.Name != "" {
 			byName[strings.ToLower(e.Name)] = e.Code
 		}
+		// The table is in code order: the first code of an evdev code is
+		// its lowest (Backslash 0x31 for KEY_BACKSLASH, not the ISO 0x32).
+		if _, dup := byEvdev[e.Evdev]; !dup && e.Evdev != 0 {
+			byEvdev[e.Evdev] = e.Code
+		}
 	}
 }
 
-// String is the W3C name of c, or its usage in hex ("0x32") for a key
-// without a name. Parse accepts both forms.
+// FromEvdev returns the key a Linux evdev key code (an X keycode - 8 under
+// the evdev rules) is relayed as: its USB HID usage, or EvdevBase + ev for a
+// key keycodemapdb gives no usage. The lowest usage wins where several share
+// an evdev code, so FromEvdev(Lookup(c).Evdev) may differ from c, but the
+// evdev code it gives back is always ev. It is false for 0 (KEY_RESERVED) and
+// for codes keycodemapdb does not list.
+func FromEvdev(ev uint16) (Code, bool) {
+	c, ok := byEvdev[ev]
+	return c, ok
+}
+
+// IsEvdev reports whether c is in the range of evdev codes without a USB HID
+// usage (EvdevBase to EvdevBase + KEY_MAX), whether or not the table knows
+// it.
+func (c Code) IsEvdev() bool { return c >= EvdevBase && c <= EvdevBase+evdevMax }
+
+// String is the W3C name of c, or its code in hex ("0x32", "0xE0B6") for a
+// key without a name. Parse accepts both forms.
 func (c Code) String() string {
 	if e := byCode[c]; e != nil && e.Name != "" {
 		return e.Name
@@ -117,7 +153,8 @@ func Lookup(c Code) (Info, bool) {
 	return Info{}, false
 }
 
-// All returns every key of the table in usage order. The slice is the
+// All returns every key of the table in code order (the usages, then the
+// evdev codes without one). The slice is the
 // caller's.
 func All() []Info {
 	return append([]Info(nil), table[:]...)

@@ -2,10 +2,13 @@ package keys
 
 import (
 	"bytes"
+	"encoding/csv"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -296,6 +299,82 @@ func TestLocks(t *testing.T) {
 	} {
 		if tc.l.Valid() != tc.valid || tc.l.String() != tc.s {
 			t.Errorf("Locks(%#02x): valid %v %q, want %v %q", uint8(tc.l), tc.l.Valid(), tc.l, tc.valid, tc.s)
+		}
+	}
+}
+
+// csvEvdevCodes reads every evdev code keycodemapdb lists (but 0,
+// KEY_RESERVED), and which of them some row gives a USB HID usage.
+func csvEvdevCodes(t *testing.T) (codes []uint16, usage map[uint16]bool) {
+	t.Helper()
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	usage = map[uint16]bool{}
+	for _, r := range rows[1:] {
+		ev, err := strconv.ParseUint(r[col["Linux Keycode"]], 0, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev == 0 {
+			continue
+		}
+		if !slices.Contains(codes, uint16(ev)) {
+			codes = append(codes, uint16(ev))
+		}
+		if r[col["USB Keycodes"]] != "" {
+			usage[uint16(ev)] = true
+		}
+	}
+	return codes, usage
+}
+
+// TestEveryEvdevCodeIsAKey (PROTOCOL.md §3.1): every evdev code keycodemapdb
+// lists is a key, read from the CSV itself and not through the generator:
+// its USB HID usage where it has one, else EvdevBase + the code; and that
+// key's evdev code is the code again (what the receiver presses).
+func TestEveryEvdevCodeIsAKey(t *testing.T) {
+	codes, usage := csvEvdevCodes(t)
+	if len(codes) < 450 {
+		t.Fatalf("only %d evdev codes in %s", len(codes), csvPath)
+	}
+	for _, ev := range codes {
+		c, ok := FromEvdev(ev)
+		if !ok {
+			t.Errorf("evdev %d: no key", ev)
+			continue
+		}
+		if c.IsEvdev() == usage[ev] || usage[ev] && c > 0xFF || !usage[ev] && c != EvdevBase+Code(ev) {
+			t.Errorf("evdev %d (a usage: %v): key %v", ev, usage[ev], c)
+		}
+		if info, _ := Lookup(c); info.Evdev != ev {
+			t.Errorf("evdev %d: key %v has evdev %d", ev, c, info.Evdev)
+		}
+		if got, err := Parse(c.String()); err != nil || got != c {
+			t.Errorf("evdev %d: Parse(%q) = %v, %v", ev, c, got, err)
+		}
+	}
+	for _, tc := range []struct {
+		ev   uint16
+		want Code
+	}{{30, KeyA}, {43, Backslash}, {100, AltRight}, {84, 0xE054}, {182, 0xE0B6}, {210, 0xE0D2}, {155, LaunchMail}} {
+		if c, _ := FromEvdev(tc.ev); c != tc.want {
+			t.Errorf("FromEvdev(%d) = %v, want %v", tc.ev, c, tc.want)
+		}
+	}
+	for _, ev := range []uint16{0, 0x2FF} {
+		if c, ok := FromEvdev(ev); ok {
+			t.Errorf("FromEvdev(%#x) = %v, a key keycodemapdb does not list", ev, c)
 		}
 	}
 }

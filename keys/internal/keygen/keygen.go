@@ -1,7 +1,11 @@
 // Package keygen makes keys/table_gen.go from qemu's keycodemapdb keymaps.csv.
 //
 // The rule for duplicates: one entry per USB HID usage ID (the "USB Keycodes"
-// column, decimal); rows without one are skipped. Several rows can share a
+// column, decimal). A row without one gets the code EvdevBase + its Linux
+// evdev code (PROTOCOL.md §3.1: the keys that have no usage on the keyboard
+// page, media, launch and brightness keys among them), unless that evdev
+// code has a usage on another row; KEY_RESERVED (0) is skipped. Several rows
+// can share a
 // usage (different Linux keys, or one key listed once per X11 keysym or per
 // Win32 VK): the first row in file order that has a W3C name ("HTML code")
 // wins, else the first row. A W3C name that several usages carry names only
@@ -23,6 +27,15 @@ import (
 	"strconv"
 	"strings"
 )
+
+// EvdevBase is the first code of the range that carries an evdev code
+// without a USB HID usage: the code is EvdevBase + the evdev code
+// (keys.EvdevBase, PROTOCOL.md §3.1; keys cannot be imported here).
+const EvdevBase = 0xE000
+
+// evdevMax is KEY_MAX of linux/input-event-codes.h: the range ends at
+// EvdevBase + evdevMax.
+const evdevMax = 0x2ff
 
 type entry struct {
 	usage        int
@@ -61,7 +74,7 @@ func Generate(csvPath, licensePath string) ([]byte, error) {
 		fmt.Fprintf(&b, "//\t%s\n", l)
 	}
 	fmt.Fprintf(&b, "\npackage keys\n\n")
-	fmt.Fprintf(&b, "// Named keys: W3C KeyboardEvent.code names as USB HID usages.\nconst (\n")
+	fmt.Fprintf(&b, "// Named keys: W3C KeyboardEvent.code names as codes (USB HID usages, or\n// EvdevBase + the evdev code for a key without one).\nconst (\n")
 	for _, e := range entries {
 		if e.name != "" {
 			if !token.IsIdentifier(e.name) || !token.IsExported(e.name) {
@@ -70,7 +83,7 @@ func Generate(csvPath, licensePath string) ([]byte, error) {
 			fmt.Fprintf(&b, "\t%s Code = %#02x\n", e.name, e.usage)
 		}
 	}
-	fmt.Fprintf(&b, ")\n\n// table is every usage keycodemapdb knows, in usage order.\nvar table = [...]Info{\n")
+	fmt.Fprintf(&b, ")\n\n// table is every usage keycodemapdb knows, then every evdev code it knows\n// without one (EvdevBase + the evdev code), in code order.\nvar table = [...]Info{\n")
 	for _, e := range entries {
 		fmt.Fprintf(&b, "\t{Code: %#02x, Name: %q, Evdev: %d, EvdevName: %q, X11Keysym: %#x, X11Name: %q, X11Shifted: %#x, X11ShiftedName: %q, MacOS: %d, Win32VK: %#x, Win32Name: %q, XKB: %q},\n",
 			e.usage, e.name, e.evdev, e.evdevName, e.x11, e.x11Name, e.x11Shift, e.x11ShiftName, e.mac, e.win32, e.win32Name, e.xkb)
@@ -94,7 +107,8 @@ func read(r io.Reader) ([]entry, error) {
 			return nil, fmt.Errorf("column %q missing", h)
 		}
 	}
-	byUsage := map[int]entry{}
+	var rows []entry
+	hasUsage := map[int]bool{} // evdev codes some row gives a usage
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -105,20 +119,21 @@ func read(r io.Reader) ([]entry, error) {
 		}
 		line, _ := cr.FieldPos(0)
 		get := func(h string) string { return strings.TrimSpace(rec[col[h]]) }
-		if get("USB Keycodes") == "" {
-			continue
-		}
 		e := entry{name: get("HTML code"), evdevName: get("Linux Name"), x11Name: get("X11 keysym name"), win32Name: get("Win32 Name"), xkb: get("XKB key name"), mac: -1}
-		u, err := strconv.ParseUint(get("USB Keycodes"), 10, 16)
-		if err != nil || u == 0 {
-			return nil, fmt.Errorf("line %d: usage %q is not in 1..65535", line, get("USB Keycodes"))
-		}
-		e.usage = int(u)
-		ev, err := strconv.ParseUint(get("Linux Keycode"), 10, 16)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: evdev: %w", line, err)
+		// Base 0: the CSV writes evdev codes above 255 in hex (0x100).
+		ev, err := strconv.ParseUint(get("Linux Keycode"), 0, 16)
+		if err != nil || ev > evdevMax {
+			return nil, fmt.Errorf("line %d: evdev code %q is not in 0..%#x", line, get("Linux Keycode"), evdevMax)
 		}
 		e.evdev = int(ev)
+		if v := get("USB Keycodes"); v != "" {
+			u, err := strconv.ParseUint(v, 10, 16)
+			if err != nil || u == 0 || u >= EvdevBase {
+				return nil, fmt.Errorf("line %d: usage %q is not in 1..%d", line, v, EvdevBase-1)
+			}
+			e.usage = int(u)
+			hasUsage[e.evdev] = true
+		}
 		if v := get("X11 keysym"); v != "" {
 			if e.x11, err = strconv.ParseUint(v, 0, 32); err != nil {
 				return nil, fmt.Errorf("line %d: keysym: %w", line, err)
@@ -135,6 +150,16 @@ func read(r io.Reader) ([]entry, error) {
 			if e.win32, err = strconv.ParseUint(v, 0, 8); err != nil {
 				return nil, fmt.Errorf("line %d: win32: %w", line, err)
 			}
+		}
+		rows = append(rows, e)
+	}
+	byUsage := map[int]entry{}
+	for _, e := range rows {
+		if e.usage == 0 {
+			if e.evdev == 0 || hasUsage[e.evdev] {
+				continue
+			}
+			e.usage = EvdevBase + e.evdev
 		}
 		old, ok := byUsage[e.usage]
 		switch {

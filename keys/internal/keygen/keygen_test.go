@@ -9,7 +9,8 @@ import (
 
 const header = `"Linux Name","Linux Keycode","OS-X Keycode","USB Keycodes","Win32 Name","Win32 Keycode","X11 keysym name","X11 keysym","HTML code","XKB key name"` + "\n"
 
-// TestDuplicateRule: one entry per usage, chosen and merged as the package
+// TestDuplicateRule: one entry per usage, or per evdev code without one
+// (EvdevBase + the code, PROTOCOL.md §3.1), chosen and merged as the package
 // doc says.
 func TestDuplicateRule(t *testing.T) {
 	csv := header +
@@ -21,7 +22,13 @@ func TestDuplicateRule(t *testing.T) {
 		"KEY_BAZ,202,,5,,,,,Baz,\n" + // a later named row does not win
 		"KEY_BACKSLASH,43,0x2a,49,VK_OEM_5,0xdc,XK_backslash,0x005c,Backslash,BKSL\n" +
 		"KEY_BACKSLASH,43,0x2a,49,VK_OEM_5,0xdc,XK_bar,0x007c,Backslash,BKSL\n" +
-		"KEY_BACKSLASH,43,0x2a,50,VK_OEM_5,0xdc,XK_backslash,0x005c,Backslash,BKSL\n" // same name, higher usage: unnamed
+		"KEY_BACKSLASH,43,0x2a,50,VK_OEM_5,0xdc,XK_backslash,0x005c,Backslash,BKSL\n" + // same name, higher usage: unnamed
+		"KEY_BACKSLASH,43,,,,,,,,\n" + // no usage, but its evdev code has one: skipped
+		"KEY_REDO,182,,,,,,,,I190\n" + // no usage: EvdevBase + 182
+		"KEY_MAIL,155,,,,,XF86Mail,0x1008ff19,LaunchMail,I163\n" +
+		"KEY_MAIL,155,,,,,XF86Mail,0x1008ff19,,I163\n" + // the same key again: merged
+		",84,,,,,,,,\n" + // a code without a name (XKB's <LVL3>) is a key too
+		"BTN_1,0x101,,,VK_RBUTTON,0x02,,,,\n" // evdev codes above 255 are in hex
 	got, err := read(strings.NewReader(csv))
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +38,10 @@ func TestDuplicateRule(t *testing.T) {
 		{usage: 5, name: "Bar", evdev: 201, evdevName: "KEY_BAR", mac: -1, win32: 0x10, win32Name: "VK_BAR", xkb: "BAR1"},
 		{usage: 49, name: "Backslash", evdev: 43, evdevName: "KEY_BACKSLASH", x11: '\\', x11Name: "XK_backslash", x11Shift: '|', x11ShiftName: "XK_bar", mac: 0x2a, win32: 0xdc, win32Name: "VK_OEM_5", xkb: "BKSL"},
 		{usage: 50, name: "", evdev: 43, evdevName: "KEY_BACKSLASH", x11: '\\', x11Name: "XK_backslash", mac: 0x2a, win32: 0xdc, win32Name: "VK_OEM_5", xkb: "BKSL"},
+		{usage: EvdevBase + 84, evdev: 84, mac: -1},
+		{usage: EvdevBase + 155, name: "LaunchMail", evdev: 155, evdevName: "KEY_MAIL", x11: 0x1008ff19, x11Name: "XF86Mail", mac: -1, xkb: "I163"},
+		{usage: EvdevBase + 182, evdev: 182, evdevName: "KEY_REDO", mac: -1, xkb: "I190"},
+		{usage: EvdevBase + 0x101, evdev: 0x101, evdevName: "BTN_1", mac: -1, win32: 0x02, win32Name: "VK_RBUTTON"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d entries, want %d: %+v", len(got), len(want), got)
@@ -44,13 +55,15 @@ func TestDuplicateRule(t *testing.T) {
 
 func TestReadErrors(t *testing.T) {
 	for name, csv := range map[string]string{
-		"missing column": `"Linux Name","USB Keycodes"` + "\nKEY_A,4\n",
-		"usage too big":  header + "KEY_A,30,,70000,,,,,KeyA,\n",
-		"usage zero":     header + "KEY_A,30,,0,,,,,KeyA,\n",
-		"bad evdev":      header + "KEY_A,x,,4,,,,,KeyA,\n",
-		"bad keysym":     header + "KEY_A,30,,4,,,XK_a,zz,KeyA,\n",
-		"bad win32":      header + "KEY_A,30,,4,VK_A,0x141,,,KeyA,\n",
-		"short row":      header + "KEY_A,30\n",
+		"missing column":           `"Linux Name","USB Keycodes"` + "\nKEY_A,4\n",
+		"usage too big":            header + "KEY_A,30,,70000,,,,,KeyA,\n",
+		"usage zero":               header + "KEY_A,30,,0,,,,,KeyA,\n",
+		"usage of the evdev range": header + "KEY_A,30,,57344,,,,,KeyA,\n",
+		"evdev too big":            header + "KEY_A,0x300,,,,,,,KeyA,\n",
+		"bad evdev":                header + "KEY_A,x,,4,,,,,KeyA,\n",
+		"bad keysym":               header + "KEY_A,30,,4,,,XK_a,zz,KeyA,\n",
+		"bad win32":                header + "KEY_A,30,,4,VK_A,0x141,,,KeyA,\n",
+		"short row":                header + "KEY_A,30\n",
 	} {
 		if _, err := read(strings.NewReader(csv)); err == nil {
 			t.Errorf("%s: no error", name)
