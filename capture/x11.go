@@ -219,10 +219,12 @@ func (x *X11) relay(ctx context.Context, next func() x11Event, emit func(keys.Ke
 		} else {
 			held = slices.DeleteFunc(held, func(k xproto.Keycode) bool { return k == ev.keycode })
 		}
+		// Every keycode the evdev rules give a key is relayed as itself
+		// (PROTOCOL.md §3.1): 92, XKB's <LVL3> (ISO_Level3_Shift, which
+		// xdotool presses for AltGr), as the evdev-only key 84, which is
+		// <LVL3> on the receiver too, not as AltRight, which is Alt_R on
+		// a US receiver.
 		code, ok := EvdevToHID(uint16(ev.keycode) - 8)
-		if ev.keycode == lvl3Keycode {
-			code, ok = keys.AltRight, true
-		}
 		if ev.keycode < 8 || !ok {
 			x.status("X keycode %d has no key of its own (evdev %d): not sent", ev.keycode, int(ev.keycode)-8)
 			continue
@@ -345,12 +347,6 @@ func grabEvents(c *xgb.Conn, display string, events chan<- x11Event) {
 		}
 	}
 }
-
-// lvl3Keycode is <LVL3>, a keycode of no physical key (evdev 84 is
-// unassigned) that the evdev XKB keymap gives ISO_Level3_Shift, and that
-// tools faking AltGr with XTEST press (xdotool does, on a German layout). It
-// is relayed as AltRight, which is AltGr on the layouts that have one.
-const lvl3Keycode = 92
 
 // keyGrab is one passive grab of the hotkey: a key with modifiers.
 type keyGrab struct {
