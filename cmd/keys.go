@@ -17,9 +17,11 @@ func NewCmdKeys(stdio IO) *cobra.Command {
 		Example: keysExample,
 		Short:   "List key names (W3C KeyboardEvent.code) and their codes",
 		Long: `List every physical key keyrelay knows: its W3C KeyboardEvent.code name
-(used in scripts and logs, case-insensitive), its USB HID usage (what travels
-on the wire; also accepted in scripts as 0xNN), its Linux evdev name (what
---inject uinput presses), the X keycode --inject x11 presses (evdev + 8; "-"
+(used in scripts and logs, case-insensitive), its code (what travels on the
+wire; also accepted in scripts as 0xNN): the USB HID usage, or 0xE000 + the
+evdev code for a key that has none (media, launch and brightness keys, Redo,
+Print: PROTOCOL.md §3.1), its Linux evdev name (what --inject uinput presses;
+"-" for a code the kernel gives no name, such as 84, X's ISO_Level3_Shift), the X keycode --inject x11 presses (evdev + 8; "-"
 when the key has none), and the keysym the US layout puts on it (what --inject
 robotgo looks up on the receiver's layout). The receiver's layout decides what
 a physical key types; characters ("é" in a script, text from a terminal) are
@@ -27,17 +29,21 @@ not keys and are not listed.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			w := tabwriter.NewWriter(stdio.Out, 0, 8, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tUSAGE\tEVDEV\tX KEYCODE\tUS KEYSYM")
+			fmt.Fprintln(w, "NAME\tCODE\tEVDEV\tX KEYCODE\tUS KEYSYM")
 			for _, k := range keys.All() {
 				name := k.Name
 				if name == "" {
 					name = "-"
 				}
+				evdev := k.EvdevName
+				if evdev == "" {
+					evdev = "-"
+				}
 				keycode := "-"
 				if k.Evdev != 0 && k.Evdev+8 <= 255 {
 					keycode = strconv.Itoa(int(k.Evdev) + 8)
 				}
-				fmt.Fprintf(w, "%s\t0x%02X\t%s\t%s\t%s\n", name, uint16(k.Code), k.EvdevName, keycode, k.X11Name)
+				fmt.Fprintf(w, "%s\t0x%02X\t%s\t%s\t%s\n", name, uint16(k.Code), evdev, keycode, k.X11Name)
 			}
 			return w.Flush()
 		},

@@ -383,34 +383,32 @@ func (x *X11) loadKeymap() error {
 		}
 		k.spares = append(k.spares, kc)
 	}
-	// Lend the keycodes of no physical key first: a relayed key on a lent
-	// keycode takes it back (unspare), which costs a remapping.
+	// Lend the keycodes least likely to be relayed first: a relayed key on
+	// a lent keycode takes it back (unspare), which costs a remapping.
 	slices.SortStableFunc(k.spares, func(a, b xproto.Keycode) int {
-		return cmp.Compare(b2i(physicalKeycodes[a]), b2i(physicalKeycodes[b]))
+		return cmp.Compare(spareRank(a), spareRank(b))
 	})
 	x.spareOf = kept
 	x.keymap = k
 	return nil
 }
 
-func b2i(b bool) int {
-	if b {
+// spareRank orders the spare keycodes to lend, lowest first: 0 for a
+// keycode whose evdev code the kernel names no key (keycodemapdb lists it
+// without a KEY_ name: 84, 195–199, 247–255), 1 for a key without a USB HID
+// usage (PROTOCOL.md §3.1: media, launch and other rare keys, relayed as
+// keys.EvdevBase + the evdev code), 2 for a key of the keyboard page.
+func spareRank(kc xproto.Keycode) int {
+	c, ok := keys.FromEvdev(uint16(kc) - 8)
+	info, _ := keys.Lookup(c)
+	switch {
+	case kc < 8 || !ok || info.EvdevName == "":
+		return 0
+	case c.IsEvdev():
 		return 1
 	}
-	return 0
+	return 2
 }
-
-// physicalKeycodes are the X keycodes of the keys of the keys table (evdev
-// code + 8).
-var physicalKeycodes = func() map[xproto.Keycode]bool {
-	m := map[xproto.Keycode]bool{}
-	for _, k := range keys.All() {
-		if k.Evdev != 0 && k.Evdev+8 <= 255 {
-			m[xproto.Keycode(k.Evdev+8)] = true
-		}
-	}
-	return m
-}()
 
 // isSpareRow reports whether a keycode has no keysym at all.
 func isSpareRow(row []xproto.Keysym) bool {
