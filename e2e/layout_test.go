@@ -612,3 +612,83 @@ func TestRobotgoPhysicalKeysOnGerman(t *testing.T) {
 	}
 	recv.stop()
 }
+
+// TestLayoutChangeKeepsRealKeys (issue 24 must-have 2: recv follows the
+// desktop's keyboard mapping before it touches a keycode, and a layout change
+// while recv runs breaks no key, relayed or local): recv --inject x11 on a US
+// desktop types more characters the layout lacks than it has spare keycodes,
+// so that every spare, IntlRo's keycode 97 among them, carries one; the
+// desktop then becomes Brazilian (setxkbmap br), where 97 is ABNT2's "/ ? °"
+// key. A relayed IntlRo and the desktop's own (XTEST on the receiver's
+// display) both type "/", keycode 97 keeps the br layout's keysyms, a
+// character br lacks still types through a spare, and recv gives its spares
+// back on exit: the keymap is br's again.
+func TestLayoutChangeKeepsRealKeys(t *testing.T) {
+	needX(t, "setxkbmap", "xterm")
+	display := startXvfb(t)
+	setLayout(t, display, "us")
+	term := startXterm(t, display)
+	us := readKeymap(t, display)
+	const intlRo = 97 // KEY_RO 89 + 8: no keysym on us
+	spares := 0
+	for i := 0; i < len(us.syms); i += int(us.per) {
+		kc := 8 + i/int(us.per)
+		if kc > 8 && !slices.ContainsFunc(us.syms[i:i+int(us.per)], func(s xproto.Keysym) bool { return s != 0 }) && !slices.Contains(us.mods, xproto.Keycode(kc)) {
+			spares++
+		}
+	}
+	// Cyrillic and Greek letters, none on us nor br: one more than the
+	// spares, so that every spare is lent once.
+	var text []rune
+	for _, r := range "абвгдежзийклмнопрстуфхцчшщъыьэюяαβγδεζηθικλμνξοπρστυφχψω" {
+		if len(text) > spares {
+			break
+		}
+		text = append(text, r)
+	}
+	if len(text) <= spares {
+		t.Fatalf("%d letters for %d spares", len(text), spares)
+	}
+	recv := startWithEnv(t, []string{"DISPLAY=" + display}, "recv", "--inject", "x11", "--listen", "127.0.0.1:0")
+	send := func(line string) {
+		t.Helper()
+		if code, _, stderr := run(t, "", "send", "--to", recv.addr, "--script", script(t, line+"\n")); code != 0 {
+			t.Fatalf("send exited %d:\n%s", code, stderr)
+		}
+	}
+	send(fmt.Sprintf("type %q", string(text)))
+	if got := term.text(t, string(text)); got != string(text) {
+		t.Fatalf("the xterm on us got %q, want %q", got, string(text))
+	}
+	lent := readKeymap(t, display)
+	if row := lent.syms[(intlRo-8)*int(lent.per):]; row[0] == 0 {
+		t.Fatalf("keycode %d carries no character after %d characters through %d spares: the test needs it lent", intlRo, len(text), spares)
+	}
+
+	setLayout(t, display, "br")
+	br := readKeymap(t, display)
+	row := func(k keymap, kc int) []xproto.Keysym { return k.syms[(kc-8)*int(k.per) : (kc-7)*int(k.per)] }
+	if ks := row(br, intlRo)[0]; ks != '/' {
+		t.Fatalf("keycode %d has %#x on br, want slash", intlRo, ks)
+	}
+	send("tap IntlRo")
+	if got := term.text(t, "/"); got != "/" {
+		t.Errorf("a relayed IntlRo typed %q on br, want \"/\"", got)
+	}
+	term.x.tap(t, intlRo) // the desktop's own keyboard
+	if got := term.text(t, "/"); got != "/" {
+		t.Errorf("the desktop's own IntlRo typed %q on br after a relayed one, want \"/\"", got)
+	}
+	if now := readKeymap(t, display); !slices.Equal(row(now, intlRo), row(br, intlRo)) {
+		t.Errorf("keycode %d has %#x, the br layout %#x", intlRo, row(now, intlRo), row(br, intlRo))
+	}
+	send(`type "ж"`)
+	if got := term.text(t, "ж"); got != "ж" {
+		t.Errorf("'ж' after the layout change typed %q", got)
+	}
+	noKeyHeld(t, display)
+	stopRecv(t, recv)
+	if d := br.diff(readKeymap(t, display)); d != "" {
+		t.Errorf("the keymap after recv exited is not the br layout's:\n%s", d)
+	}
+}
