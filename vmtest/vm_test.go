@@ -25,7 +25,7 @@ const guestEnv = "KEYRELAY_VMTEST_GUEST"
 
 // checks are TestGuest's subtests, in the order they run (issue 12
 // must-have 5): each is reported as a subtest of TestVM.
-var checks = append([]string{"events", "grab", "hotkey", "sigterm", "sigkill", "repeat", "leds", "locks"}, hidgChecks...)
+var checks = append([]string{"events", "grab", "keys", "hotkey", "sigterm", "sigkill", "repeat", "leds", "locks"}, hidgChecks...)
 
 // vmTimeout bounds the whole boot, tests and power-off: a guest that hangs
 // is killed (by PID, through exec.CommandContext) rather than hanging make.
