@@ -84,3 +84,33 @@ func TestGenerateRejectsNonIdentifierNames(t *testing.T) {
 		t.Errorf("Generate = %v, want an error naming Key-A", err)
 	}
 }
+
+// FuzzRead: read takes any CSV without panicking, and what it accepts is
+// one entry per code, in code order, each code a usage (1 to EvdevBase-1)
+// or EvdevBase + the entry's evdev code (PROTOCOL.md §3.1).
+func FuzzRead(f *testing.F) {
+	for _, s := range []string{
+		header + "KEY_A,30,0x00,4,VK_A,0x41,XK_A,0x0041,KeyA,AC01\nKEY_A,30,0x00,4,VK_A,0x41,XK_a,0x0061,KeyA,AC01\n",
+		header + "KEY_REDO,182,,,,,,,,I190\n,84,,,,,,,,\nBTN_1,0x101,,,VK_RBUTTON,0x02,,,,\n",
+		header + "KEY_BACKSLASH,43,0x2a,49,VK_OEM_5,0xdc,XK_backslash,0x005c,Backslash,BKSL\nKEY_BACKSLASH,43,,,,,,,,\n",
+		header + "KEY_A,0x300,,,,,,,KeyA,\n",
+		header + "KEY_A,30\n",
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		es, err := read(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		for i, e := range es {
+			if i > 0 && es[i-1].usage >= e.usage {
+				t.Fatalf("entry %d: code %#x after %#x", i, e.usage, es[i-1].usage)
+			}
+			if e.usage <= 0 || e.usage >= EvdevBase && e.usage != EvdevBase+e.evdev || e.usage >= EvdevBase && e.evdev == 0 {
+				t.Fatalf("entry %d: code %#x for evdev %d", i, e.usage, e.evdev)
+			}
+		}
+	})
+}
