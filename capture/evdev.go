@@ -32,8 +32,9 @@ const permissionFix = `add yourself to the input group (sudo usermod -aG input $
 // Evdev reads key events from the Linux input devices of keyboards
 // (/dev/input/event*): true key-downs and key-ups from the kernel, below X
 // or Wayland, on the console and headless machines too. Auto-repeat is
-// dropped at the source; buttons are ignored; a key with no HID usage is
-// noted once and not sent.
+// dropped at the source; buttons are ignored; a code keycodemapdb does not
+// list (so no key of the keys table, PROTOCOL.md §3.1) is noted once and not
+// sent.
 //
 // Without Devices it reads every event device with the letter keys, but
 // not recv's own virtual keyboard (UinputName), and picks up keyboards
@@ -524,7 +525,7 @@ func (r *evdevRun) event(d *evdevOpen, ev evdevEvent) error {
 	case evdevUnknown:
 		if !r.noted[res.Key.Evdev] {
 			r.noted[res.Key.Evdev] = true
-			r.status("evdev key %d (of %s) has no HID usage: not sent", res.Key.Evdev, d)
+			r.status("evdev key %d (of %s) is no key keyrelay knows (not in keycodemapdb): not sent", res.Key.Evdev, d)
 		}
 	case evdevLED:
 		// The lock state is read at the start and at each resume

@@ -38,7 +38,8 @@ func evdevButton(code uint16) bool {
 }
 
 // evdevRelayable reports whether an EV_KEY code is a key the source relays:
-// a key (not a button) with a HID usage.
+// a key (not a button) of the keys table: a HID usage, or keys.EvdevBase +
+// the code (PROTOCOL.md §3.1).
 func evdevRelayable(code uint16) (keys.Code, bool) {
 	if code == 0 || evdevButton(code) {
 		return 0, false
@@ -59,7 +60,7 @@ type evdevAction uint8
 const (
 	evdevNone    evdevAction = iota
 	evdevPress               // Key went down or up
-	evdevUnknown             // Key.Evdev was pressed, but has no HID usage: not sent
+	evdevUnknown             // Key.Evdev was pressed, but is no key of the table: not sent
 	evdevLED                 // a lock LED (Lock) went on or off (On)
 	evdevResync              // the kernel dropped events: read the key state and call Sync
 )
@@ -74,7 +75,7 @@ type evdevResult struct {
 // evdevDecoder turns one device's input events into true key presses and
 // releases (issue 12 must-have 4): kernel auto-repeat (value 2) is dropped,
 // so the receiver sees one key-down per press; buttons are ignored; a
-// press of a code with no HID usage is reported so the source can say so
+// press of a code the keys table lacks is reported so the source can say so
 // once, and is not sent; a release is relayed only for a key whose press
 // was (keys held when the device was opened are left alone). After
 // SYN_DROPPED the kernel has lost events: everything up to and including
