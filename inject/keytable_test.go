@@ -102,7 +102,7 @@ func TestEveryEvdevCodeRoundTrips(t *testing.T) {
 			t.Errorf("evdev %d (%v): X keycode %d, beyond X's 255", ev, rc, kc)
 		}
 		uc, ok := EvdevCode(rc)
-		if ev <= maxUinputKey && (!ok || uc != int(ev)) || ev > maxUinputKey && ok {
+		if ev <= MaxUinputKey && (!ok || uc != int(ev)) || ev > MaxUinputKey && ok {
 			t.Errorf("evdev %d (%v): uinput presses %d, %v", ev, rc, uc, ok)
 		}
 	}
