@@ -47,10 +47,11 @@ type RecvOptions struct {
 
 // injectors lists the --inject choices and what each needs.
 var injectors = []struct{ name, help string }{
-	{"auto", "x11 when $DISPLAY is set (robotgo on macOS and Windows), else uinput when /dev/uinput exists, else log (the default)"},
+	{"auto", "robotgo on macOS and Windows; wayland when $WAYLAND_DISPLAY names a compositor that offers the virtual keyboard, else x11 when $DISPLAY is set, else uinput when /dev/uinput exists, else log (the default)"},
 	{"x11", "press keys in the X server of $DISPLAY (XTEST), like a keyboard plugged in here: a physical key (from --input hook, a script's tap KeyZ) as the same key, so this machine's layout decides the character; a character (from a terminal, a script's type) as that character on any layout. Needs an X display with evdev keycodes (Xorg, Xwayland, Xvfb)"},
 	{"robotgo", "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (between German desktops the key labelled Z types y), so use the same layout on both ends; characters type as themselves. The injector on macOS and Windows"},
 	{"uinput", "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console. Physical keys only, so this machine's layout decides the character; the kernel has no layout, so characters are reported and skipped. A held key auto-repeats at the kernel's rate; Caps/Num Lock follow its LEDs"},
+	{"wayland", "press keys through the Wayland compositor's virtual keyboard (zwp_virtual_keyboard_v1: sway, Hyprland, river, labwc; not GNOME or KDE, which offer none: use uinput there): a physical key as the same key with the seat's keymap, so this machine's layout decides the character; a character as that character on any layout (a keymap of its own, as wtype does). Caps/Num Lock follow the sender"},
 	{"hidg", "be a USB keyboard: the Linux USB gadget's keyboard (--device, /dev/hidg0; made by keyrelay gadget setup) on a board with a USB device port (a Raspberry Pi), its cable in the computer to type into, which runs nothing of keyrelay (a BIOS, a login screen, any OS). Physical keys only: that computer's layout decides the character; Caps/Num Lock follow its LEDs"},
 	{"log", "one JSON object per key event on standard output ({\"key\":\"KeyA\",...} or {\"char\":\"é\",...}); needs nothing"},
 }
@@ -63,7 +64,7 @@ func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra
 		list = append(list, hangingIndent(fmt.Sprintf("  %-8s ", i.name), i.help, 78))
 	}
 	c := &cobra.Command{
-		Use:     "recv [--listen ADDR] [--inject auto|x11|robotgo|uinput|hidg|log]",
+		Use:     "recv [--listen ADDR] [--inject auto|x11|wayland|robotgo|uinput|hidg|log]",
 		Example: recvExample,
 		Short:   "Receive key events and inject them",
 		Long: `Receive key events from senders and inject them. Each sender session is
@@ -265,12 +266,16 @@ func hangingIndent(head, text string, width int) string {
 }
 
 // autoInjector is what --inject auto picks: robotgo on macOS and Windows
-// (their native backends), x11 where DISPLAY is set, else uinput where the
-// device exists, else log.
+// (their native backends); wayland where WAYLAND_DISPLAY names a compositor
+// with the virtual keyboard protocol (asked over a connection), before x11,
+// since XTEST into Xwayland reaches X clients only; x11 where DISPLAY is
+// set; else uinput where the device exists; else log.
 func autoInjector() string {
 	switch {
 	case runtime.GOOS == "darwin" || runtime.GOOS == "windows":
 		return "robotgo"
+	case os.Getenv("WAYLAND_DISPLAY") != "" && inject.HasWaylandKeyboard(os.Getenv):
+		return "wayland"
 	case os.Getenv("DISPLAY") != "":
 		return "x11"
 	}
@@ -289,6 +294,7 @@ var (
 	_ receiver.LockSetter = (*inject.X11)(nil)
 	_ receiver.LockSetter = (*inject.Log)(nil)
 	_ receiver.LockSetter = (*inject.Hidg)(nil)
+	_ receiver.LockSetter = (*inject.Wayland)(nil)
 	_ receiver.LockSetter = (*inject.Uinput)(nil)
 	_ receiver.Watched    = (*inject.X11)(nil)
 	// recv's summary asks for this (unfocusedNote).
@@ -323,6 +329,12 @@ func newInjector(choice, device string, stdio IO, logf func(string, ...any)) (in
 			return nil, "", err
 		}
 		return u, choice, nil
+	case "wayland":
+		w, err := inject.NewWayland(os.Getenv, logf)
+		if err != nil {
+			return nil, "", err
+		}
+		return w, choice, nil
 	case "hidg":
 		h, err := inject.NewHidg(device, logf)
 		if err != nil {
