@@ -197,8 +197,7 @@ func seatKeymap(conn *wlwire.Conn, seat, seatVersion uint32) (km string, fromSea
 		f := os.NewFile(uintptr(fd), "keymap")
 		defer f.Close()
 		r := wlwire.NewReader(m.Args)
-		format, _, size := r.Uint(), r.Uint(), r.Uint()
-		_ = format
+		format, size := r.Uint(), r.Uint() // the fd travels beside the bytes
 		if r.Err() != nil {
 			return r.Err()
 		}

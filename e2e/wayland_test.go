@@ -1,0 +1,275 @@
+//go:build e2e
+
+package e2e
+
+// recv --inject wayland in a headless sway (DESIGN.md "Wayland"), with wev
+// as the application that logs what it receives: physical keys typed with
+// the seat's keymap (German and US), characters through recv's own keymap
+// on either, Caps Lock as a locked modifier.
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/keyrelay/keyrelay/internal/wlwire"
+)
+
+// needSway skips without headless sway and wev, except in CI, where .ci/run
+// installs them (make deps) and a skip would hide a broken install.
+func needSway(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"sway", "wev", "setpriv", "stdbuf"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s missing in CI: .ci/run must install it (make deps: sway wev)", tool)
+			}
+			t.Skipf("needs %s (apt-get install sway wev)", tool)
+		}
+	}
+}
+
+// swayEnv is what a client needs to reach the compositor.
+type swayEnv struct {
+	runtime, display string
+}
+
+func (s swayEnv) env() []string {
+	return []string{"XDG_RUNTIME_DIR=" + s.runtime, "WAYLAND_DISPLAY=" + s.display, "DISPLAY="}
+}
+
+// startSway runs a headless sway as nobody (it refuses root), with its own
+// XDG_RUNTIME_DIR, and returns once its socket is there.
+func startSway(t *testing.T) swayEnv {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "keyrelay-sway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	run := filepath.Join(dir, "run")
+	conf := filepath.Join(dir, "config")
+	if err := os.Mkdir(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte("# no bar, no bindings: an empty session\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, run} {
+		if err := os.Chown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+		"env", "-i", "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR="+run, "WLR_BACKENDS=headless",
+		"WLR_LIBINPUT_NO_DEVICES=1", "WLR_RENDERER=pixman", "sway", "-c", conf)
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(run, "wayland-[0-9]")); len(m) > 0 {
+			return swayEnv{runtime: run, display: filepath.Base(m[0])}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sway made no socket in 15 s:\n%s", log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// wevLog runs wev (a window that logs every key it gets) in the session;
+// it has the focus, as the only window.
+type wevLog struct {
+	mu     sync.Mutex
+	text   strings.Builder // the text of the key presses
+	raw    strings.Builder
+	notify chan struct{}
+}
+
+var wevSymRE = regexp.MustCompile(`sym: .*utf8: '(.*)'$`)
+var wevKeyRE = regexp.MustCompile(`state: (\d)`)
+
+func startWev(t *testing.T, s swayEnv) *wevLog {
+	t.Helper()
+	w := &wevLog{notify: make(chan struct{}, 1)}
+	cmd := exec.Command("stdbuf", "-oL", "wev", "-f", "wl_keyboard:key")
+	cmd.Env = append(os.Environ(), s.env()...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Ended before sway (t.Cleanup runs last in, first out): wev spins
+	// once its compositor is gone.
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	go func() {
+		sc := bufio.NewScanner(out)
+		pressed := false
+		for sc.Scan() {
+			l := sc.Text()
+			w.mu.Lock()
+			w.raw.WriteString(l + "\n")
+			if m := wevKeyRE.FindStringSubmatch(l); m != nil {
+				pressed = m[1] == "1"
+			} else if m := wevSymRE.FindStringSubmatch(l); m != nil && pressed {
+				w.text.WriteString(m[1])
+			}
+			w.mu.Unlock()
+			select {
+			case w.notify <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return w
+}
+
+// waitFor waits until wev has received want since the last call, and
+// returns what it received.
+func (w *wevLog) waitFor(want string, timeout time.Duration) string {
+	deadline := time.After(timeout)
+	for {
+		w.mu.Lock()
+		got := w.text.String()
+		w.mu.Unlock()
+		if got == want || len(got) > len(want) {
+			w.mu.Lock()
+			w.text.Reset()
+			w.mu.Unlock()
+			return got
+		}
+		select {
+		case <-w.notify:
+		case <-deadline:
+			return got
+		}
+	}
+}
+
+// seatKeyboard stands in for the user's own keyboard: a virtual keyboard
+// with layout's keymap, made the seat's active keyboard (sway makes the
+// keyboard that last sent keys or modifiers active), whose keymap recv
+// then reads from the seat. Headless sway has no real keyboard to
+// configure with swaymsg's xkb_layout.
+func seatKeyboard(t *testing.T, s swayEnv, layout string) {
+	t.Helper()
+	c, err := wlwire.Dial(filepath.Join(s.runtime, s.display))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	reg, globals, err := c.Globals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seat, mgr uint32
+	for _, g := range globals {
+		switch g.Interface {
+		case "wl_seat":
+			seat, err = c.Bind(reg, g, 1)
+		case "zwp_virtual_keyboard_manager_v1":
+			mgr, err = c.Bind(reg, g, 1)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seat == 0 || mgr == 0 {
+		t.Fatalf("sway offers no seat or no virtual keyboard: %v", globals)
+	}
+	vk := c.NewID()
+	km := fmt.Sprintf("xkb_keymap { xkb_keycodes { include \"evdev+aliases(qwerty)\" }; xkb_types { include \"complete\" }; xkb_compat { include \"complete\" }; xkb_symbols { include \"pc+%s+inet(evdev)\" }; };", layout)
+	f, err := os.CreateTemp(t.TempDir(), "keymap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString(km + "\x00")
+	steps := []error{
+		c.Send(mgr, 0, wlwire.Args{}.Uint(seat).Uint(vk)),
+		c.Send(vk, 0, wlwire.Args{}.Uint(1).Uint(uint32(len(km)+1)), int(f.Fd())),
+		c.Send(vk, 2, wlwire.Args{}.Uint(0).Uint(0).Uint(0).Uint(0)),
+		c.Roundtrip(nil),
+	}
+	for _, err := range steps {
+		if err != nil {
+			t.Fatalf("the seat's %s keyboard: %v", layout, err)
+		}
+	}
+}
+
+// TestWaylandInjector: physical keys arrive as the same keys, typed with
+// the seat's layout (DESIGN.md invariant 8, keys are keys); characters as
+// the same characters on any layout; Caps Lock tapped locks and unlocks.
+func TestWaylandInjector(t *testing.T) {
+	needSway(t)
+	s := startSway(t)
+	wev := startWev(t, s)
+	keysFile := script(t, `tap KeyZ
+tap KeyY
+down ShiftLeft
+tap Digit2
+up ShiftLeft
+down AltRight
+tap KeyQ
+tap KeyE
+up AltRight
+tap Minus
+tap Semicolon
+type "Grüße €"
+tap KeyZ
+tap CapsLock
+tap KeyA
+tap CapsLock
+tap KeyA
+`)
+	for _, tc := range []struct {
+		layout, want string
+	}{
+		{"de", `yz"@€ßöGrüße €yAa`},
+		{"us", `zy@qe-;Grüße €zAa`},
+	} {
+		t.Run(tc.layout, func(t *testing.T) {
+			seatKeyboard(t, s, tc.layout)
+			recv := startWithEnv(t, s.env(), "recv", "--inject", "wayland", "--listen", "127.0.0.1:0")
+			code, _, stderr := run(t, "", "send", "--to", recv.addr, "--script", keysFile)
+			if code != 0 {
+				t.Fatalf("send exited %d:\n%s", code, stderr)
+			}
+			got := wev.waitFor(tc.want, 10*time.Second)
+			recv.stop()
+			if got != tc.want {
+				wev.mu.Lock()
+				raw := wev.raw.String()
+				wev.mu.Unlock()
+				t.Errorf("wev received %q, want %q\nrecv:\n%s\nwev:\n%s", got, tc.want, recv.stderr.String(), raw)
+			}
+		})
+	}
+}
+
+// TestWaylandWithoutCompositor: no compositor at WAYLAND_DISPLAY is a clear
+// error, not a fall back to something else.
+func TestWaylandWithoutCompositor(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runWithEnv(t, []string{"XDG_RUNTIME_DIR=" + dir, "WAYLAND_DISPLAY=wayland-9"}, "recv", "--inject", "wayland", "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(stderr, "no wayland compositor") || !strings.Contains(stderr, "WAYLAND_DISPLAY") {
+		t.Errorf("recv --inject wayland without a compositor exited %d:\n%s", code, stderr)
+	}
+}
