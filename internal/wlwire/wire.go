@@ -1,6 +1,6 @@
 // Package wlwire is the few parts of the Wayland wire protocol that recv's
 // virtual keyboard needs (inject's Wayland injector): messages encoded and
-// parsed here, pure, and a client connection (conn_unix.go) that sends them
+// parsed here, pure, and a client connection (conn_linux.go) that sends them
 // with file descriptors and reads the compositor's events. It is not a
 // general Wayland client: it knows no interface beyond the request and
 // event numbers its caller passes.

@@ -1,12 +1,9 @@
-//go:build unix
-
 package wlwire
 
 import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -145,6 +142,13 @@ func (c *Conn) pendingError() error {
 // Next reads the next event, waiting at most until deadline (none if
 // zero). A wl_display.error comes back as a *ProtocolError.
 func (c *Conn) Next(deadline time.Time) (Message, error) {
+	return c.read(deadline, true)
+}
+
+// errNothing is read's error, without wait, when nothing more was sent.
+var errNothing = errors.New("no event waiting")
+
+func (c *Conn) read(deadline time.Time, wait bool) (Message, error) {
 	for {
 		m, n, err := Parse(c.in)
 		if err != nil {
@@ -161,18 +165,39 @@ func (c *Conn) Next(deadline time.Time) (Message, error) {
 			}
 			return m, nil
 		}
-		if err := c.fill(deadline); err != nil {
+		if err := c.fill(deadline, wait); err != nil {
 			return Message{}, err
 		}
 	}
 }
 
-// fill reads what the compositor sent, descriptors included.
-func (c *Conn) fill(deadline time.Time) error {
+// fill reads what the compositor sent, descriptors included; without
+// wait, only what is there already (errNothing if nothing is).
+func (c *Conn) fill(deadline time.Time, wait bool) error {
 	buf := make([]byte, MaxMessage)
 	oob := make([]byte, syscall.CmsgSpace(28*4)) // libwayland sends at most 28 at once
-	c.c.SetReadDeadline(deadline)
-	n, oobn, _, _, err := c.c.ReadMsgUnix(buf, oob)
+	var n, oobn int
+	var err error
+	if wait {
+		c.c.SetReadDeadline(deadline)
+		n, oobn, _, _, err = c.c.ReadMsgUnix(buf, oob)
+	} else {
+		// A read with a deadline already past is refused before the
+		// socket is looked at, and a short one would hold up every key.
+		raw, rerr := c.c.SyscallConn()
+		if rerr != nil {
+			return rerr
+		}
+		if rerr := raw.Read(func(fd uintptr) bool {
+			n, oobn, _, _, err = syscall.Recvmsg(int(fd), buf, oob, syscall.MSG_DONTWAIT|syscall.MSG_CMSG_CLOEXEC)
+			return true
+		}); rerr != nil {
+			return rerr
+		}
+		if errors.Is(err, syscall.EAGAIN) {
+			return errNothing
+		}
+	}
 	n, oobn = max(n, 0), max(oobn, 0) // -1 with a timeout
 	if n == 0 && err == nil {
 		err = errors.New("the compositor closed the connection")
@@ -265,8 +290,8 @@ func (c *Conn) Bind(registry uint32, g Global, version uint32) (uint32, error) {
 // the compositor's buffer for this client never fills.
 func (c *Conn) Drain(handle func(Message) error) error {
 	for {
-		m, err := c.Next(time.Now().Add(time.Millisecond))
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		m, err := c.read(time.Time{}, false)
+		if errors.Is(err, errNothing) {
 			return nil
 		}
 		if err != nil {
