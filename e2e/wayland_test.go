@@ -264,6 +264,27 @@ tap KeyA
 	}
 }
 
+// TestWaylandAutoPicksWayland: --inject auto under a compositor with the
+// virtual keyboard picks wayland, and it types.
+func TestWaylandAutoPicksWayland(t *testing.T) {
+	needSway(t)
+	s := startSway(t)
+	wev := startWev(t, s)
+	seatKeyboard(t, s, "de")
+	recv := startWithEnv(t, s.env(), "recv", "--listen", "127.0.0.1:0")
+	if !strings.Contains(recv.stderr.String(), "inject: wayland") {
+		t.Errorf("recv --inject auto under sway did not pick wayland:\n%s", recv.stderr.String())
+	}
+	code, _, stderr := run(t, "", "send", "--to", recv.addr, "--script", script(t, "tap KeyY\n"))
+	if code != 0 {
+		t.Fatalf("send exited %d:\n%s", code, stderr)
+	}
+	if got := wev.waitFor("z", 10*time.Second); got != "z" {
+		t.Errorf("wev received %q, want %q (KeyY on a German seat)", got, "z")
+	}
+	recv.stop()
+}
+
 // TestWaylandWithoutCompositor: no compositor at WAYLAND_DISPLAY is a clear
 // error, not a fall back to something else.
 func TestWaylandWithoutCompositor(t *testing.T) {
