@@ -297,6 +297,7 @@ var (
 	_ receiver.LockSetter = (*inject.Wayland)(nil)
 	_ receiver.LockSetter = (*inject.Uinput)(nil)
 	_ receiver.Watched    = (*inject.X11)(nil)
+	_ receiver.Watched    = (*inject.Wayland)(nil)
 	// recv's summary asks for this (unfocusedNote).
 	_ interface{ Unfocused() int } = (*inject.X11)(nil)
 )

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func needSway(t *testing.T) {
 // swayEnv is what a client needs to reach the compositor.
 type swayEnv struct {
 	runtime, display string
+	cmd              *exec.Cmd
 }
 
 func (s swayEnv) env() []string {
@@ -82,7 +84,7 @@ func startSway(t *testing.T) swayEnv {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if m, _ := filepath.Glob(filepath.Join(run, "wayland-[0-9]")); len(m) > 0 {
-			return swayEnv{runtime: run, display: filepath.Base(m[0])}
+			return swayEnv{runtime: run, display: filepath.Base(m[0]), cmd: cmd}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("sway made no socket in 15 s:\n%s", log.String())
@@ -283,6 +285,20 @@ func TestWaylandAutoPicksWayland(t *testing.T) {
 		t.Errorf("wev received %q, want %q (KeyY on a German seat)", got, "z")
 	}
 	recv.stop()
+}
+
+// TestWaylandCompositorQuits: recv stops, non-zero, as soon as the
+// compositor it types into quits (a service manager restarts it), not at
+// the next key.
+func TestWaylandCompositorQuits(t *testing.T) {
+	needSway(t)
+	s := startSway(t)
+	seatKeyboard(t, s, "us")
+	recv := startWithEnv(t, s.env(), "recv", "--inject", "wayland", "--listen", "127.0.0.1:0")
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := recv.wait(10 * time.Second); code != 1 || !strings.Contains(recv.stderr.String(), "closed the connection") {
+		t.Errorf("recv exited %d after sway quit:\n%s", code, recv.stderr.String())
+	}
 }
 
 // TestWaylandWithoutCompositor: no compositor at WAYLAND_DISPLAY is a clear

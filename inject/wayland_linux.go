@@ -54,7 +54,13 @@ type Wayland struct {
 	logf    func(format string, args ...any)
 	skipped skipped
 	start   time.Time
-	gone    error // the connection failed: every call says so
+	failed  error // the connection failed: every call says so
+
+	// The watcher: Gone is closed when the compositor hangs up.
+	gone      chan struct{}
+	goneErr   error // set before gone is closed
+	stop      int   // an eventfd that ends the watcher
+	watchDone chan struct{}
 }
 
 // NewWayland connects to the compositor WAYLAND_DISPLAY names (getenv is
@@ -145,7 +151,7 @@ func newWayland(conn *wlwire.Conn, getenv func(string) string, logf func(string,
 	if err := conn.Send(m, vkManagerCreate, wlwire.Args{}.Uint(seat).Uint(vk)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoWayland, err)
 	}
-	w := &Wayland{conn: conn, vk: vk, kb: newWlKeyboard(physical, altGr), logf: logf, start: time.Now()}
+	w := &Wayland{conn: conn, vk: vk, kb: newWlKeyboard(physical, altGr), logf: logf, start: time.Now(), stop: -1}
 	// The physical keymap at once, and a round trip: a compositor that
 	// refuses the keyboard (zwp_virtual_keyboard_manager_v1's
 	// unauthorized) or the keymap says so now, not at the first key.
@@ -155,8 +161,53 @@ func newWayland(conn *wlwire.Conn, getenv func(string) string, logf func(string,
 	if err := conn.Roundtrip(nil); err != nil {
 		return nil, fmt.Errorf("%w: the compositor at %s refused the virtual keyboard or its keymap: %w", ErrNoWayland, conn.Path(), err)
 	}
+	if err := w.startWatch(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoWayland, err)
+	}
 	return w, nil
 }
+
+// startWatch starts the watcher, which notices the compositor hanging up
+// (it quit, or the session ended) between keys, so that recv stops at once
+// (receiver.Watched) rather than at the next key. It polls the socket for
+// the hang-up only, never reads it: the connection stays the receiver
+// goroutine's.
+func (w *Wayland) startWatch() error {
+	fd, err := w.conn.FD()
+	if err != nil {
+		return err
+	}
+	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("making the watcher's eventfd: %w", err)
+	}
+	w.stop, w.gone, w.watchDone = stop, make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(w.watchDone)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}, {Fd: int32(stop), Events: unix.POLLIN}}
+		for {
+			_, err := unix.Poll(fds, -1)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil || fds[1].Revents != 0 {
+				return
+			}
+			if fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0 {
+				w.goneErr = fmt.Errorf("the Wayland compositor (%s) closed the connection: it quit, or the session ended; %w", w.conn.Path(), ErrGone)
+				close(w.gone)
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// Gone is closed when the compositor hangs up.
+func (w *Wayland) Gone() <-chan struct{} { return w.gone }
+
+// GoneErr says what went away, once Gone is closed.
+func (w *Wayland) GoneErr() error { return w.goneErr }
 
 func firstOr(list, def string) string {
 	first, _, _ := strings.Cut(list, ",")
@@ -254,10 +305,10 @@ func (w *Wayland) apply(ops []wlOp) error {
 
 // fail makes err final: the compositor is gone or ended the connection.
 func (w *Wayland) fail(err error) error {
-	if w.gone == nil {
-		w.gone = fmt.Errorf("the Wayland compositor's virtual keyboard (%s) stopped taking keys (%v): keys can no longer be typed here; %w", w.conn.Path(), err, ErrGone)
+	if w.failed == nil {
+		w.failed = fmt.Errorf("the Wayland compositor's virtual keyboard (%s) stopped taking keys (%v): keys can no longer be typed here; %w", w.conn.Path(), err, ErrGone)
 	}
-	return w.gone
+	return w.failed
 }
 
 // sendKeymap uploads km in a memfd, as the protocol passes keymaps.
@@ -277,8 +328,8 @@ func (w *Wayland) sendKeymap(km string) error {
 
 // Inject presses or releases one key or character.
 func (w *Wayland) Inject(k Event) error {
-	if w.gone != nil {
-		return w.gone
+	if w.failed != nil {
+		return w.failed
 	}
 	if r, ok := k.Key.Char(); ok {
 		return w.apply(w.kb.char(r, k.Down))
@@ -293,8 +344,8 @@ func (w *Wayland) Inject(k Event) error {
 
 // SetLocks makes Caps Lock and Num Lock what l says (PROTOCOL.md §3.2).
 func (w *Wayland) SetLocks(l keys.Locks, _ uint64) error {
-	if w.gone != nil {
-		return w.gone
+	if w.failed != nil {
+		return w.failed
 	}
 	return w.apply(w.kb.setLocks(l))
 }
@@ -303,7 +354,7 @@ func (w *Wayland) SetLocks(l keys.Locks, _ uint64) error {
 // for the compositor to have handled it all.
 func (w *Wayland) Close() error {
 	var err error
-	if w.gone == nil {
+	if w.failed == nil {
 		err = w.apply(w.kb.releaseAll())
 		if err == nil {
 			err = w.conn.Send(w.vk, vkDestroy, nil)
@@ -311,6 +362,13 @@ func (w *Wayland) Close() error {
 		if err == nil {
 			err = w.conn.Roundtrip(nil)
 		}
+	}
+	if w.stop >= 0 {
+		// The watcher ends before the socket closes: its descriptor
+		// must not be polled once it may name another file.
+		unix.Write(w.stop, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+		<-w.watchDone
+		unix.Close(w.stop)
 	}
 	if cerr := w.conn.Close(); cerr != nil && !errors.Is(cerr, syscall.EBADF) {
 		err = errors.Join(err, cerr)

@@ -2,18 +2,32 @@ package inject
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/keyrelay/keyrelay/internal/wlwire"
+	"github.com/keyrelay/keyrelay/keys"
 )
 
+// fake is a fake compositor's side: the requests it got, and its end of
+// the connection to hang up.
+type fake struct {
+	requests chan wlwire.Message
+	conn     chan net.Conn
+}
+
 // fakeCompositor answers wl_display.get_registry with globals and every
-// wl_display.sync at once, as a compositor does, on a socket in dir.
-func fakeCompositor(t *testing.T, dir string, globals ...wlwire.Global) {
+// wl_display.sync at once, as a compositor does, on a socket in dir; every
+// other request is passed on in requests (file descriptors dropped). Its
+// seat has no keyboard: it sends no capabilities.
+func fakeCompositor(t *testing.T, dir string, globals ...wlwire.Global) *fake {
 	t.Helper()
+	f := &fake{requests: make(chan wlwire.Message, 100), conn: make(chan net.Conn, 1)}
 	l, err := net.Listen("unix", filepath.Join(dir, "wayland-0"))
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +38,7 @@ func fakeCompositor(t *testing.T, dir string, globals ...wlwire.Global) {
 		if err != nil {
 			return
 		}
+		f.conn <- c
 		defer c.Close()
 		var in []byte
 		buf := make([]byte, 4096)
@@ -50,6 +65,12 @@ func fakeCompositor(t *testing.T, dir string, globals ...wlwire.Global) {
 					}
 				case m.Object == wlwire.DisplayID && m.Opcode == 0: // sync
 					out, _ = wlwire.Message{Object: id, Args: wlwire.Args{}.Uint(0)}.Append(out)
+				default:
+					m.Args = append([]byte(nil), m.Args...)
+					select {
+					case f.requests <- m:
+					default:
+					}
 				}
 				if _, err := c.Write(out); err != nil {
 					return
@@ -57,6 +78,7 @@ func fakeCompositor(t *testing.T, dir string, globals ...wlwire.Global) {
 			}
 		}
 	}()
+	return f
 }
 
 // TestWaylandWithoutVirtualKeyboardSaysUseUinput: a compositor that offers
@@ -107,4 +129,60 @@ func TestWaylandNeedsRuntimeDir(t *testing.T) {
 	if !errors.Is(err, ErrNoWayland) || !strings.Contains(err.Error(), "XDG_RUNTIME_DIR") {
 		t.Errorf("err = %v, want ErrNoWayland naming XDG_RUNTIME_DIR", err)
 	}
+}
+
+// TestWaylandTypesAndNoticesHangUp: against a compositor whose seat has no
+// keyboard, the virtual keyboard is made with a keymap and the modifiers,
+// a key is sent as its evdev code, and the compositor hanging up closes
+// Gone with an error that stops recv (receiver.Watched, sink.ErrGone).
+func TestWaylandTypesAndNoticesHangUp(t *testing.T) {
+	dir := t.TempDir()
+	f := fakeCompositor(t, dir, wlwire.Global{Interface: "wl_seat", Version: 8}, wlwire.Global{Interface: "zwp_virtual_keyboard_manager_v1", Version: 1})
+	env := func(k string) string {
+		return map[string]string{"XDG_RUNTIME_DIR": dir, "WAYLAND_DISPLAY": "wayland-0", "XKB_DEFAULT_LAYOUT": "de"}[k]
+	}
+	var logged []string
+	w, err := NewWayland(env, func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Inject(Event{Key: keys.Key(keys.KeyA), Down: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Requests after the binds: create_virtual_keyboard (manager 0),
+	// keymap (0), modifiers (2), key (1) on the virtual keyboard.
+	var got []string
+	for len(got) < 6 {
+		select {
+		case m := <-f.requests:
+			r := wlwire.NewReader(m.Args)
+			switch {
+			case m.Object == w.vk && m.Opcode == vkKey:
+				_, key, state := r.Uint(), r.Uint(), r.Uint()
+				got = append(got, fmt.Sprintf("key %d %d", key, state))
+			default:
+				got = append(got, fmt.Sprintf("%d.%d", m.Object, m.Opcode))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the fake compositor got only %v", got)
+		}
+	}
+	// 2 registry, 3 sync, 4 seat, 5 sync (capabilities), 6 manager, 7 the keyboard
+	want := []string{"2.0", "2.0", "6.0", "7.0", "7.2", "key 30 1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "XKB layout de") {
+		t.Errorf("logged %q, want the XKB layout taken (no keyboard on the seat)", logged)
+	}
+	(<-f.conn).Close()
+	select {
+	case <-w.Gone():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Gone not closed 5 s after the compositor hung up")
+	}
+	if !errors.Is(w.GoneErr(), ErrGone) {
+		t.Errorf("GoneErr = %v, want ErrGone", w.GoneErr())
+	}
+	w.Close()
 }

@@ -22,3 +22,6 @@ func HasWaylandKeyboard(func(string) string) bool { return false }
 func (*Wayland) Inject(Event) error                { return ErrNoWayland }
 func (*Wayland) SetLocks(keys.Locks, uint64) error { return ErrNoWayland }
 func (*Wayland) Close() error                      { return nil }
+
+func (*Wayland) Gone() <-chan struct{} { return nil }
+func (*Wayland) GoneErr() error        { return ErrNoWayland }

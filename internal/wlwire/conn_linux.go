@@ -95,6 +95,20 @@ func (c *Conn) Close() error {
 	return c.c.Close()
 }
 
+// FD is the socket's descriptor, valid until Close, for polling it
+// (never to read or write it: the Conn does).
+func (c *Conn) FD() (int, error) {
+	raw, err := c.c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	if err := raw.Control(func(f uintptr) { fd = int(f) }); err != nil {
+		return -1, err
+	}
+	return fd, nil
+}
+
 // NewID hands out a new object id.
 func (c *Conn) NewID() uint32 {
 	id := c.next
