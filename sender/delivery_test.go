@@ -171,12 +171,6 @@ func (s *deliverySim) step() {
 	}
 }
 
-// tap types key down and up at now.
-func (s *deliverySim) tap(k keys.Key) {
-	s.c.Key(k, true, s.now)
-	s.c.Key(k, false, s.now)
-}
-
 // typedEvent is one key event a receiver instance typed (cause Sent).
 type typedEvent struct {
 	key  keys.Key

@@ -118,9 +118,6 @@ func (r *Reader) Uint() uint32 {
 	return v
 }
 
-// Int reads an int.
-func (r *Reader) Int() int32 { return int32(r.Uint()) }
-
 // Array reads an array; the bytes alias the message.
 func (r *Reader) Array() []byte {
 	n := r.Uint()
