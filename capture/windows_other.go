@@ -1,0 +1,36 @@
+//go:build !windows
+
+package capture
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// Windows is the Windows desktop's key source (--input windows); elsewhere
+// it only says so.
+type Windows struct {
+	Label  string
+	Status io.Writer
+	Grab   bool
+	Hotkey Hotkey
+}
+
+func errNotWindows() error {
+	return fmt.Errorf("%w: --input windows reads a Windows desktop's keyboard; here use --input x11, evdev or terminal", ErrNoWindows)
+}
+
+// CheckWindows reports that the Windows source runs on Windows only.
+func CheckWindows() error { return errNotWindows() }
+
+func (*Windows) Relaying() bool    { return false }
+func (*Windows) Grabbing() bool    { return false }
+func (*Windows) Locks() keys.Locks { return 0 }
+
+// Play reports that the Windows source runs on Windows only.
+func (*Windows) Play(context.Context, func(keys.Key, bool) error) error {
+	return errNotWindows()
+}

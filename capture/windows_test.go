@@ -1,0 +1,139 @@
+package capture
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// TestDecodeHook: a low-level hook's scan code and extended flag name the
+// physical key (keys.WindowsScanCode), the up flag a release, and what no
+// keyboard typed is not relayed (README "Windows").
+func TestDecodeHook(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   HookEvent
+		code keys.Code
+		down bool
+		skip bool
+	}{
+		{"letter down", HookEvent{VK: 'A', Scan: 0x1e}, keys.KeyA, true, false},
+		{"letter up", HookEvent{VK: 'A', Scan: 0x1e, Flags: llkhfUp}, keys.KeyA, false, false},
+		{"right control is extended", HookEvent{VK: 0xa3, Scan: 0x1d, Flags: llkhfExtended}, keys.ControlRight, true, false},
+		{"left control", HookEvent{VK: 0xa2, Scan: 0x1d}, keys.ControlLeft, true, false},
+		{"AltGr", HookEvent{VK: 0xa5, Scan: 0x38, Flags: llkhfExtended}, keys.AltRight, true, false},
+		{"arrow, not keypad 8", HookEvent{VK: 0x26, Scan: 0x48, Flags: llkhfExtended}, keys.ArrowUp, true, false},
+		{"keypad 8", HookEvent{VK: 0x68, Scan: 0x48}, keys.Numpad8, true, false},
+		{"keypad Enter", HookEvent{VK: 0x0d, Scan: 0x1c, Flags: llkhfExtended}, keys.NumpadEnter, true, false},
+		{"Num Lock extended", HookEvent{VK: vkNumLock, Scan: 0x45, Flags: llkhfExtended}, keys.NumLock, true, false},
+		{"Num Lock not extended", HookEvent{VK: vkNumLock, Scan: 0x45}, keys.NumLock, true, false},
+		{"Pause", HookEvent{VK: vkPause, Scan: 0x45}, keys.Pause, true, false},
+		{"PrintScreen", HookEvent{VK: 0x2c, Scan: 0x37, Flags: llkhfExtended}, keys.PrintScreen, true, false},
+		{"no scan code: by virtual key", HookEvent{VK: 0xb3}, keys.MediaPlayPause, true, false},
+		{"injected", HookEvent{VK: 'A', Scan: 0x1e, Flags: llkhfInjected}, 0, true, true},
+		{"AltGr's fake Control", HookEvent{VK: 0xa2, Scan: 0x21d}, 0, true, true},
+		{"fake Shift", HookEvent{VK: 0xa0, Scan: 0x2a, Flags: llkhfExtended | llkhfUp}, 0, false, true},
+		{"nothing", HookEvent{}, 0, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, down, skip := DecodeHook(tc.ev)
+			if (skip != "") != tc.skip || down != tc.down || (!tc.skip && code != tc.code) {
+				t.Errorf("DecodeHook(%+v) = %v, down %v, skip %q; want %v, down %v, skipped %v", tc.ev, code, down, skip, tc.code, tc.down, tc.skip)
+			}
+		})
+	}
+}
+
+type hookStep struct {
+	code    keys.Code
+	down    bool
+	swallow bool
+}
+
+func ev(c keys.Code, down bool) HookEvent {
+	scan, ext, _ := keys.WindowsScanCode(c)
+	e := HookEvent{Scan: uint32(scan)}
+	if ext {
+		e.Flags |= llkhfExtended
+	}
+	if !down {
+		e.Flags |= llkhfUp
+	}
+	return e
+}
+
+// TestWinHookGrab: with --grab, keys are swallowed while relaying and act
+// here in local use; the hotkey reaches neither side; a release is
+// swallowed exactly when its press was; auto-repeat is dropped.
+func TestWinHookGrab(t *testing.T) {
+	type sent struct {
+		code keys.Code
+		down bool
+	}
+	ctrlL, ctrlR, a := keys.ControlLeft, keys.ControlRight, keys.KeyA
+	for _, tc := range []struct {
+		name  string
+		steps []hookStep
+		sent  []sent
+	}{
+		{"relayed and swallowed", []hookStep{{a, true, true}, {a, true, true}, {a, false, true}},
+			[]sent{{a, true}, {a, false}}},
+		{"hotkey to local use", []hookStep{
+			{ctrlL, true, true}, {ctrlR, true, true}, // the hotkey: Control Left released at the receiver
+			{ctrlR, false, true}, {ctrlL, false, true}, // their releases too
+			{a, true, false}, {a, false, false}, // local use: acts here, not relayed
+		}, []sent{{ctrlL, true}, {ctrlL, false}}},
+		{"hotkey back to relaying", []hookStep{
+			{ctrlL, true, true}, {ctrlR, true, true}, {ctrlR, false, true}, {ctrlL, false, true},
+			{ctrlL, true, false}, {ctrlR, true, true}, // back: this press is swallowed
+			{ctrlL, false, false}, // its press acted here: so does its release
+			{ctrlR, false, true},
+			{a, true, true}, {a, false, true},
+		}, []sent{{ctrlL, true}, {ctrlL, false}, {a, true}, {a, false}}},
+		{"key held across the switch", []hookStep{
+			{a, true, true},
+			{ctrlL, true, true}, {ctrlR, true, true}, // to local use: a released at the receiver
+			{a, false, true}, // swallowed, as its press was
+		}, []sent{{a, true}, {ctrlL, true}, {ctrlL, false}, {a, false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []sent
+			hk, _ := ParseHotkey(DefaultHotkey)
+			h := &winHook{grab: true, sw: &Switch{Hotkey: hk, Emit: func(k keys.Key, d bool) error {
+				c, _ := k.Code()
+				got = append(got, sent{c, d})
+				return nil
+			}}}
+			for i, s := range tc.steps {
+				if sw := h.event(ev(s.code, s.down)); sw != s.swallow {
+					t.Errorf("step %d (%v down %v): swallowed %v, want %v", i, s.code, s.down, sw, s.swallow)
+				}
+			}
+			if !slices.Equal(got, tc.sent) {
+				t.Errorf("relayed %v, want %v", got, tc.sent)
+			}
+		})
+	}
+}
+
+// TestWinHookObserve: without --grab nothing is swallowed, every key is
+// relayed once (auto-repeat dropped), and injected keys are not relayed.
+func TestWinHookObserve(t *testing.T) {
+	var got []keys.Key
+	var skipped int
+	h := &winHook{emit: func(k keys.Key, d bool) error {
+		got = append(got, k)
+		return nil
+	}, skipped: func(HookEvent, string) { skipped++ }}
+	evs := []HookEvent{ev(keys.KeyB, true), ev(keys.KeyB, true), ev(keys.KeyB, false),
+		{Scan: 0x1e, Flags: llkhfInjected}, {Scan: 0x1e, Flags: llkhfInjected | llkhfUp}}
+	for _, e := range evs {
+		if h.event(e) {
+			t.Errorf("%+v swallowed without --grab", e)
+		}
+	}
+	if want := []keys.Key{keys.Key(keys.KeyB), keys.Key(keys.KeyB)}; !slices.Equal(got, want) || skipped != 2 {
+		t.Errorf("relayed %v, %d skipped; want %v, 2 skipped", got, skipped, want)
+	}
+}

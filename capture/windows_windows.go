@@ -1,0 +1,171 @@
+//go:build windows
+
+package capture
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/keyrelay/keyrelay/internal/win32"
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// Windows captures every key press and release of the desktop it runs on
+// (--input windows) with a low-level keyboard hook (WH_KEYBOARD_LL), in
+// pure Go: a physical key is its scan code and extended flag
+// (keys.FromWindowsScanCode). Keys a program typed with SendInput are not
+// relayed (keyrelay's own recv on this machine would loop), nor are the
+// keys Windows makes up (DecodeHook). Windows keeps some keys from every
+// program's hook: Ctrl+Alt+Del, and all keys while the secure desktop (the
+// sign-in screen, UAC prompts) is up.
+//
+// Without Grab every key also acts here. With Grab the hook swallows keys
+// while relaying, and the hotkey switches to local use and back
+// (capture.Switch, winHook). Windows removes a hook whose thread dies, so
+// keyrelay can never leave the keyboard swallowed; it also skips a hook
+// that takes too long (LowLevelHooksTimeout), which is why the hook hands
+// keys to Play's goroutine rather than to the sender.
+//
+// Locks reports the local Caps Lock and Num Lock as relaying starts or
+// resumes, with the epoch bit flipped (keys.Locks). Relaying, Grabbing and
+// Locks are safe for concurrent use; Play is called once.
+type Windows struct {
+	Label  string
+	Status io.Writer
+	Grab   bool
+	Hotkey Hotkey
+
+	relaying atomic.Bool
+	locks    atomic.Uint32
+}
+
+// CheckWindows checks what the Windows source needs: nothing beyond a
+// desktop session, which only installing the hook can tell.
+func CheckWindows() error { return nil }
+
+// Relaying reports whether keys go to the receiver now.
+func (w *Windows) Relaying() bool { return w.relaying.Load() }
+
+// Grabbing reports whether the source swallows keys (--grab).
+func (w *Windows) Grabbing() bool { return w.Grab }
+
+// Locks is the lock state the receiver should have (keys.Locks).
+func (w *Windows) Locks() keys.Locks { return keys.Locks(w.locks.Load()) }
+
+type winKey struct {
+	key  keys.Key
+	down bool
+}
+
+// Play relays key events until ctx is done or the hook fails.
+func (w *Windows) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
+	// The hook must not wait on the sender: keys go through a channel.
+	// One that fills (the sender stuck for 4096 key events) ends the
+	// source rather than stall every keyboard of the desktop.
+	out := make(chan winKey, 4096)
+	var full atomic.Bool
+	push := func(k keys.Key, down bool) error {
+		select {
+		case out <- winKey{k, down}:
+			return nil
+		default:
+			full.Store(true)
+			return fmt.Errorf("%w: keys came faster than they could be sent (4096 waiting)", ErrNoWindows)
+		}
+	}
+	h := &winHook{grab: w.Grab, emit: push}
+	if w.Grab {
+		hotkey := w.Hotkey
+		if len(hotkey) == 0 {
+			hotkey, _ = ParseHotkey(DefaultHotkey)
+		}
+		h.sw = &Switch{Hotkey: hotkey, Emit: push}
+		h.sw.OnToggle = func(relaying bool) error {
+			w.relaying.Store(relaying)
+			if relaying {
+				w.readLocks()
+				w.status("relaying to %s: keys are swallowed here (%v for local use)", w.Label, hotkey)
+			} else {
+				w.status("local use: keys act here (%v to relay to %s)", hotkey, w.Label)
+			}
+			return nil
+		}
+	}
+	thread := make(chan uint32, 1)
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // the hook is the thread's; it is never unlocked
+		done <- win32.RunHook(func(_ uintptr, kb *win32.KBDLLHOOKSTRUCT) bool {
+			return h.event(HookEvent{VK: kb.VkCode, Scan: kb.ScanCode, Flags: kb.Flags})
+		}, func(id uint32) { thread <- id })
+	}()
+	var id uint32
+	select {
+	case id = <-thread:
+	case err := <-done:
+		return fmt.Errorf("%w: cannot install the keyboard hook (%v): run send in a desktop session, not as a service", ErrNoWindows, err)
+	}
+	defer func() {
+		win32.StopHook(id)
+		<-done
+	}()
+	w.readLocks()
+	w.relaying.Store(true)
+	if w.Grab {
+		w.status("relaying to %s: keys are swallowed here (%v for local use; Ctrl+C ends)", w.Label, h.sw.Hotkey)
+	} else {
+		w.status("capturing the keys of this desktop → %s (keys act here too; Ctrl+C ends)", w.Label)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			if h.sw != nil {
+				win32.StopHook(id)
+				<-done
+				done <- nil
+				h.sw.ReleaseAll() // the hook has stopped: sw is this goroutine's now
+				for len(out) > 0 {
+					k := <-out
+					if err := emit(k.key, k.down); err != nil {
+						return err
+					}
+				}
+			}
+			return ctx.Err()
+		case err := <-done:
+			done <- err
+			if err == nil {
+				err = fmt.Errorf("%w: the keyboard hook's message loop ended", ErrNoWindows)
+			}
+			return err
+		case k := <-out:
+			if err := emit(k.key, k.down); err != nil {
+				return err
+			}
+			if full.Load() && len(out) == 0 {
+				return fmt.Errorf("%w: keys came faster than they could be sent (4096 waiting); nothing more is relayed", ErrNoWindows)
+			}
+		}
+	}
+}
+
+// readLocks reads the local Caps Lock and Num Lock and flips the epoch.
+func (w *Windows) readLocks() {
+	l := keys.LocksKnown | (keys.Locks(w.locks.Load())^keys.LockEpoch)&keys.LockEpoch
+	if win32.KeyToggled(win32.VK_CAPITAL) {
+		l |= keys.LockCaps
+	}
+	if win32.KeyToggled(win32.VK_NUMLOCK) {
+		l |= keys.LockNum
+	}
+	w.locks.Store(uint32(l))
+}
+
+func (w *Windows) status(format string, args ...any) {
+	if w.Status != nil {
+		fmt.Fprintf(w.Status, "keyrelay send: "+format+"\n", args...)
+	}
+}
