@@ -17,6 +17,7 @@ type Windows struct {
 	Status io.Writer
 	Grab   bool
 	Hotkey Hotkey
+	Trace  func(e HookEvent, skip string)
 }
 
 func errNotWindows() error {

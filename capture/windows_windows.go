@@ -37,6 +37,9 @@ type Windows struct {
 	Status io.Writer
 	Grab   bool
 	Hotkey Hotkey
+	// Trace, if set, is told every hook event, with why it is not relayed
+	// ("" if it is), from the hook's thread (for tests: wincapture -trace).
+	Trace func(e HookEvent, skip string)
 
 	relaying atomic.Bool
 	locks    atomic.Uint32
@@ -99,7 +102,12 @@ func (w *Windows) Play(ctx context.Context, emit func(keys.Key, bool) error) err
 	go func() {
 		runtime.LockOSThread() // the hook is the thread's; it is never unlocked
 		done <- win32.RunHook(func(_ uintptr, kb *win32.KBDLLHOOKSTRUCT) bool {
-			return h.event(HookEvent{VK: kb.VkCode, Scan: kb.ScanCode, Flags: kb.Flags})
+			e := HookEvent{VK: kb.VkCode, Scan: kb.ScanCode, Flags: kb.Flags}
+			if w.Trace != nil {
+				_, _, skip := DecodeHook(e)
+				w.Trace(e, skip)
+			}
+			return h.event(e)
 		}, func(id uint32) { thread <- id })
 	}()
 	var id uint32

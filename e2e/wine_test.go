@@ -1,0 +1,160 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keyrelay/keyrelay/internal/wintest"
+)
+
+// TestWine runs the Windows capture and injector (README "Windows") under
+// Wine on Xvfb, through the test programs of internal/wintest: no socket,
+// since UDP fails under Wine 8 for Go >= 1.23. winwatch is the window that
+// has the focus and prints the key messages it receives.
+func TestWine(t *testing.T) {
+	start := time.Now()
+	env := wintest.Setup(t)
+	t.Logf("wine prefix and programs ready in %v", time.Since(start).Round(time.Millisecond))
+	watch := env.Start(t, "winwatch")
+	if !wintest.Wait(watch.Lines, "ready", 60*time.Second) {
+		t.Fatal("winwatch did not show its window within 60s")
+	}
+	env.Focus(t, "keyrelay winwatch")
+
+	// inject: what SendInput gives the focused window, by scan code with
+	// the extended bit, and characters with KEYEVENTF_UNICODE.
+	t.Run("inject", func(t *testing.T) {
+		script := "tap KeyA\ntap ControlRight\ntap ControlLeft\ntap ArrowUp\ntap NumpadEnter\ntap Pause\ntap PrintScreen\nkey shift+KeyB\ntype \"é@😀\"\n"
+		if out, err := env.Run(t, script, "wininject", "-"); err != nil {
+			t.Fatalf("wininject: %v\n%s", err, out)
+		}
+		got := wintest.Collect(watch.Lines, time.Second)
+		want := []string{
+			"WM_KEYDOWN vk=0x41 scan=0x1e ext=0", "WM_CHAR U+0061", "WM_KEYUP vk=0x41 scan=0x1e ext=0",
+			"WM_KEYDOWN vk=0x11 scan=0x1d ext=1", "WM_KEYUP vk=0x11 scan=0x1d ext=1",
+			"WM_KEYDOWN vk=0x11 scan=0x1d ext=0", "WM_KEYUP vk=0x11 scan=0x1d ext=0",
+			"WM_KEYDOWN vk=0x26 scan=0x48 ext=1", "WM_KEYUP vk=0x26 scan=0x48 ext=1",
+			"WM_KEYDOWN vk=0x0d scan=0x1c ext=1", "WM_CHAR U+000D", "WM_KEYUP vk=0x0d scan=0x1c ext=1",
+			"WM_KEYDOWN vk=0x13 scan=0x45 ext=0", "WM_KEYUP vk=0x13 scan=0x45 ext=0",
+			"WM_KEYDOWN vk=0x2c scan=0x37 ext=1", "WM_KEYUP vk=0x2c scan=0x37 ext=1",
+			"WM_KEYDOWN vk=0x10 scan=0x2a ext=0", "WM_KEYDOWN vk=0x42 scan=0x30 ext=0", "WM_CHAR U+0042",
+			"WM_KEYUP vk=0x42 scan=0x30 ext=0", "WM_KEYUP vk=0x10 scan=0x2a ext=0",
+			"WM_CHAR U+00E9", "WM_CHAR U+0040",
+		}
+		checkInOrder(t, got, want)
+		// An emoji is two UTF-16 units, two WM_CHARs (a surrogate pair).
+		checkInOrder(t, got, []string{"WM_CHAR U+00E9", "WM_CHAR U+0040", "WM_CHAR U+D83D", "WM_CHAR U+DE00"})
+	})
+
+	// locks: SetLocks taps Caps Lock and Num Lock; with Caps Lock on, KeyA
+	// types A. Then the test taps Caps Lock back off. (Under Wine a
+	// program without a window reads both as off, so wininject taps each
+	// time it is asked for on: README "Windows".)
+	t.Run("locks", func(t *testing.T) {
+		if out, err := env.Run(t, "tap KeyA\n", "wininject", "-locks", "caps,num", "-"); err != nil {
+			t.Fatalf("wininject: %v\n%s", err, out)
+		}
+		got := wintest.Collect(watch.Lines, time.Second)
+		checkInOrder(t, got, []string{
+			"WM_KEYDOWN vk=0x14 scan=0x3a ext=0", "WM_KEYUP vk=0x14 scan=0x3a ext=0",
+			"WM_KEYDOWN vk=0x90 scan=0x45 ext=1", "WM_KEYUP vk=0x90 scan=0x45 ext=1",
+			"WM_CHAR U+0041",
+		})
+		env.Run(t, "tap CapsLock\ntap NumLock\n", "wininject", "-")
+		wintest.Collect(watch.Lines, 500*time.Millisecond)
+	})
+
+	// capture: keys typed with xdotool reach the hook with their scan
+	// codes, as presses and releases, and the window too (no --grab).
+	// Keys the injector types are not relayed.
+	t.Run("capture", func(t *testing.T) {
+		capt := env.Start(t, "wincapture")
+		waitHook(t, capt)
+		env.Focus(t, "keyrelay winwatch")
+		env.Xdotool(t, "key", "a", "Up", "KP_Enter", "Pause", "Print", "Super_L", "shift+b")
+		env.Xdotool(t, "keydown", "Control_R", "keyup", "Control_R")
+		env.Run(t, "tap KeyZ\n", "wininject", "-")
+		got := wintest.Collect(capt.Lines, time.Second)
+		checkInOrder(t, got, []string{
+			"down KeyA", "up KeyA", "down ArrowUp", "up ArrowUp", "down NumpadEnter", "up NumpadEnter",
+			"down Pause", "up Pause", "down PrintScreen", "up PrintScreen", "down MetaLeft", "up MetaLeft",
+			"down ShiftLeft", "down KeyB", "up ShiftLeft", "up KeyB", "down ControlRight", "up ControlRight",
+		})
+		for _, l := range got {
+			if strings.Contains(l, "KeyZ") {
+				t.Errorf("the injected KeyZ was captured: %q", l)
+			}
+		}
+		w := wintest.Collect(watch.Lines, 500*time.Millisecond)
+		checkInOrder(t, w, []string{"WM_CHAR U+0061", "WM_KEYDOWN vk=0x26 scan=0x48 ext=1", "WM_CHAR U+007A"})
+	})
+
+	// grab: while relaying, keys are swallowed (the window gets none); the
+	// hotkey (both Controls) switches to local use, where keys act here and
+	// are not relayed; again, and keys are relayed again.
+	t.Run("grab", func(t *testing.T) {
+		capt := env.Start(t, "wincapture", "-grab")
+		waitHook(t, capt)
+		env.Focus(t, "keyrelay winwatch")
+		hotkey := []string{"keydown", "Control_L", "keydown", "Control_R", "keyup", "Control_R", "keyup", "Control_L"}
+		env.Xdotool(t, "key", "a")
+		env.Xdotool(t, hotkey...)
+		env.Xdotool(t, "key", "b")
+		env.Xdotool(t, hotkey...)
+		env.Xdotool(t, "key", "c")
+		got := wintest.Collect(capt.Lines, time.Second)
+		want := []string{"down KeyA", "up KeyA", "down ControlLeft", "up ControlLeft", "down KeyC", "up KeyC"}
+		if !slices.Equal(trimLocks(got), want) {
+			t.Errorf("relayed %q, want %q", got, want)
+		}
+		w := wintest.Collect(watch.Lines, 500*time.Millisecond)
+		chars := ""
+		for _, l := range w {
+			if r, ok := strings.CutPrefix(l, "WM_CHAR U+"); ok {
+				var c rune
+				fmt.Sscanf(r, "%X", &c)
+				chars += string(c)
+			}
+		}
+		if chars != "b" {
+			t.Errorf("the window got %q, want only the b typed in local use; messages:\n%s", chars, strings.Join(w, "\n"))
+		}
+	})
+	t.Logf("the Wine run took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// waitHook waits for the capture's first status line: the hook is in.
+func waitHook(t *testing.T, p *wintest.Proc) {
+	t.Helper()
+	if !wintest.Wait(p.ErrLines, "keyrelay send:", 60*time.Second) {
+		t.Fatal("wincapture did not install its hook within 60s")
+	}
+}
+
+func trimLocks(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		out = append(out, strings.TrimSpace(strings.Split(l, " locks=")[0]))
+	}
+	return out
+}
+
+// checkInOrder checks that want's lines come in got in this order (other
+// lines may come between).
+func checkInOrder(t *testing.T, got, want []string) {
+	t.Helper()
+	i := 0
+	for _, l := range got {
+		if i < len(want) && strings.HasPrefix(l, want[i]) {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Errorf("missing %q (and after it %d more) in:\n%s", want[i], len(want)-i-1, strings.Join(got, "\n"))
+	}
+}
