@@ -17,6 +17,7 @@ var flagValues = map[string][]string{
 		"terminal\tthe keys typed in this terminal",
 		"x11\tevery key of this X session (X RECORD)",
 		"evdev\tthe keyboards under /dev/input (any Linux desktop, the console)",
+		"windows\tevery key of this Windows desktop (a low-level keyboard hook)",
 		"script\ta key script (--script FILE)",
 		"hook\tthe same as x11",
 	},

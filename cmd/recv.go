@@ -53,6 +53,7 @@ var injectors = []struct{ name, help string }{
 	{"uinput", "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console. Physical keys only, so this machine's layout decides the character; the kernel has no layout, so characters are reported and skipped. A held key auto-repeats at the kernel's rate; Caps/Num Lock follow its LEDs"},
 	{"wayland", "press keys through the Wayland compositor's virtual keyboard (zwp_virtual_keyboard_v1: sway, Hyprland, river, labwc; not GNOME or KDE, which offer none: use uinput there): a physical key as the same key with the seat's keymap, so this machine's layout decides the character; a character as that character on any layout (a keymap of its own, as wtype does). Caps/Num Lock follow the sender"},
 	{"hidg", "be a USB keyboard: the Linux USB gadget's keyboard (--device, /dev/hidg0; made by keyrelay gadget setup) on a board with a USB device port (a Raspberry Pi), its cable in the computer to type into, which runs nothing of keyrelay (a BIOS, a login screen, any OS). Physical keys only: that computer's layout decides the character; Caps/Num Lock follow its LEDs"},
+	{"windows", "press keys on this Windows desktop with SendInput, in pure Go: a physical key by its scan code, so this machine's layout decides the character; a character as that character on any layout (KEYEVENTF_UNICODE); Caps/Num Lock follow the sender. Windows keeps it from the sign-in screen, UAC prompts and programs running as administrator (unless recv does too)"},
 	{"log", "one JSON object per key event on standard output ({\"key\":\"KeyA\",...} or {\"char\":\"é\",...}); needs nothing"},
 }
 
@@ -64,7 +65,7 @@ func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra
 		list = append(list, hangingIndent(fmt.Sprintf("  %-8s ", i.name), i.help, 78))
 	}
 	c := &cobra.Command{
-		Use:     "recv [--listen ADDR] [--inject auto|x11|wayland|robotgo|uinput|hidg|log]",
+		Use:     "recv [--listen ADDR] [--inject auto|x11|wayland|robotgo|uinput|hidg|windows|log]",
 		Example: recvExample,
 		Short:   "Receive key events and inject them",
 		Long: `Receive key events from senders and inject them. Each sender session is
@@ -296,6 +297,7 @@ var (
 	_ receiver.LockSetter = (*inject.Hidg)(nil)
 	_ receiver.LockSetter = (*inject.Wayland)(nil)
 	_ receiver.LockSetter = (*inject.Uinput)(nil)
+	_ receiver.LockSetter = (*inject.Windows)(nil)
 	_ receiver.Watched    = (*inject.X11)(nil)
 	_ receiver.Watched    = (*inject.Wayland)(nil)
 	// recv's summary asks for this (unfocusedNote).
@@ -332,6 +334,12 @@ func newInjector(choice, device string, stdio IO, logf func(string, ...any)) (in
 		return u, choice, nil
 	case "wayland":
 		w, err := inject.NewWayland(os.Getenv, logf)
+		if err != nil {
+			return nil, "", err
+		}
+		return w, choice, nil
+	case "windows":
+		w, err := inject.NewWindows(logf)
 		if err != nil {
 			return nil, "", err
 		}

@@ -93,6 +93,12 @@ Key sources (--input):
                   only those. Needs read access to /dev/input/event* (the
                   input group, or a udev uaccess rule; doctor --input evdev
                   checks it).
+  windows         (Windows) true key-down and key-up of this Windows
+                  desktop by scan code (a low-level keyboard hook, pure
+                  Go); keys a program typed (SendInput) are not relayed.
+                  Without --grab the keys act here too. Windows keeps
+                  Ctrl+Alt+Del and the secure desktop (sign-in, UAC) from
+                  every hook.
   script          --script FILE: a key script (keyrelay help script: down, up, tap,
                   key, hold, sleep, type, pace; W3C or xdotool key names,
                   chords such as ctrl+shift+t); "-" reads it from standard
@@ -100,8 +106,9 @@ Key sources (--input):
                   pipe or a FIFO is played line by line as it arrives (a bad
                   line ends send there, exit 1, its held keys released).
 
-Owning the keyboard (--input x11 or evdev): with --grab, keys reach the
-receiver only while relaying (an X keyboard grab, or EVIOCGRAB); --hotkey
+Owning the keyboard (--input x11, evdev or windows): with --grab, keys reach
+the receiver only while relaying (an X keyboard grab, EVIOCGRAB, or the
+Windows hook swallowing them); --hotkey
 (default ControlLeft+ControlRight: both Ctrl keys) switches to local use and
 back. The hotkey is checked at start (exit 2 if it cannot work), and only
 --grab takes one: without --grab every key acts here and is relayed, so
@@ -179,7 +186,7 @@ missed key events, or the final state).`,
 	}
 	f := c.Flags()
 	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
-	f.StringVar(&opts.Input, "input", "", "key source: terminal, x11, evdev or script (hook is x11; default: script with --script, else terminal)")
+	f.StringVar(&opts.Input, "input", "", "key source: terminal, x11, evdev, windows or script (hook is x11; default: script with --script, else terminal)")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
@@ -190,7 +197,7 @@ missed key events, or the final state).`,
 	f.DurationVar(&opts.Wait, "wait", 0, "before playing the script or reading a key, wait up to this long for every receiver to answer (its handshake answered; with --insecure, its first ack): a receiver started at the same time, or later, gets every key; none within it: exit 3, nothing typed anywhere. Broadcast and multicast destinations answer nothing and are not waited for (nor is anything with --feedback=false: refused). 0: start at once")
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
-	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11 or evdev): keys reach the receiver only; --hotkey switches to local use and back")
+	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11, evdev or windows): keys reach the receiver only; --hotkey switches to local use and back")
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it on the command line): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
 	opts.Key.register(f)
@@ -354,17 +361,17 @@ func (o *SendOptions) validate() error {
 		if o.Script != "" {
 			return involving(errors.New("--script and --input terminal exclude each other"), "script", "input")
 		}
-	case "hook", "x11", "evdev":
+	case "hook", "x11", "evdev", "windows":
 		if o.Script != "" {
 			return involving(fmt.Errorf("--script and --input %s exclude each other", o.Input), "script", "input")
 		}
 	default:
-		choices := []string{"terminal", "x11", "evdev", "script", "hook"}
-		return badValue("input", "unknown key source (choose terminal, x11, evdev or script)"+suggest(o.Input, choices),
-			fmt.Sprintf("unknown --input %q (choose terminal, x11, evdev or script)%s", o.Input, suggest(o.Input, choices)))
+		choices := []string{"terminal", "x11", "evdev", "windows", "script", "hook"}
+		return badValue("input", "unknown key source (choose terminal, x11, evdev, windows or script)"+suggest(o.Input, choices),
+			fmt.Sprintf("unknown --input %q (choose terminal, x11, evdev, windows or script)%s", o.Input, suggest(o.Input, choices)))
 	}
-	if o.Grab && o.Input != "x11" && o.Input != "hook" && o.Input != "evdev" {
-		return involving(errors.New("--grab needs --input x11 or --input evdev (a terminal or a script has no keyboard to own)"), "grab", "input")
+	if o.Grab && o.Input != "x11" && o.Input != "hook" && o.Input != "evdev" && o.Input != "windows" {
+		return involving(errors.New("--grab needs --input x11, evdev or windows (a terminal or a script has no keyboard to own)"), "grab", "input")
 	}
 	// A hotkey is checked against its source now, not when the source
 	// starts: a usage error at once, not a failure seconds into a session.
@@ -372,7 +379,7 @@ func (o *SendOptions) validate() error {
 	// runs that grab, and is not refused without --grab; one on the
 	// command line without --grab would do nothing.
 	if o.hotkeyGiven && !o.Grab {
-		return involving(fmt.Errorf("--hotkey needs --grab: without it the keyboard is not owned, every key acts here and is relayed, and there is nothing to switch (add --grab with --input x11 or evdev)"), "hotkey", "grab")
+		return involving(fmt.Errorf("--hotkey needs --grab: without it the keyboard is not owned, every key acts here and is relayed, and there is nothing to switch (add --grab with --input x11, evdev or windows)"), "hotkey", "grab")
 	}
 	if o.Grab {
 		if err := capture.CheckHotkey(o.hotkey, o.Input); err != nil {
@@ -393,6 +400,10 @@ func (o *SendOptions) validate() error {
 		}
 	case "evdev":
 		if err := capture.CheckEvdev(o.Devices); err != nil {
+			return err
+		}
+	case "windows":
+		if err := capture.CheckWindows(); err != nil {
 			return err
 		}
 	}
@@ -495,6 +506,13 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 			ev.Status = stdio.Err
 		}
 		src = ev
+	}
+	if o.Input == "windows" {
+		w := &capture.Windows{Label: joinAddrs(dests), Grab: o.Grab, Hotkey: o.hotkey}
+		if !o.Quiet {
+			w.Status = stdio.Err
+		}
+		src = w
 	}
 	if o.Input == "terminal" {
 		term := &capture.Terminal{Label: joinAddrs(dests)}
