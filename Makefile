@@ -27,18 +27,22 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all build deps test unit e2e vmtest fuzz bench measure lint demo clean robotgo-bench cross dist man x11-soak install install-files uninstall
+.PHONY: all build deps test unit e2e wine-test vmtest fuzz bench measure lint demo clean robotgo-bench cross dist man x11-soak install install-files uninstall
 
 # What make test needs beyond Go (>= 1.26, from go.dev/dl): gcc for -race,
 # the X tools (the README's CI recipe: xvfb, xterm, xdotool), tmux and
-# iproute2 for the end-to-end tests, sway and wev for recv --inject wayland's
-# (a headless compositor and a client that logs its keys), man-db to render the man pages as a
-# reader does (MANWIDTH=80 man -l), qemu, a kernel,
-# busybox and xz-utils (compressed kernel modules) for the VM test. The one
+# iproute2 for the end-to-end tests, sway and wev for recv --inject
+# wayland's (a headless compositor and a client that logs its keys), man-db
+# to render the man pages as a reader does (MANWIDTH=80 man -l), qemu, a
+# kernel,
+# busybox and xz-utils (compressed kernel modules) for the VM test, wine and
+# the MinGW-w64 C compiler (the ProcessPrng shim) for the Windows capture
+# and injector under Wine (e2e TestWine). The one
 # list: .ci/run installs it with make deps too. Tests whose tool is missing
 # are skipped, and the summary at the end of make unit/e2e names them.
 DEPS := make gcc libc6-dev git ca-certificates iproute2 xvfb x11-utils xdotool xinput \
-  x11-xkb-utils xterm x11proto-dev tmux sway wev man-db qemu-system-x86 busybox-static xz-utils
+  x11-xkb-utils xterm x11proto-dev tmux sway wev man-db qemu-system-x86 busybox-static xz-utils \
+  wine wine64 gcc-mingw-w64-x86-64
 # The kernel: Debian's linux-image-amd64, Ubuntu's (and its derivatives') linux-image-generic.
 KERNEL_PKG ?= $(shell grep -qsE '^ID(_LIKE)?=.*ubuntu' /etc/os-release && echo linux-image-generic || echo linux-image-amd64)
 
@@ -69,6 +73,11 @@ unit:
 # End-to-end: the built binary over real loopback UDP (e2e/).
 e2e:
 	$(GOTESTSUM) --format testname -- -count=1 -tags e2e ./e2e/
+
+# The Windows capture and injector under Wine on Xvfb alone (part of e2e:
+# about 30 s, half of it making the Wine prefix).
+wine-test:
+	$(GO) test -count=1 -tags e2e -v -run '^TestWine$$' ./e2e/
 
 # The built binary in a small Linux VM booted with QEMU (vmtest/): evdev
 # capture and uinput injection on a real kernel (issue 12 must-have 5).
