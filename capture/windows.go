@@ -80,8 +80,8 @@ func DecodeHook(e HookEvent) (code keys.Code, down bool, skip string) {
 // local use they act here, and the press that completes the hotkey is
 // swallowed either way, with its release. A release is swallowed exactly
 // when its press was, so Windows never sees a key held that is up, nor the
-// reverse. Windows's auto-repeat (presses of a held key) is dropped, and
-// swallowed when its press was.
+// reverse. Windows's auto-repeat (presses of a held key) is not relayed; it is
+// swallowed while relaying and when its press was.
 //
 // winHook is not safe for concurrent use: the hook calls it from the one
 // thread that installed it.
@@ -108,7 +108,10 @@ func (h *winHook) event(e HookEvent) bool {
 		return false
 	}
 	if down && slices.Contains(h.held, code) {
-		return slices.Contains(h.swallowed, code) // auto-repeat
+		// Auto-repeat: swallowed while relaying, and where the press was.
+		// (A key pressed in local use and held into relaying repeats no
+		// more here; its release still reaches Windows.)
+		return slices.Contains(h.swallowed, code) || (h.grab && h.err == nil && h.sw.Relaying())
 	}
 	if down {
 		h.held = append(h.held, code)

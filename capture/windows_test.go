@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -136,4 +138,108 @@ func TestWinHookObserve(t *testing.T) {
 	if want := []keys.Key{keys.Key(keys.KeyB), keys.Key(keys.KeyB)}; !slices.Equal(got, want) || skipped != 2 {
 		t.Errorf("relayed %v, %d skipped; want %v, 2 skipped", got, skipped, want)
 	}
+}
+
+// TestWinHookProperty: for any keyboard's presses, auto-repeats and
+// releases, with or without --grab and the hotkey pressed at any time:
+// Windows sees a key released only if it saw it pressed, and nothing held
+// once every key is up (a release is swallowed exactly when its press
+// was); the receiver gets no press of a held key and no release of a key
+// not held; without --grab nothing is swallowed; while relaying, a press
+// is always swallowed.
+func TestWinHookProperty(t *testing.T) {
+	alphabet := []keys.Code{keys.KeyA, keys.ShiftLeft, keys.ControlLeft, keys.ControlRight, keys.ArrowUp, keys.NumpadEnter}
+	rapid.Check(t, func(t *rapid.T) {
+		grab := rapid.Bool().Draw(t, "grab")
+		atReceiver := map[keys.Key]bool{}
+		emit := func(k keys.Key, down bool) error {
+			if atReceiver[k] == down {
+				t.Fatalf("receiver: %v down=%v while held=%v", k, down, atReceiver[k])
+			}
+			atReceiver[k] = down
+			return nil
+		}
+		hk, _ := ParseHotkey(DefaultHotkey)
+		h := &winHook{grab: grab, emit: emit}
+		if grab {
+			h.sw = &Switch{Hotkey: hk, Emit: emit}
+		}
+		held := map[keys.Code]bool{}    // on the keyboard
+		windows := map[keys.Code]bool{} // as Windows saw it
+		step := func(c keys.Code, down bool) {
+			relaying := grab && h.sw.Relaying()
+			repeat := down && held[c]
+			swallowed := h.event(ev(c, down))
+			if !grab && swallowed {
+				t.Fatalf("%v down=%v swallowed without --grab", c, down)
+			}
+			if relaying && down && !swallowed {
+				t.Fatalf("%v pressed while relaying reached Windows", c)
+			}
+			held[c] = down
+			if swallowed {
+				return
+			}
+			if !down && !windows[c] {
+				t.Fatalf("Windows saw %v released, never pressed", c)
+			}
+			if !repeat {
+				windows[c] = down
+			}
+		}
+		n := rapid.IntRange(0, 60).Draw(t, "n")
+		for range n {
+			c := rapid.SampledFrom(alphabet).Draw(t, "key")
+			step(c, rapid.Bool().Draw(t, "down") || !held[c])
+		}
+		for _, c := range alphabet {
+			if held[c] {
+				step(c, false)
+			}
+		}
+		for c, down := range windows {
+			if down {
+				t.Fatalf("Windows still sees %v held with every key up", c)
+			}
+		}
+		if !grab || h.sw.Relaying() {
+			for k, down := range atReceiver {
+				if down {
+					t.Fatalf("receiver still has %v held with every key up", k)
+				}
+			}
+		}
+	})
+}
+
+// FuzzDecodeHook: any hook event decodes without panicking; a relayed key
+// is a press exactly when LLKHF_UP is clear, injected events and scan codes
+// beyond a byte are never relayed, and a key decoded by its scan code has
+// that scan code (keys.WindowsScanCode).
+func FuzzDecodeHook(f *testing.F) {
+	f.Add(uint32('A'), uint32(0x1e), uint32(0))
+	f.Add(uint32(0xa3), uint32(0x1d), uint32(llkhfExtended|llkhfUp))
+	f.Add(uint32(vkNumLock), uint32(0x45), uint32(llkhfExtended))
+	f.Add(uint32(0xa2), uint32(0x21d), uint32(0))
+	f.Add(uint32(0xb3), uint32(0), uint32(llkhfInjected))
+	f.Fuzz(func(t *testing.T, vk, scan, flags uint32) {
+		code, down, skip := DecodeHook(HookEvent{VK: vk, Scan: scan, Flags: flags})
+		if down != (flags&llkhfUp == 0) {
+			t.Fatalf("down %v with flags %#x", down, flags)
+		}
+		if skip != "" {
+			return
+		}
+		if flags&llkhfInjected != 0 || scan > 0xff || code == 0 {
+			t.Fatalf("vk %#x scan %#x flags %#x relayed as %v", vk, scan, flags, code)
+		}
+		if vk == vkPause || vk == vkNumLock || scan == 0 {
+			return
+		}
+		if s, ext, ok := keys.WindowsScanCode(code); ok && (uint32(s) != scan || ext != (flags&llkhfExtended != 0)) {
+			if _, found := keys.FromWindowsScanCode(uint8(scan), flags&llkhfExtended != 0); found {
+				t.Fatalf("scan %#x ext %v decoded as %v, whose scan code is %#x ext %v", scan, flags&llkhfExtended != 0, code, s, ext)
+			}
+		}
+	})
 }
