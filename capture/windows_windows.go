@@ -4,6 +4,7 @@ package capture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -116,10 +117,17 @@ func (w *Windows) Play(ctx context.Context, emit func(keys.Key, bool) error) err
 	case err := <-done:
 		return fmt.Errorf("%w: cannot install the keyboard hook (%v): run send in a desktop session, not as a service", ErrNoWindows, err)
 	}
-	defer func() {
-		win32.StopHook(id)
-		<-done
-	}()
+	// stop ends the hook's message loop (once); after it, h is this
+	// goroutine's alone.
+	var loopErr error
+	ended := false
+	stop := func() {
+		if !ended {
+			win32.StopHook(id)
+			loopErr, ended = <-done, true
+		}
+	}
+	defer stop()
 	w.readLocks()
 	w.relaying.Store(true)
 	if w.Grab {
@@ -130,25 +138,23 @@ func (w *Windows) Play(ctx context.Context, emit func(keys.Key, bool) error) err
 	for {
 		select {
 		case <-ctx.Done():
+			stop()
 			if h.sw != nil {
-				win32.StopHook(id)
-				<-done
-				done <- nil
-				h.sw.ReleaseAll() // the hook has stopped: sw is this goroutine's now
-				for len(out) > 0 {
-					k := <-out
-					if err := emit(k.key, k.down); err != nil {
-						return err
-					}
+				h.sw.ReleaseAll() // into out, sent below
+			}
+			for len(out) > 0 {
+				k := <-out
+				if err := emit(k.key, k.down); err != nil {
+					return err
 				}
 			}
 			return ctx.Err()
-		case err := <-done:
-			done <- err
-			if err == nil {
-				err = fmt.Errorf("%w: the keyboard hook's message loop ended", ErrNoWindows)
+		case loopErr = <-done:
+			ended = true
+			if loopErr == nil {
+				loopErr = errors.New("it ended")
 			}
-			return err
+			return fmt.Errorf("%w: the keyboard hook's message loop failed: %v", ErrNoWindows, loopErr)
 		case k := <-out:
 			if err := emit(k.key, k.down); err != nil {
 				return err
