@@ -125,6 +125,25 @@ func TestWine(t *testing.T) {
 			t.Errorf("the window got %q, want only the b typed in local use; messages:\n%s", chars, strings.Join(w, "\n"))
 		}
 	})
+	// end: a source that ends (here after its first event) with a key
+	// relayed down releases it at the receiver.
+	t.Run("end", func(t *testing.T) {
+		capt := env.Start(t, "wincapture", "-grab", "-n", "1")
+		waitHook(t, capt)
+		env.Focus(t, "keyrelay winwatch")
+		env.Xdotool(t, "keydown", "a")
+		select {
+		case <-capt.Exited:
+		case <-time.After(20 * time.Second):
+			t.Fatal("wincapture -n 1 did not end within 20s of its first event")
+		}
+		env.Xdotool(t, "keyup", "a")
+		got := trimLocks(wintest.Collect(capt.Lines, 500*time.Millisecond))
+		if want := []string{"down KeyA", "up KeyA"}; !slices.Equal(got, want) {
+			t.Errorf("relayed %q, want %q", got, want)
+		}
+		wintest.Collect(watch.Lines, 500*time.Millisecond)
+	})
 	t.Logf("the Wine run took %v", time.Since(start).Round(time.Millisecond))
 }
 

@@ -104,8 +104,10 @@ func Setup(tb testing.TB) *Env {
 // Lines, its standard error's on ErrLines.
 type Proc struct {
 	Lines, ErrLines chan string
-	mu              sync.Mutex
-	seen            []string
+	// Exited is closed when the program has ended.
+	Exited <-chan struct{}
+	mu     sync.Mutex
+	seen   []string
 }
 
 // Start runs exe (one of the test programs) under Wine with args. The
@@ -147,6 +149,7 @@ func (e *Env) Start(tb testing.TB, exe string, args ...string) *Proc {
 		tb.Fatal(err)
 	}
 	exited := make(chan struct{})
+	p.Exited = exited
 	go func() {
 		cmd.Wait()
 		outW.Close()
