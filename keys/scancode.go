@@ -1,6 +1,6 @@
 package keys
 
-//go:generate go run ./internal/scangen/gen -in ../../shared/data/keycodemapdb/keymaps.csv -license ../../shared/data/keycodemapdb/LICENSE.BSD -out scancode_gen.go
+//go:generate go run ./internal/scangen/gen -in testdata/keycodemapdb/keymaps.csv -license testdata/keycodemapdb/LICENSE.BSD -out scancode_gen.go
 
 // Windows scan codes (set 1) are what the Windows backends speak: a
 // low-level keyboard hook reports a key's scan code and whether it is
