@@ -1,0 +1,156 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/keyrelay/keyrelay/internal/darwin"
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// Flags of real keyboard events (internal/darwin's tests tell them).
+const (
+	macPlain  = darwin.FlagNonCoalesced
+	macCtrlL  = darwin.FlagNonCoalesced | darwin.FlagControl | darwin.DevLeftControl
+	macCtrlLR = macCtrlL | darwin.DevRightControl
+	macCtrlR  = darwin.FlagNonCoalesced | darwin.FlagControl | darwin.DevRightControl
+	macCaps   = darwin.FlagNonCoalesced | darwin.FlagAlphaShift
+)
+
+type macStep struct {
+	ev   darwin.Event
+	drop bool     // macOS should not have it
+	sent []string // what is relayed
+}
+
+func runMacTap(t *testing.T, m *MacOS, steps []macStep) *macTap {
+	t.Helper()
+	var sent []string
+	tap := m.newTap(func(k keys.Key, down bool) error {
+		sent = append(sent, fmt.Sprintf("%v %s", k, map[bool]string{true: "down", false: "up"}[down]))
+		return nil
+	})
+	for i, s := range steps {
+		sent = nil
+		if drop := tap.event(s.ev); drop != s.drop {
+			t.Errorf("step %d %+v: drop = %v, want %v", i, s.ev, drop, s.drop)
+		}
+		if !slices.Equal(sent, s.sent) {
+			t.Errorf("step %d %+v: relayed %q, want %q", i, s.ev, sent, s.sent)
+		}
+	}
+	return tap
+}
+
+// TestMacOSTapListens: without --grab every key is relayed and also left
+// to macOS.
+func TestMacOSTapListens(t *testing.T) {
+	m := &MacOS{}
+	runMacTap(t, m, []macStep{
+		{darwin.Event{Type: darwin.KeyDown, Keycode: 0x00, Flags: macPlain}, false, []string{"KeyA down"}},
+		{darwin.Event{Type: darwin.KeyDown, Keycode: 0x00, Flags: macPlain, Autorepeat: true}, false, nil},
+		{darwin.Event{Type: darwin.KeyUp, Keycode: 0x00, Flags: macPlain}, false, []string{"KeyA up"}},
+		{darwin.Event{Type: darwin.KeyDown, Keycode: 0x7F, Flags: macPlain}, false, nil},
+	})
+	if !m.Relaying() || m.Grabbing() {
+		t.Errorf("Relaying %v, Grabbing %v: want true, false", m.Relaying(), m.Grabbing())
+	}
+}
+
+// TestMacOSTapGrabsAndSwitches: with --grab keys are relayed and dropped;
+// the hotkey (both Controls) switches to local use, where keys reach macOS
+// and are not relayed, and back. A key pressed in local use has its release
+// go to macOS even after the switch back, and the hotkey's own keys reach
+// neither side (capture.Switch).
+func TestMacOSTapGrabsAndSwitches(t *testing.T) {
+	m := &MacOS{Grab: true, Label: "peer"}
+	down := func(vk uint16, f darwin.Flags) darwin.Event {
+		return darwin.Event{Type: darwin.KeyDown, Keycode: vk, Flags: f}
+	}
+	up := func(vk uint16, f darwin.Flags) darwin.Event {
+		return darwin.Event{Type: darwin.KeyUp, Keycode: vk, Flags: f}
+	}
+	flags := func(vk uint16, f darwin.Flags) darwin.Event {
+		return darwin.Event{Type: darwin.FlagsChanged, Keycode: vk, Flags: f}
+	}
+	tap := runMacTap(t, m, []macStep{
+		// Relaying: a is relayed and kept from macOS.
+		{down(0x00, macPlain), true, []string{"KeyA down"}},
+		{up(0x00, macPlain), true, []string{"KeyA up"}},
+		// Control left, then right: the hotkey; s held across.
+		{down(0x01, macPlain), true, []string{"KeyS down"}},
+		{flags(0x3B, macCtrlL), true, []string{"ControlLeft down"}},
+		{flags(0x3E, macCtrlLR), true, []string{"ControlLeft up", "KeyS up"}}, // last pressed first
+		// Local use: releases of keys pressed while relaying are dropped.
+		{up(0x01, macCtrlLR), true, nil},
+		{flags(0x3B, macCtrlR), true, nil},
+		{flags(0x3E, macPlain), true, nil},
+		// Local keys reach macOS only; b is held across the switch back.
+		{down(0x00, macPlain), false, nil},
+		{down(0x00, macPlain), false, nil},
+		{up(0x00, macPlain), false, nil},
+		{down(0x0B, macPlain), false, nil},
+		{flags(0x39, macCaps), false, nil},
+		{flags(0x3B, macCtrlL|darwin.FlagAlphaShift), false, nil},
+		{flags(0x3E, macCtrlLR|darwin.FlagAlphaShift), true, nil},
+		// Relaying again: b's and Control left's releases go to macOS,
+		// which had their presses; the hotkey's are swallowed.
+		{up(0x0B, macCtrlLR|darwin.FlagAlphaShift), false, nil},
+		{flags(0x3B, macCtrlR|darwin.FlagAlphaShift), false, nil},
+		{flags(0x3E, macCaps), true, nil},
+		{down(0x00, macCaps), true, []string{"KeyA down"}},
+		{flags(0x39, macPlain), true, []string{"CapsLock down", "CapsLock up"}},
+	})
+	if !m.Relaying() {
+		t.Error("not relaying at the end")
+	}
+	// Caps Lock was on as relaying resumed (PROTOCOL.md §3.2), epoch
+	// flipped from 0.
+	if want := keys.LocksKnown | keys.LockCaps | keys.LockNum | keys.LockEpoch; m.Locks() != want {
+		t.Errorf("Locks = %v (%#x), want %#x", m.Locks(), m.Locks(), want)
+	}
+	var sent []string
+	tap.emit = func(k keys.Key, down bool) error { sent = append(sent, k.String()); return nil }
+	tap.sw.Emit = tap.emit
+	if err := tap.stop(); err != nil || !slices.Equal(sent, []string{"KeyA"}) {
+		t.Errorf("stop: %v, released %v; want KeyA released", err, sent)
+	}
+}
+
+// TestMacOSTapKeepsTheFirstError: a relay error stops the source with it.
+func TestMacOSTapKeepsTheFirstError(t *testing.T) {
+	m := &MacOS{}
+	boom := errors.New("sender gone")
+	tap := m.newTap(func(keys.Key, bool) error { return boom })
+	tap.event(darwin.Event{Type: darwin.KeyDown, Keycode: 0x00, Flags: macPlain})
+	tap.event(darwin.Event{Type: darwin.KeyUp, Keycode: 0x00, Flags: macPlain})
+	if !errors.Is(tap.err, boom) {
+		t.Errorf("err = %v, want %v", tap.err, boom)
+	}
+}
+
+func TestMacOSUnknownKeycodeIsSaidOnce(t *testing.T) {
+	var out strings.Builder
+	m := &MacOS{Status: &out}
+	tap := m.newTap(func(keys.Key, bool) error { return nil })
+	for range 3 {
+		tap.event(darwin.Event{Type: darwin.KeyDown, Keycode: 0x7F, Flags: macPlain})
+	}
+	if n := strings.Count(out.String(), "0x7f"); n != 1 {
+		t.Errorf("status says keycode 0x7f %d times, want once:\n%s", n, out.String())
+	}
+}
+
+func TestMacOSHotkeyNeedsMacKeys(t *testing.T) {
+	ok, _ := ParseHotkey("ControlLeft+ControlRight")
+	if err := CheckMacOSHotkey(ok); err != nil {
+		t.Errorf("CheckMacOSHotkey(%v) = %v", ok, err)
+	}
+	bad, _ := ParseHotkey("ControlLeft+Power")
+	if err := CheckMacOSHotkey(bad); !errors.Is(err, ErrHotkey) {
+		t.Errorf("CheckMacOSHotkey(%v) = %v, want ErrHotkey (Power has no macOS keycode)", bad, err)
+	}
+}
