@@ -1,0 +1,25 @@
+package inject
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/keyrelay/keyrelay/internal/darwin"
+)
+
+// NewMacOS checks that macOS lets keyrelay post key events (Accessibility,
+// naming the System Settings pane when not) and returns the injector.
+func NewMacOS(logf func(string, ...any)) (*MacOS, error) {
+	sys, err := darwin.Load()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoMacOS, err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "keyrelay"
+	}
+	if err := sys.Access().Check(darwin.NeedPost, exe); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoMacOS, err)
+	}
+	return newMacOS(sys.Post, sys.FlagsState, logf), nil
+}

@@ -1,0 +1,10 @@
+//go:build !darwin
+
+package inject
+
+import "fmt"
+
+// NewMacOS reports that posting macOS events needs macOS.
+func NewMacOS(logf func(string, ...any)) (*MacOS, error) {
+	return nil, fmt.Errorf("%w: --inject macos presses keys on a Mac; on this system use --inject x11 (an X server), uinput, hidg or log", ErrNoMacOS)
+}
