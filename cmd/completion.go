@@ -18,6 +18,7 @@ var flagValues = map[string][]string{
 		"x11\tevery key of this X session (X RECORD)",
 		"evdev\tthe keyboards under /dev/input (any Linux desktop, the console)",
 		"windows\tevery key of this Windows desktop (a low-level keyboard hook)",
+		"macos\tevery key of this Mac (a Quartz event tap)",
 		"script\ta key script (--script FILE)",
 		"hook\tthe same as x11",
 	},

@@ -53,9 +53,9 @@ func TestFlagValuesComplete(t *testing.T) {
 		want []string // exactly these values (contains, for hotkey)
 		some bool     // want is a subset
 	}{
-		{"send --input", []string{"send", "--input", ""}, []string{"terminal", "x11", "evdev", "windows", "script", "hook"}, false},
-		{"doctor --input", []string{"doctor", "--input", ""}, []string{"terminal", "x11", "evdev", "windows", "script", "hook"}, false},
-		{"recv --inject", []string{"recv", "--inject", ""}, []string{"auto", "x11", "robotgo", "uinput", "wayland", "hidg", "windows", "log"}, false},
+		{"send --input", []string{"send", "--input", ""}, []string{"terminal", "x11", "evdev", "windows", "macos", "script", "hook"}, false},
+		{"doctor --input", []string{"doctor", "--input", ""}, []string{"terminal", "x11", "evdev", "windows", "macos", "script", "hook"}, false},
+		{"recv --inject", []string{"recv", "--inject", ""}, []string{"auto", "x11", "robotgo", "uinput", "wayland", "hidg", "windows", "macos", "log"}, false},
 		{"doctor --role", []string{"doctor", "--role", ""}, []string{"auto", "send", "recv", "both"}, false},
 		{"recv --log-format", []string{"recv", "--log-format", ""}, []string{"text", "json"}, false},
 		{"send --hotkey, first key", []string{"send", "--hotkey", "scroll"}, []string{"ScrollLock"}, false},

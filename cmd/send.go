@@ -99,6 +99,12 @@ Key sources (--input):
                   Without --grab the keys act here too. Windows keeps
                   Ctrl+Alt+Del and the secure desktop (sign-in, UAC) from
                   every hook.
+  macos           (macOS) true key-down and key-up from a Quartz event tap,
+                  system-wide, by virtual keycode (pure Go, no cgo);
+                  modifiers are relayed as keys, auto-repeat is dropped.
+                  Needs Input Monitoring (and Accessibility with --grab) in
+                  System Settings > Privacy & Security. Says when an app's
+                  secure input keeps keys from it. Not yet run on a Mac.
   script          --script FILE: a key script (keyrelay help script: down, up, tap,
                   key, hold, sleep, type, pace; W3C or xdotool key names,
                   chords such as ctrl+shift+t); "-" reads it from standard
@@ -186,7 +192,7 @@ missed key events, or the final state).`,
 	}
 	f := c.Flags()
 	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
-	f.StringVar(&opts.Input, "input", "", "key source: terminal, x11, evdev, windows or script (hook is x11; default: script with --script, else terminal)")
+	f.StringVar(&opts.Input, "input", "", "key source: terminal, x11, evdev, windows, macos or script (hook is x11; default: script with --script, else terminal)")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
@@ -197,7 +203,7 @@ missed key events, or the final state).`,
 	f.DurationVar(&opts.Wait, "wait", 0, "before playing the script or reading a key, wait up to this long for every receiver to answer (its handshake answered; with --insecure, its first ack): a receiver started at the same time, or later, gets every key; none within it: exit 3, nothing typed anywhere. Broadcast and multicast destinations answer nothing and are not waited for (nor is anything with --feedback=false: refused). 0: start at once")
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
-	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11, evdev or windows): keys reach the receiver only; --hotkey switches to local use and back")
+	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11, evdev, windows or macos): keys reach the receiver only; --hotkey switches to local use and back")
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it on the command line): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
 	opts.Key.register(f)
@@ -361,17 +367,17 @@ func (o *SendOptions) validate() error {
 		if o.Script != "" {
 			return involving(errors.New("--script and --input terminal exclude each other"), "script", "input")
 		}
-	case "hook", "x11", "evdev", "windows":
+	case "hook", "x11", "evdev", "windows", "macos":
 		if o.Script != "" {
 			return involving(fmt.Errorf("--script and --input %s exclude each other", o.Input), "script", "input")
 		}
 	default:
-		choices := []string{"terminal", "x11", "evdev", "windows", "script", "hook"}
-		return badValue("input", "unknown key source (choose terminal, x11, evdev, windows or script)"+suggest(o.Input, choices),
-			fmt.Sprintf("unknown --input %q (choose terminal, x11, evdev, windows or script)%s", o.Input, suggest(o.Input, choices)))
+		choices := []string{"terminal", "x11", "evdev", "windows", "macos", "script", "hook"}
+		return badValue("input", "unknown key source (choose terminal, x11, evdev, windows, macos or script)"+suggest(o.Input, choices),
+			fmt.Sprintf("unknown --input %q (choose terminal, x11, evdev, windows, macos or script)%s", o.Input, suggest(o.Input, choices)))
 	}
-	if o.Grab && o.Input != "x11" && o.Input != "hook" && o.Input != "evdev" && o.Input != "windows" {
-		return involving(errors.New("--grab needs --input x11, evdev or windows (a terminal or a script has no keyboard to own)"), "grab", "input")
+	if o.Grab && o.Input != "x11" && o.Input != "hook" && o.Input != "evdev" && o.Input != "windows" && o.Input != "macos" {
+		return involving(errors.New("--grab needs --input x11, evdev, windows or macos (a terminal or a script has no keyboard to own)"), "grab", "input")
 	}
 	// A hotkey is checked against its source now, not when the source
 	// starts: a usage error at once, not a failure seconds into a session.
@@ -384,6 +390,11 @@ func (o *SendOptions) validate() error {
 	if o.Grab {
 		if err := capture.CheckHotkey(o.hotkey, o.Input); err != nil {
 			return badHotkey(err)
+		}
+		if o.Input == "macos" {
+			if err := capture.CheckMacOSHotkey(o.hotkey); err != nil {
+				return badHotkey(err)
+			}
 		}
 	}
 	if len(o.Devices) > 0 && o.Input != "evdev" {
@@ -404,6 +415,10 @@ func (o *SendOptions) validate() error {
 		}
 	case "windows":
 		if err := capture.CheckWindows(); err != nil {
+			return err
+		}
+	case "macos":
+		if err := capture.CheckMacOS(o.Grab); err != nil {
 			return err
 		}
 	}
@@ -513,6 +528,13 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 			w.Status = stdio.Err
 		}
 		src = w
+	}
+	if o.Input == "macos" {
+		m := &capture.MacOS{Label: joinAddrs(dests), Grab: o.Grab, Hotkey: o.hotkey}
+		if !o.Quiet {
+			m.Status = stdio.Err
+		}
+		src = m
 	}
 	if o.Input == "terminal" {
 		term := &capture.Terminal{Label: joinAddrs(dests)}
