@@ -54,7 +54,7 @@ var injectors = []struct{ name, help string }{
 	{"wayland", "press keys through the Wayland compositor's virtual keyboard (zwp_virtual_keyboard_v1: sway, Hyprland, river, labwc; not GNOME or KDE, which offer none: use uinput there): a physical key as the same key with the seat's keymap, so this machine's layout decides the character; a character as that character on any layout (a keymap of its own, as wtype does). Caps/Num Lock follow the sender"},
 	{"hidg", "be a USB keyboard: the Linux USB gadget's keyboard (--device, /dev/hidg0; made by keyrelay gadget setup) on a board with a USB device port (a Raspberry Pi), its cable in the computer to type into, which runs nothing of keyrelay (a BIOS, a login screen, any OS). Physical keys only: that computer's layout decides the character; Caps/Num Lock follow its LEDs"},
 	{"windows", "press keys on this Windows desktop with SendInput, in pure Go: a physical key by its scan code, so this machine's layout decides the character; a character as that character on any layout (KEYEVENTF_UNICODE); Caps/Num Lock follow the sender. Windows keeps it from the sign-in screen, UAC prompts and programs running as administrator (unless recv does too)"},
-	{"macos", "press keys on this Mac by posting Quartz key events (pure Go, no cgo): a physical key as its virtual keycode, so this Mac's layout decides the character; modifiers as real presses and releases; a character as itself on any layout. Needs Accessibility in System Settings > Privacy & Security. Caps Lock is left as it is. Not yet run on a Mac"},
+	{"macos", "press keys on this Mac by posting Quartz key events (pure Go, no cgo): a physical key as its virtual keycode, so this Mac's layout decides the character; modifiers as real presses and releases; a character as itself on any layout. Needs Accessibility in System Settings > Privacy & Security. Caps Lock follows the sender (IOKit). Not yet run on a Mac"},
 	{"log", "one JSON object per key event on standard output ({\"key\":\"KeyA\",...} or {\"char\":\"é\",...}); needs nothing"},
 }
 
@@ -299,6 +299,7 @@ var (
 	_ receiver.LockSetter = (*inject.Wayland)(nil)
 	_ receiver.LockSetter = (*inject.Uinput)(nil)
 	_ receiver.LockSetter = (*inject.Windows)(nil)
+	_ receiver.LockSetter = (*inject.MacOS)(nil)
 	_ receiver.Watched    = (*inject.X11)(nil)
 	_ receiver.Watched    = (*inject.Wayland)(nil)
 	// recv's summary asks for this (unfocusedNote).

@@ -2,8 +2,10 @@ package inject
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/keyrelay/keyrelay/internal/darwin"
+	"github.com/keyrelay/keyrelay/keys"
 )
 
 // ErrNoMacOS is wrapped by NewMacOS's error when it cannot press keys.
@@ -16,8 +18,9 @@ var ErrNoMacOS = errors.New("macOS injection unavailable")
 // as a real press and release (FlagsChanged, its flag set), and every key
 // posted while modifiers are held carries their flags, as a keyboard's
 // events do; a character as a Unicode string whatever the layout
-// (CGEventKeyboardSetUnicodeString). It does not set Caps Lock: posted
-// events do not toggle it (recv says so once).
+// (CGEventKeyboardSetUnicodeString). Caps Lock follows the sender through
+// IOKit's HID system (posted events do not toggle it); Num Lock is left, a
+// Mac has none (PROTOCOL.md §3.2).
 //
 // Inject and Close are called from one goroutine at a time (the receiver's
 // contract); MacOS is not safe for concurrent use otherwise.
@@ -27,6 +30,18 @@ type MacOS struct {
 	logf    func(string, ...any)
 	poster  darwin.Poster
 	skipped skipped
+	// caps sets Caps Lock; nil when this Mac would not let it be
+	// (capsWhy says why, once).
+	caps      capsLock
+	capsWhy   error
+	capsNoted bool
+}
+
+// capsLock is darwin.CapsLock, or a test's.
+type capsLock interface {
+	On() (bool, error)
+	Set(on bool) error
+	Close() error
 }
 
 // newMacOS is the injector over post and flags: the system's (NewMacOS),
@@ -52,5 +67,33 @@ func (m *MacOS) Inject(ev Event) error {
 	return m.post(p)
 }
 
-// Close does nothing: the receiver released every key before.
-func (m *MacOS) Close() error { return nil }
+// SetLocks makes Caps Lock what l says; Num Lock is left (a Mac has none).
+// Without a way to set it, it says so once and leaves it.
+func (m *MacOS) SetLocks(l keys.Locks, _ uint64) error {
+	if m.caps == nil {
+		if !m.capsNoted {
+			m.capsNoted = true
+			m.logf("the sender tells its Caps Lock state, which cannot be set on this Mac (%v): it is left as it is", m.capsWhy)
+		}
+		return nil
+	}
+	on, err := m.caps.On()
+	if err != nil {
+		return fmt.Errorf("reading Caps Lock: %w", err)
+	}
+	if want := l&keys.LockCaps != 0; want != on {
+		if err := m.caps.Set(want); err != nil {
+			return fmt.Errorf("setting Caps Lock: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close lets go of the HID system; the receiver released every key
+// before.
+func (m *MacOS) Close() error {
+	if m.caps != nil {
+		return m.caps.Close()
+	}
+	return nil
+}

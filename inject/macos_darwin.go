@@ -21,5 +21,11 @@ func NewMacOS(logf func(string, ...any)) (*MacOS, error) {
 	if err := sys.Access().Check(darwin.NeedPost, exe); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoMacOS, err)
 	}
-	return newMacOS(sys.Post, sys.FlagsState, logf), nil
+	m := newMacOS(sys.Post, sys.FlagsState, logf)
+	if c, err := sys.OpenCapsLock(); err != nil {
+		m.capsWhy = err
+	} else {
+		m.caps = c
+	}
+	return m, nil
 }

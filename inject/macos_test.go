@@ -74,3 +74,45 @@ func TestMacOSPressesEveryKeyWithAKeycode(t *testing.T) {
 		t.Errorf("only %d keys with a macOS keycode", n)
 	}
 }
+
+type fakeCaps struct {
+	on   bool
+	sets []bool
+}
+
+func (f *fakeCaps) On() (bool, error) { return f.on, nil }
+func (f *fakeCaps) Set(on bool) error { f.on = on; f.sets = append(f.sets, on); return nil }
+func (f *fakeCaps) Close() error      { return nil }
+
+// TestMacOSSetsCapsLock: Caps Lock follows the sender's known lock state
+// (PROTOCOL.md §3.2), set only when it differs; Num Lock is left; without
+// a way to set it, that is said once and nothing fails.
+func TestMacOSSetsCapsLock(t *testing.T) {
+	caps := &fakeCaps{}
+	m := newMacOS(nil, nil, func(string, ...any) {})
+	m.caps = caps
+	for _, l := range []keys.Locks{
+		keys.LocksKnown | keys.LockCaps,
+		keys.LocksKnown | keys.LockCaps | keys.LockNum | keys.LockEpoch,
+		keys.LocksKnown | keys.LockNum,
+		keys.LocksKnown,
+	} {
+		if err := m.SetLocks(l, 1); err != nil {
+			t.Fatalf("SetLocks(%v) = %v", l, err)
+		}
+	}
+	if !slices.Equal(caps.sets, []bool{true, false}) {
+		t.Errorf("Caps Lock set %v, want on then off (only on a change)", caps.sets)
+	}
+	var notes []string
+	m = newMacOS(nil, nil, func(f string, a ...any) { notes = append(notes, f) })
+	m.capsWhy = errors.New("no IOHIDSystem service")
+	for range 3 {
+		if err := m.SetLocks(keys.LocksKnown|keys.LockCaps, 1); err != nil {
+			t.Fatalf("SetLocks without IOKit = %v, want nil (said once)", err)
+		}
+	}
+	if len(notes) != 1 {
+		t.Errorf("said %d times, want once: %q", len(notes), notes)
+	}
+}

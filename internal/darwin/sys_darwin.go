@@ -21,6 +21,9 @@ const (
 	appServices     = "/System/Library/Frameworks/ApplicationServices.framework/ApplicationServices"
 	carbon          = "/System/Library/Frameworks/Carbon.framework/Carbon"
 	libSystem       = "/usr/lib/libSystem.B.dylib"
+	ioKit           = "/System/Library/Frameworks/IOKit.framework/IOKit"
+	ioHIDParamConn  = 1          // kIOHIDParamConnectType
+	ioHIDCapsLock   = 1          // kIOHIDCapsLockState
 	cgHIDEventTap   = 0          // kCGHIDEventTap: where the tap sits and where events are posted
 	cgHeadInsert    = 0          // kCGHeadInsertEventTap
 	cgTapDefault    = 0          // kCGEventTapOptionDefault: the tap may drop events
@@ -60,6 +63,17 @@ type System struct {
 	axIsProcessTrusted              func() bool
 	isSecureEventInputEnabled       func() bool
 	procName                        func(pid int32, buf *byte, size uint32) int32
+	cfRunLoopRemoveSource           func(rl, src, mode uintptr)
+	cfMachPortInvalidate            func(port uintptr)
+
+	ioServiceMatching           func(name string) uintptr
+	ioServiceGetMatchingService func(mainPort uint32, matching uintptr) uint32
+	ioServiceOpen               func(service, task, typ uint32, conn *uint32) int32
+	ioServiceClose              func(conn uint32) int32
+	ioObjectRelease             func(obj uint32) int32
+	ioHIDGetModifierLockState   func(conn uint32, selector int32, state *bool) int32
+	ioHIDSetModifierLockState   func(conn uint32, selector int32, state bool) int32
+	taskSelf                    uint32 // mach_task_self_
 
 	commonModes uintptr // kCFRunLoopCommonModes
 	defaultMode uintptr // kCFRunLoopDefaultMode
@@ -83,7 +97,7 @@ func Load() (*System, error) {
 
 func load() (*System, error) {
 	libs := map[string]uintptr{}
-	for _, path := range []string{coreGraphics, coreFoundation, appServices, carbon, libSystem} {
+	for _, path := range []string{coreGraphics, coreFoundation, appServices, carbon, libSystem, ioKit} {
 		h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
 			return nil, fmt.Errorf("%w: loading %s: %v", ErrUnavailable, path, err)
@@ -121,6 +135,15 @@ func load() (*System, error) {
 		{appServices, "AXIsProcessTrusted", &s.axIsProcessTrusted, false},
 		{carbon, "IsSecureEventInputEnabled", &s.isSecureEventInputEnabled, true},
 		{libSystem, "proc_name", &s.procName, true},
+		{coreFoundation, "CFRunLoopRemoveSource", &s.cfRunLoopRemoveSource, false},
+		{coreFoundation, "CFMachPortInvalidate", &s.cfMachPortInvalidate, false},
+		{ioKit, "IOServiceMatching", &s.ioServiceMatching, true},
+		{ioKit, "IOServiceGetMatchingService", &s.ioServiceGetMatchingService, true},
+		{ioKit, "IOServiceOpen", &s.ioServiceOpen, true},
+		{ioKit, "IOServiceClose", &s.ioServiceClose, true},
+		{ioKit, "IOObjectRelease", &s.ioObjectRelease, true},
+		{ioKit, "IOHIDGetModifierLockState", &s.ioHIDGetModifierLockState, true},
+		{ioKit, "IOHIDSetModifierLockState", &s.ioHIDSetModifierLockState, true},
 	} {
 		addr, err := purego.Dlsym(libs[f.lib], f.name)
 		if err != nil {
@@ -141,6 +164,9 @@ func load() (*System, error) {
 		}
 		// The symbol is a CFStringRef variable: its address, read once.
 		*v.to = **(**uintptr)(unsafe.Pointer(&addr))
+	}
+	if addr, err := purego.Dlsym(libs[libSystem], "mach_task_self_"); err == nil {
+		s.taskSelf = **(**uint32)(unsafe.Pointer(&addr))
 	}
 	s.source = s.cgEventSourceCreate(cgStateCombined)
 	return s, nil
@@ -299,6 +325,10 @@ func (s *System) RunTap(ctx context.Context, grab bool, handle func(Event) bool)
 	defer s.cfRelease(src)
 	rl := s.cfRunLoopGetCurrent()
 	s.cfRunLoopAddSource(rl, src, s.commonModes)
+	// The thread goes back to Go's pool: nothing of the tap may stay in
+	// its run loop.
+	defer s.cfRunLoopRemoveSource(rl, src, s.commonModes)
+	defer s.cfMachPortInvalidate(port)
 	s.cgEventTapEnable(port, true)
 	defer s.cgEventTapEnable(port, false)
 	// The loop runs in slices of a quarter second, each ending to look
@@ -315,4 +345,53 @@ func executable() string {
 		return p
 	}
 	return "keyrelay"
+}
+
+// CapsLock reads and sets the Caps Lock state of the HID system through
+// IOKit (IOHIDGetModifierLockState, IOHIDSetModifierLockState): posted key
+// events do not toggle it. Safe for use from one goroutine at a time.
+type CapsLock struct {
+	s    *System
+	conn uint32
+}
+
+// OpenCapsLock connects to the HID system.
+func (s *System) OpenCapsLock() (*CapsLock, error) {
+	if s.ioHIDSetModifierLockState == nil || s.ioHIDGetModifierLockState == nil || s.ioServiceOpen == nil ||
+		s.ioServiceMatching == nil || s.ioServiceGetMatchingService == nil || s.taskSelf == 0 {
+		return nil, errors.New("this macOS lacks IOHIDSetModifierLockState")
+	}
+	svc := s.ioServiceGetMatchingService(0, s.ioServiceMatching("IOHIDSystem"))
+	if svc == 0 {
+		return nil, errors.New("no IOHIDSystem service")
+	}
+	defer s.ioObjectRelease(svc)
+	var conn uint32
+	if kr := s.ioServiceOpen(svc, s.taskSelf, ioHIDParamConn, &conn); kr != 0 {
+		return nil, fmt.Errorf("opening IOHIDSystem: kern_return_t %#x", kr)
+	}
+	return &CapsLock{s: s, conn: conn}, nil
+}
+
+// On reports whether Caps Lock is on.
+func (c *CapsLock) On() (bool, error) {
+	var on bool
+	if kr := c.s.ioHIDGetModifierLockState(c.conn, ioHIDCapsLock, &on); kr != 0 {
+		return false, fmt.Errorf("IOHIDGetModifierLockState: kern_return_t %#x", kr)
+	}
+	return on, nil
+}
+
+// Set turns Caps Lock on or off.
+func (c *CapsLock) Set(on bool) error {
+	if kr := c.s.ioHIDSetModifierLockState(c.conn, ioHIDCapsLock, on); kr != 0 {
+		return fmt.Errorf("IOHIDSetModifierLockState: kern_return_t %#x", kr)
+	}
+	return nil
+}
+
+// Close ends the connection.
+func (c *CapsLock) Close() error {
+	c.s.ioServiceClose(c.conn)
+	return nil
 }
