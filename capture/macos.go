@@ -44,6 +44,11 @@ type MacOS struct {
 	// nil).
 	Grab   bool
 	Hotkey Hotkey
+	// Debug writes each event the tap hands over to Status as a line of
+	// internal/darwin's recording format ("tapped keydown 0x00 0x100"),
+	// so that a Mac's real events can become test data. It shows what
+	// is typed, as --debug does everywhere.
+	Debug bool
 
 	relaying atomic.Bool
 	locks    atomic.Uint32
@@ -130,6 +135,9 @@ func (m *MacOS) newTap(emit func(keys.Key, bool) error) *macTap {
 
 // event handles one tapped event and reports whether to drop it.
 func (t *macTap) event(ev darwin.Event) bool {
+	if t.m.Debug {
+		t.m.status("tapped %s", darwin.FormatEvent(ev))
+	}
 	r := t.dec.Decode(ev)
 	if r.Reenable {
 		t.m.status("macOS turned the key tap off (it lagged, or secure input began); it is on again: keys pressed meanwhile were not seen")

@@ -154,3 +154,31 @@ func TestMacOSHotkeyNeedsMacKeys(t *testing.T) {
 		t.Errorf("CheckMacOSHotkey(%v) = %v, want ErrHotkey (Power has no macOS keycode)", bad, err)
 	}
 }
+
+// TestMacOSDebugRecordsEvents: with Debug each tapped event is written in
+// the recording format internal/darwin's tests read back.
+func TestMacOSDebugRecordsEvents(t *testing.T) {
+	var out strings.Builder
+	m := &MacOS{Status: &out, Debug: true}
+	tap := m.newTap(func(keys.Key, bool) error { return nil })
+	events := []darwin.Event{
+		{Type: darwin.FlagsChanged, Keycode: 0x38, Flags: darwin.FlagNonCoalesced | darwin.FlagShift | darwin.DevLeftShift},
+		{Type: darwin.KeyDown, Keycode: 0x00, Flags: macPlain, Autorepeat: true},
+	}
+	for _, ev := range events {
+		tap.event(ev)
+	}
+	var got []darwin.Event
+	for _, l := range strings.Split(out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(l, "keyrelay send: tapped "); ok {
+			ev, err := darwin.ParseEvent(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ev)
+		}
+	}
+	if !slices.Equal(got, events) {
+		t.Errorf("recorded %+v, want %+v\n%s", got, events, out.String())
+	}
+}

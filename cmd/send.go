@@ -530,7 +530,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		src = w
 	}
 	if o.Input == "macos" {
-		m := &capture.MacOS{Label: joinAddrs(dests), Grab: o.Grab, Hotkey: o.hotkey}
+		m := &capture.MacOS{Label: joinAddrs(dests), Grab: o.Grab, Hotkey: o.hotkey, Debug: o.Debug}
 		if !o.Quiet {
 			m.Status = stdio.Err
 		}
