@@ -24,7 +24,8 @@ const (
 	ioKit           = "/System/Library/Frameworks/IOKit.framework/IOKit"
 	ioHIDParamConn  = 1          // kIOHIDParamConnectType
 	ioHIDCapsLock   = 1          // kIOHIDCapsLockState
-	cgHIDEventTap   = 0          // kCGHIDEventTap: where the tap sits and where events are posted
+	cgHIDEventTap   = 0          // kCGHIDEventTap: where events are posted, as a keyboard's enter
+	cgSessionTap    = 1          // kCGSessionEventTap: where the tap sits (a HID tap wants root on older macOS)
 	cgHeadInsert    = 0          // kCGHeadInsertEventTap
 	cgTapDefault    = 0          // kCGEventTapOptionDefault: the tap may drop events
 	cgTapListenOnly = 1          // kCGEventTapOptionListenOnly
@@ -286,7 +287,7 @@ func tapCallback(proxy uintptr, typ uint32, ev uintptr, refcon uintptr) uintptr 
 // ErrTap is wrapped by RunTap's error when macOS refuses the tap.
 var ErrTap = errors.New("macOS refused the keyboard event tap")
 
-// RunTap taps the keyboard (KeyDown, KeyUp, FlagsChanged) at the HID level
+// RunTap taps the keyboard (KeyDown, KeyUp, FlagsChanged) of the login session
 // until ctx is done, calling handle with each event on the tap's thread;
 // handle returns true to drop the event (grab must then be set: a tap that
 // only listens cannot drop). handle must be quick: macOS turns off a tap
@@ -304,7 +305,7 @@ func (s *System) RunTap(ctx context.Context, grab bool, handle func(Event) bool)
 		opt = cgTapDefault
 	}
 	mask := uint64(1)<<KeyDown | uint64(1)<<KeyUp | uint64(1)<<FlagsChanged
-	port := s.cgEventTapCreate(cgHIDEventTap, cgHeadInsert, opt, mask, callbackFn, 0)
+	port := s.cgEventTapCreate(cgSessionTap, cgHeadInsert, opt, mask, callbackFn, 0)
 	if port == 0 {
 		need := NeedListen
 		if grab {
