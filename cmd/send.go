@@ -112,9 +112,9 @@ Key sources (--input):
                   pipe or a FIFO is played line by line as it arrives (a bad
                   line ends send there, exit 1, its held keys released).
 
-Owning the keyboard (--input x11, evdev or windows): with --grab, keys reach
-the receiver only while relaying (an X keyboard grab, EVIOCGRAB, or the
-Windows hook swallowing them); --hotkey
+Owning the keyboard (--input x11, evdev, windows or macos): with --grab, keys
+reach the receiver only while relaying (an X keyboard grab, EVIOCGRAB, the
+Windows hook swallowing them, or a macOS event tap that drops them); --hotkey
 (default ControlLeft+ControlRight: both Ctrl keys) switches to local use and
 back. The hotkey is checked at start (exit 2 if it cannot work), and only
 --grab takes one: without --grab every key acts here and is relayed, so
