@@ -128,7 +128,7 @@ func (r *Receiver) initiation(m handshake.Initiation, from net.Addr, now time.Ti
 		return
 	}
 	if s == nil {
-		s = r.newSession(k.Session, from.String(), handshaken)
+		s = r.newSession(k.Session, from, handshaken)
 		s.peer = k.Peer
 		s.name, s.who = r.peerName(k.Peer)
 	}
@@ -237,7 +237,7 @@ func (r *Receiver) openPlain(b []byte, h wire.Header, from net.Addr, now time.Ti
 	}
 	s := r.sessions[h.Session]
 	if s == nil {
-		s = r.newSession(h.Session, from.String(), plaintext)
+		s = r.newSession(h.Session, from, plaintext)
 		r.logf("new session %016x from %s (plaintext)", s.id, from)
 	}
 	return s
@@ -286,7 +286,7 @@ func (r *Receiver) openOneWay(b []byte, h wire.Header, from net.Addr, now time.T
 		return nil
 	}
 	if s == nil {
-		s = r.newSession(h.Session, from.String(), oneWay)
+		s = r.newSession(h.Session, from, oneWay)
 		s.oneWay = a
 		r.logf("new session %016x from %s (one-way)", s.id, from)
 	}

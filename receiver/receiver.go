@@ -187,7 +187,7 @@ type Receiver struct {
 	locksNoted bool  // the injector's lack of lock setting was logged
 	gone       error // the injector's backend went away (sink.ErrGone): Run stops
 	sessions   map[uint64]*session
-	byAddr     map[string]*session
+	byAddr     map[addrKey]*session
 	osHeld     map[keys.Key]int // how many live sessions hold each key
 	stats      Stats
 	pkt        wire.Queue
@@ -217,7 +217,8 @@ type Receiver struct {
 	status    []SessionStatus
 	versions  versions // addresses of other protocol versions (version.go)
 	published time.Time
-	changed   bool // held keys or liveness changed since published
+	order     []*session // publish's scratch: the sessions in id order
+	changed   bool       // held keys or liveness changed since published
 }
 
 // New checks cfg and makes a Receiver.
@@ -249,7 +250,7 @@ func New(cfg Config) (*Receiver, error) {
 	r := &Receiver{
 		cfg:      cfg,
 		sessions: map[uint64]*session{},
-		byAddr:   map[string]*session{},
+		byAddr:   map[addrKey]*session{},
 		osHeld:   map[keys.Key]int{},
 		index:    map[uint32]*session{},
 		limiter:  handshake.NewRateLimiter(answersPerSecond, answersBurst, limiterSources),
@@ -415,7 +416,9 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	if s == nil {
 		return
 	}
-	addr := from.String()
+	// The address as a map key, not a string: a string per datagram was
+	// an allocation per datagram.
+	addr := keyOf(from)
 	if s.counter == 0 && r.byAddr[addr] != s && !s.replaced {
 		// A new session from an address ends the one it replaces: the
 		// sender restarted, and its old keys must not stay down. The new
@@ -425,7 +428,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		if old := r.byAddr[addr]; old != nil && (s.mode == handshaken || old.mode != handshaken) {
 			r.end(old, eventqueue.SessionEnd)
 			old.replaced = true
-			r.logf("session %016x from %s replaced by %016x", old.id, addr, h.Session)
+			r.logf("session %016x from %s replaced by %016x", old.id, from, h.Session)
 		}
 		r.byAddr[addr] = s
 		if s.mode == handshaken {
@@ -433,7 +436,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 			// with another key file completes no handshake (Noise psk2
 			// is checked by the sender, on the response), and types
 			// nothing.
-			r.logf("new session %016x from %s: %s", s.id, addr, s.who)
+			r.logf("new session %016x from %s: %s", s.id, from, s.who)
 		}
 	}
 	if !s.window.Accept(h.Counter) {
@@ -470,7 +473,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	}
 	resumed := !s.live && s.counter != 0
 	if resumed {
-		r.logf("session %016x from %s is back", s.id, addr)
+		r.logf("session %016x from %s is back", s.id, from)
 	}
 	// What the sender must hear of at once (PROTOCOL.md §9): a session
 	// starting or coming back, packets lost before this one, or a sender

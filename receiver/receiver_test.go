@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -406,5 +407,33 @@ func TestInjectErrorsNameNoKey(t *testing.T) {
 		case debug && !strings.Contains(text, "unable to inject KeyA: cannot press KeyA"):
 			t.Errorf("with debug the log does not name the key: %q", text)
 		}
+	}
+}
+
+// TestStatusIsASnapshot: what Status returned stays as it was while the
+// receiver goes on: publish rewrites its own slices in place (no
+// allocation per key event), so Status must copy every one of them, the
+// held keys included.
+func TestStatusIsASnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		then  []byte // the packet after the snapshot
+		after []keys.Key
+	}{
+		{"a key released", packet(t, 1, 2, 20, up(kA, 3), dn(kB, 2), dn(kA, 1)), []keys.Key{kB}},
+		{"another key pressed", packet(t, 1, 2, 20, dn(kB, 3), dn(kB, 2), dn(kA, 1)), []keys.Key{kA, kB}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := newReceiver(t)
+			r.Handle(packet(t, 1, 1, 10, dn(kB, 2), dn(kA, 1)), addr1, t0)
+			before := r.Status()
+			r.Handle(tc.then, addr1, t0.Add(time.Millisecond))
+			if len(before) != 1 || !slices.Equal(before[0].Held, []keys.Key{kA, kB}) || before[0].Packets != 1 {
+				t.Errorf("the first snapshot became %+v, want 1 packet holding [KeyA KeyB]", before)
+			}
+			if now := r.Status(); len(now) != 1 || !slices.Equal(now[0].Held, tc.after) || now[0].Packets != 2 {
+				t.Errorf("the second snapshot is %+v, want 2 packets holding %v", now, tc.after)
+			}
+		})
 	}
 }

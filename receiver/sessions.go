@@ -3,6 +3,7 @@ package receiver
 import (
 	"crypto/cipher"
 	"net"
+	"net/netip"
 	"sort"
 	"time"
 
@@ -27,7 +28,8 @@ const (
 
 type session struct {
 	id   uint64
-	addr string
+	addr string  // where its first packet came from, for the log and Status
+	key  addrKey // the same, as Receiver.byAddr's key
 	mode mode
 	// A handshaken session's peer: its static key and its name in the
 	// peers file ("" for this machine's own identity), and its keypairs
@@ -69,14 +71,14 @@ type session struct {
 	locks      keys.Locks // the sender's lock state last matched
 }
 
-// newSession starts session id from addr in mode m: at its first
+// newSession starts session id from address from in mode m: at its first
 // authenticated packet (one-way, plaintext), or at its first accepted
 // handshake (handshaken).
-func (r *Receiver) newSession(id uint64, addr string, m mode) *session {
+func (r *Receiver) newSession(id uint64, from net.Addr, m mode) *session {
 	if len(r.sessions) >= maxSessions {
 		r.forgetOldest()
 	}
-	s := &session{id: id, addr: addr, mode: m, held: map[keys.Key]bool{}}
+	s := &session{id: id, addr: from.String(), key: keyOf(from), mode: m, held: map[keys.Key]bool{}}
 	s.tracker.Unbalanced = r.cfg.Unbalanced
 	r.sessions[id] = s
 	r.stats.Sessions++
@@ -119,8 +121,8 @@ func (r *Receiver) forgetOldest() {
 		delete(r.sessions, oldest.id)
 		oldest.ring = handshake.Keyring{}
 		r.syncIndices(oldest)
-		if r.byAddr[oldest.addr] == oldest {
-			delete(r.byAddr, oldest.addr)
+		if r.byAddr[oldest.key] == oldest {
+			delete(r.byAddr, oldest.key)
 		}
 	}
 }
@@ -213,4 +215,21 @@ func (r *Receiver) sortedSessions() []*session {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
+}
+
+// addrKey names a source address for Receiver.byAddr without a string per
+// datagram: a UDP address (what a net.UDPConn reads) by its address and
+// port, unmapped as its String writes it, another kind of net.Addr by its
+// String.
+type addrKey struct {
+	ap    netip.AddrPort
+	other string
+}
+
+func keyOf(a net.Addr) addrKey {
+	if u, ok := a.(*net.UDPAddr); ok {
+		ap := u.AddrPort()
+		return addrKey{ap: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())}
+	}
+	return addrKey{other: a.String()}
 }

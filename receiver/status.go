@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -39,19 +40,32 @@ func (r *Receiver) publish(now time.Time) {
 	}
 	r.changed = false
 	r.published = now
-	out := make([]SessionStatus, 0, len(r.sessions))
-	for _, s := range r.sortedSessions() {
-		st := SessionStatus{ID: s.id, Addr: s.addr, Live: s.live, LastHeard: s.lastHeard, Packets: s.packets,
-			Allowance: r.allowance(s), Loss: s.pace.loss()}
-		for c := range s.held {
-			st.Held = append(st.Held, c)
-		}
-		slices.Sort(st.Held)
-		out = append(out, st)
+	// Written in place, into the slices of the last publication: a key
+	// event publishes (its held keys changed), and a copy per key event
+	// was allocations per datagram. Status copies all of it out, Held
+	// included, so no caller holds what is rewritten here.
+	r.order = r.order[:0]
+	for _, s := range r.sessions {
+		r.order = append(r.order, s)
 	}
+	slices.SortFunc(r.order, func(a, b *session) int { return cmp.Compare(a.id, b.id) })
 	r.mu.Lock()
-	r.status = out
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	if cap(r.status) < len(r.order) {
+		r.status = slices.Grow(r.status[:cap(r.status)], len(r.order)-cap(r.status))
+	}
+	r.status = r.status[:len(r.order)]
+	for i, s := range r.order {
+		st := &r.status[i]
+		held := st.Held[:0]
+		for c := range s.held {
+			held = append(held, c)
+		}
+		slices.Sort(held)
+		*st = SessionStatus{ID: s.id, Addr: s.addr, Live: s.live, LastHeard: s.lastHeard, Packets: s.packets,
+			Allowance: r.allowance(s), Loss: s.pace.loss(), Held: held}
+	}
+	clear(r.order) // no session kept alive by the scratch list
 }
 
 // Status returns the sessions as last published: held keys, liveness and
@@ -61,5 +75,12 @@ func (r *Receiver) publish(now time.Time) {
 func (r *Receiver) Status() []SessionStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.status)
+	out := slices.Clone(r.status)
+	for i := range out {
+		out[i].Held = nil // none held: nil, as ever
+		if h := r.status[i].Held; len(h) > 0 {
+			out[i].Held = slices.Clone(h)
+		}
+	}
+	return out
 }
