@@ -21,6 +21,7 @@ import (
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/handshake"
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/dgram"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sink"
 	"github.com/keyrelay/keyrelay/wire"
@@ -282,15 +283,18 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 	r.since = time.Now()
 	in := make(chan datagram, 64)
 	readErr := make(chan error, 1)
+	// Read into buffers that outlast the datagrams in flight (in's and
+	// the one Handle has), with each source's address made once: no
+	// allocation per datagram.
+	rd := dgram.NewReader(r.cfg.Conn, cap(in)+1, wire.MaxPacketSize+1)
 	go func() {
-		buf := make([]byte, wire.MaxPacketSize+1)
 		for {
-			n, from, err := r.cfg.Conn.ReadFrom(buf)
+			b, from, err := rd.Read()
 			if err != nil {
 				readErr <- err
 				return
 			}
-			d := datagram{b: append([]byte(nil), buf[:n]...), from: from, at: time.Now()}
+			d := datagram{b: b, from: from.Addr, at: time.Now()}
 			select {
 			case in <- d:
 			case <-ctx.Done():

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/dgram"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/transport"
 	"github.com/keyrelay/keyrelay/wire"
@@ -225,14 +226,18 @@ type datagram struct {
 // readFeedback reads acks from pc into acks until pc fails (closed by the
 // caller) or done is closed. The time of arrival is taken here, at the
 // socket, for the RTT.
+//
+// It reads into buffers that outlast the acks in flight (acks' and the one
+// the loop handles), each source's address made a string once: no
+// allocation per ack.
 func readFeedback(pc net.PacketConn, acks chan<- datagram, done <-chan struct{}) {
-	buf := make([]byte, wire.MaxPacketSize+1)
+	rd := dgram.NewReader(pc, cap(acks)+1, wire.MaxPacketSize+1)
 	for {
-		n, from, err := pc.ReadFrom(buf)
+		b, from, err := rd.Read()
 		if err != nil {
 			return
 		}
-		d := datagram{append([]byte(nil), buf[:n]...), from.String(), time.Now()}
+		d := datagram{b, from.S, time.Now()}
 		select {
 		case acks <- d:
 		case <-done:

@@ -1,0 +1,77 @@
+// Package dgram reads datagrams off a socket without an allocation per
+// datagram: into a ring of buffers allocated once, with each source
+// address made once (a net.Addr and its string) and reused for every
+// datagram from it. The receive loops of recv and send (its acks) read
+// one datagram per key event, and per idle resend, all day.
+package dgram
+
+import (
+	"net"
+	"net/netip"
+)
+
+// maxAddrs bounds the addresses remembered: past it the cache starts over
+// (a flood from many sources costs an allocation per new source, as before,
+// and no memory).
+const maxAddrs = 1024
+
+// Reader reads datagrams from one socket. Its methods are not safe for
+// concurrent use: one goroutine reads.
+type Reader struct {
+	pc    net.PacketConn
+	udp   *net.UDPConn // pc, when it is one: read without an address allocated
+	bufs  [][]byte
+	next  int
+	addrs map[netip.AddrPort]Addr
+}
+
+// Addr is a datagram's source: the net.Addr the socket gave (to write
+// back to) and its String.
+type Addr struct {
+	net.Addr
+	S string
+}
+
+// NewReader reads pc. A datagram's bytes stay valid until inFlight more
+// datagrams have been read after it: a reader handing datagrams to a
+// channel of capacity c, read by one goroutine that handles one at a time,
+// needs inFlight c+1 (the c in the channel and the one being handled).
+// Each buffer holds size bytes; a longer datagram is cut to size, as
+// ReadFrom does.
+func NewReader(pc net.PacketConn, inFlight, size int) *Reader {
+	r := &Reader{pc: pc, bufs: make([][]byte, inFlight+1), addrs: map[netip.AddrPort]Addr{}}
+	r.udp, _ = pc.(*net.UDPConn)
+	for i := range r.bufs {
+		r.bufs[i] = make([]byte, size)
+	}
+	return r
+}
+
+// Read reads the next datagram: its bytes, in the reader's own buffer
+// (see NewReader for how long they stay valid), and its source.
+func (r *Reader) Read() ([]byte, Addr, error) {
+	buf := r.bufs[r.next]
+	if r.udp == nil {
+		n, from, err := r.pc.ReadFrom(buf)
+		if err != nil {
+			return nil, Addr{}, err
+		}
+		r.next = (r.next + 1) % len(r.bufs)
+		return buf[:n], Addr{from, from.String()}, nil
+	}
+	n, ap, err := r.udp.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		return nil, Addr{}, err
+	}
+	r.next = (r.next + 1) % len(r.bufs)
+	a, ok := r.addrs[ap]
+	if !ok {
+		if len(r.addrs) >= maxAddrs {
+			clear(r.addrs)
+		}
+		ua := net.UDPAddrFromAddrPort(ap)
+		a = Addr{ua, ua.String()}
+		r.addrs[ap] = a
+	}
+	return buf[:n], a, nil
+}
