@@ -273,7 +273,7 @@ func (r *Receiver) openOneWay(b []byte, h wire.Header, from net.Addr, now time.T
 		r.lastOneWay, r.lastOneWayID = a, h.Session
 	}
 	var err error
-	if r.scratch, err = wire.OpenOneWay(b, h, a, r.scratch, &r.pkt); err != nil {
+	if r.scratch, err = r.opener.OpenOneWay(b, h, a, r.scratch, &r.pkt); err != nil {
 		r.reject(err, from, now)
 		return nil
 	}

@@ -197,6 +197,7 @@ type Receiver struct {
 	refusals   refusalLog // one-way packets refused (no OneWay)
 	unpaired   refusalLog // initiations from unpaired senders
 	scratch    []byte
+	opener     wire.Opener // opens one-way packets with no allocation
 	ackBuf     []byte
 	ackBody    []byte
 	since      time.Time // when Run started listening (liveness.go)

@@ -98,11 +98,26 @@ func seal(b []byte, h Header, aead cipher.AEAD, n []byte, appendBody func([]byte
 // (OneWayAEAD of its session). scratch is reused for the plaintext and
 // returned. On error dst must not be used.
 func OpenOneWay(b []byte, h Header, aead cipher.AEAD, scratch []byte, dst *Queue) ([]byte, error) {
+	var o Opener
+	return o.OpenOneWay(b, h, aead, scratch, dst)
+}
+
+// Opener opens one-way packets with no allocation, as Sealer seals them:
+// it owns the nonce buffer, which on the stack would escape to the heap
+// through the AEAD's interface, one allocation per packet. Not safe for
+// concurrent use.
+type Opener struct {
+	nonce [chacha20poly1305.NonceSize]byte
+}
+
+// OpenOneWay is the package's OpenOneWay with o's nonce buffer,
+// allocating nothing once scratch has room for the plaintext.
+func (o *Opener) OpenOneWay(b []byte, h Header, aead cipher.AEAD, scratch []byte, dst *Queue) ([]byte, error) {
 	if h.Type != TypeQueue || h.Flags != FlagSealed|FlagOneWay {
 		return scratch, fmt.Errorf("%w: type %d flags %#02x is no one-way queue packet", ErrFlags, h.Type, h.Flags)
 	}
-	n := nonce(h.Counter)
-	body, err := aead.Open(scratch[:0], n[:], b[HeaderLen:], b[:HeaderLen])
+	o.nonce = nonce(h.Counter)
+	body, err := aead.Open(scratch[:0], o.nonce[:], b[HeaderLen:], b[:HeaderLen])
 	if err != nil {
 		return scratch, ErrAuth
 	}

@@ -144,7 +144,8 @@ func BenchmarkSeal(b *testing.B) {
 }
 
 // A Sealer seals exactly as AppendSealed does, and allocates nothing once
-// its buffer has room: the sender's send path (issue 14 must-have 4).
+// its buffer has room: the sender's send path (issue 14 must-have 4); an
+// Opener opens what it sealed, allocating nothing either.
 func TestSealerMatchesAndDoesNotAllocate(t *testing.T) {
 	q := typingQueue(t, 16)
 	a, err := OneWayAEAD(testPSK(), q.Header.Session)
@@ -168,6 +169,21 @@ func TestSealerMatchesAndDoesNotAllocate(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { buf, _ = q.AppendSealedBy(buf[:0], s) }); n != 0 {
 		t.Errorf("AppendSealedBy: %v allocations per packet, want 0", n)
+	}
+	// And opening it (PROTOCOL.md §8.4): the receive path of a one-way
+	// session allocates nothing either.
+	var o Opener
+	var got Queue
+	scratch := make([]byte, 0, MaxPacketSize)
+	h, err := ParseHeader(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scratch, err = o.OpenOneWay(buf, h, a, scratch, &got); err != nil || got.Header.Session != q.Header.Session || got.Header.Counter != q.Header.Counter || len(got.Events) != len(q.Events) {
+		t.Fatalf("Opener: %v, header %+v with %d events, want %+v with %d", err, got.Header, len(got.Events), q.Header, len(q.Events))
+	}
+	if n := testing.AllocsPerRun(100, func() { scratch, _ = o.OpenOneWay(buf, h, a, scratch, &got) }); n != 0 {
+		t.Errorf("Opener.OpenOneWay: %v allocations per packet, want 0", n)
 	}
 }
 
