@@ -27,7 +27,7 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all build deps test unit e2e wine-test vmtest fuzz bench measure lint demo clean robotgo-bench cross dist man x11-soak install install-files uninstall
+.PHONY: all build deps test unit e2e wine-test vmtest fuzz bench bench-peers measure lint demo clean robotgo-bench cross dist man x11-soak install install-files uninstall
 
 # What make test needs beyond Go (>= 1.26, from go.dev/dl): gcc for -race,
 # the X tools (the README's CI recipe: xvfb, xterm, xdotool), tmux and
@@ -195,6 +195,20 @@ bench:
 	  $(GO) test -tags e2e -run '^$$' -bench IdlePair -benchtime 1x ./e2e/; } 2>&1 | tee bench.out
 	KEYRELAY_REPORT=1 KEYRELAY_BENCH_OUT=$(CURDIR)/bench.out $(GO) test -count=1 -timeout 30m -run '^TestWriteReport$$' -v ./internal/report/
 	@echo "make bench: wrote BENCHMARKS.md and benchmarks.png"
+
+# keyrelay and Barrier side by side (issue 28; e2e/peers_test.go): the same
+# two Xvfb desktops and a veth pair between two network namespaces, at 0, 5
+# and 10 % loss, CPU, bytes, idle and latency of both, into BENCHMARKS.md's
+# section between its bench-peers markers. Not part of make test: it needs
+# root (namespaces, nftables) and about 3 minutes. It installs Debian's
+# barrier and nftables where missing (without barrier it measures keyrelay
+# alone and says so).
+bench-peers:
+	@command -v barriers >/dev/null && command -v nft >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "make bench-peers: needs barrier and nftables (apt-get install barrier nftables on Debian/Ubuntu)" >&2; exit 1; }; \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; set -x; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends barrier nftables; }
+	set -o pipefail; $(GO) test -count=1 -timeout 30m -tags 'e2e peers' -run '^TestBenchPeers$$' -v ./e2e/ $(PEERS_FLAGS) | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 # PROTOCOL.md §7.2's figures for the receiver's allowance, over more
 # seeds than CI runs (about a minute): no 20 s hold released at 70-90 %
