@@ -64,13 +64,20 @@ func TestBenchPeers(t *testing.T) {
 	events, idle := *peersEvents, *peersIdle
 	h := newHarness(t, dispA, dispB)
 	var rows []peerRow
-	for _, loss := range []int{0, 5, 10} {
+	for _, l := range strings.Split(*peersLoss, ",") {
+		loss, err := strconv.Atoi(l)
+		if err != nil {
+			t.Fatalf("-peers.loss %s: %v", *peersLoss, err)
+		}
 		n.setLoss(t, loss)
 		subjects := []subject{keyrelaySubject{bin: kr, n: n}}
 		if withBarrier {
 			subjects = append(subjects, barrierSubject{n: n, dir: dir})
 		}
 		for _, s := range subjects {
+			if *peersOnly != "" && s.name() != *peersOnly {
+				continue
+			}
 			row := measure(t, h, n, s, dispA, dispB, loss, events, idle)
 			t.Logf("%+v", row)
 			rows = append(rows, row)
@@ -78,13 +85,15 @@ func TestBenchPeers(t *testing.T) {
 	}
 	n.setLoss(t, 0)
 	floor := h.floor(t, 200)
-	writePeers(t, rows, floor, events, idle, withBarrier)
+	writePeers(t, rows, floor, events, idle, withBarrier && *peersOnly == "")
 }
 
 // The size of a run (make bench-peers's defaults; shorter for a try).
 var (
 	peersEvents = flag.Int("peers.events", 400, "key events each subject types at each loss")
 	peersIdle   = flag.Duration("peers.idle", 20*time.Second, "how long each subject is measured idle at each loss")
+	peersLoss   = flag.String("peers.loss", "0,5,10", "the losses (%), comma-separated")
+	peersOnly   = flag.String("peers.only", "", "measure only this subject (keyrelay or Barrier); the table then has no ratios")
 )
 
 // peerRow is one subject's figures at one loss.
@@ -428,6 +437,7 @@ func measure(t *testing.T, h *harness, n *netPair, s subject, dispA, dispB strin
 	row.Events = events / 2 * 2
 	row.CPU, row.Bytes, row.Packets = c2-c1, b2-b1, p2-p1
 	slices.Sort(lat)
+	t.Logf("%s at %d %% loss: the slowest key-downs %v", s.name(), loss, lat[max(len(lat)-5, 0):])
 	if len(lat) > 0 {
 		row.P50, row.P99 = lat[len(lat)/2], lat[min(len(lat)*99/100, len(lat)-1)]
 	}
