@@ -28,7 +28,7 @@ func TestNextIsTheNextDeadline(t *testing.T) {
 		t.Errorf("one live session: Next = %v, want its timeout", next.Sub(t0))
 	}
 	// News within MinAckInterval of the last ack: its ack is held back.
-	at := t0.Add(2 * time.Millisecond)
+	at := t0.Add(MinAckInterval / 2)
 	r.Handle(packet(t, 1, 2, 12, up(kA, 2), dn(kA, 1)), addr1, at)
 	if next := r.Next(); !next.Equal(t0.Add(MinAckInterval)) || len(conn.sent) != 1 {
 		t.Errorf("a held-back ack: Next = %v (%d acks sent), want MinAckInterval after the first ack", next.Sub(t0), len(conn.sent))

@@ -159,7 +159,7 @@ const SilentGap = 250 * time.Millisecond
 
 // minAnswerWait is the least time a packet with news is given to be
 // answered before its receiver is overdue: well over a LAN's round trip
-// and the receiver's ack coalescing (receiver.MinAckInterval, 5 ms);
+// and the receiver's ack coalescing (receiver.MinAckInterval, 1 ms);
 // longer round trips get SRTT + 4·RTTVAR (RFC 6298's timeout).
 const minAnswerWait = 100 * time.Millisecond
 

@@ -225,7 +225,7 @@ func TestWriteReport(t *testing.T) {
 	// Real sockets.
 	p50, p99 := loopbackLatency(t, 2000)
 	cpu := idleCPU(t, 10*time.Second)
-	fmt.Fprintf(&md, "\n## Real sockets\n\n- Loopback latency with the defaults (real UDP on 127.0.0.1, sealed, feedback on, sender and receiver in one process, 2,000 key events back to back, each sent when the previous one was injected; from the event entering the sender to its injection): p50 %d µs, p99 %d µs. The tail comes from lossless typing: events arriving faster than the receiver's acks (at most one per 5 ms) wait until the queue's oldest events are acknowledged; human typing is far slower. `BenchmarkLoopbackLatency` below measures the same without feedback (plain), so without that wait.\n- Idle CPU of a sender and a receiver in one process over 10 s with no key pressed (the 100 ms resend and acks only): %.2f %% of one CPU.\n",
+	fmt.Fprintf(&md, "\n## Real sockets\n\n- Loopback latency with the defaults (real UDP on 127.0.0.1, sealed, feedback on, sender and receiver in one process, 2,000 key events back to back, each sent when the previous one was injected; from the event entering the sender to its injection): p50 %d µs, p99 %d µs. The tail comes from lossless typing: events arriving faster than the receiver's acks (at most one per 1 ms) wait until the queue's oldest events are acknowledged; human typing is far slower. `BenchmarkLoopbackLatency` below measures the same without feedback (plain), so without that wait.\n- Idle CPU of a sender and a receiver in one process over 10 s with no key pressed (the 100 ms resend and acks only): %.2f %% of one CPU.\n",
 		p50.Microseconds(), p99.Microseconds(), cpu)
 
 	if path := os.Getenv("KEYRELAY_BENCH_OUT"); path != "" {
