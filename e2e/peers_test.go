@@ -504,7 +504,7 @@ func writePeers(t *testing.T, rows []peerRow, floor []time.Duration, events int,
 	s := string(old)
 	i, j := strings.Index(s, peersBegin), strings.Index(s, peersEnd)
 	if i >= 0 && j > i {
-		s = s[:i] + w.String() + s[j+len(peersEnd)+1:]
+		s = s[:i] + w.String() + strings.TrimPrefix(s[j+len(peersEnd):], "\n")
 	} else {
 		s = strings.TrimRight(s, "\n") + "\n\n" + w.String()
 	}

@@ -242,6 +242,13 @@ func TestWriteReport(t *testing.T) {
 		md.WriteString("\n## go test -bench\n\n" + benchIntro + "\n\n" + benchTable(rs))
 	}
 
+	// make bench-peers's section (e2e/peers_test.go) is its own run's:
+	// kept as it is.
+	if old, err := os.ReadFile("../../BENCHMARKS.md"); err == nil {
+		if s := peersSection(string(old)); s != "" {
+			md.WriteString("\n" + s)
+		}
+	}
 	if err := os.WriteFile("../../BENCHMARKS.md", []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -641,5 +648,42 @@ BenchmarkLossyLoopback/loss=10%-2        	     400	  20000371 ns/op	      3302 e
 		if !strings.Contains(got, want) {
 			t.Errorf("sender section lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// The markers of make bench-peers's section of BENCHMARKS.md, as
+// e2e/peers_test.go writes them.
+const (
+	peersBegin = "<!-- make bench-peers: begin -->"
+	peersEnd   = "<!-- make bench-peers: end -->"
+)
+
+// peersSection is make bench-peers's section of the BENCHMARKS.md md, its
+// markers and a final newline included; "" if md has none.
+func peersSection(md string) string {
+	i := strings.Index(md, peersBegin)
+	j := strings.Index(md, peersEnd)
+	if i < 0 || j < i {
+		return ""
+	}
+	return md[i:j+len(peersEnd)] + "\n"
+}
+
+// TestWriteReportKeepsPeers: make bench rewrites BENCHMARKS.md, but the
+// side by side with Barrier comes from make bench-peers, and stays.
+func TestWriteReportKeepsPeers(t *testing.T) {
+	section := peersBegin + "\n## Side by side with Barrier\n\n| a | b |\n" + peersEnd + "\n"
+	for _, tc := range []struct{ name, md, want string }{
+		{"at the end", "# keyrelay benchmarks\n\n" + section, section},
+		{"in the middle", "# x\n\n" + section + "\n## more\n", section},
+		{"none", "# keyrelay benchmarks\n", ""},
+		{"an end marker alone", "# x\n" + peersEnd + "\n", ""},
+		{"markers reversed", peersEnd + "\n" + peersBegin + "\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := peersSection(tc.md); got != tc.want {
+				t.Errorf("peersSection = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
