@@ -60,6 +60,10 @@ func runBash(dir, script string) ([]byte, error) {
 	// Its own process group, so that what it started is ended with it.
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
+	// A script that failed before its kill %1 leaves its background jobs
+	// holding the output pipe: without WaitDelay, CombinedOutput would wait
+	// for them (the test's whole timeout) instead of reporting the failure.
+	sh.WaitDelay = 2 * time.Second
 	out, err := sh.CombinedOutput()
 	if sh.Process != nil {
 		syscall.Kill(-sh.Process.Pid, syscall.SIGKILL)
