@@ -32,12 +32,8 @@ var flagValues = map[string][]string{
 // command). By flag name across the tree, so that a command that gains
 // one of these flags completes it with no line of its own.
 func registerCompletions(root *cobra.Command) {
-	inject := make([]string, 0, len(injectors))
-	for _, i := range injectors {
-		inject = append(inject, i.name+"\t"+shortHelp(i.help))
-	}
 	values := map[string]cobra.CompletionFunc{
-		"inject": cobra.FixedCompletions(inject, cobra.ShellCompDirectiveNoFileComp),
+		"inject": cobra.FixedCompletions(injectorCompletions(), cobra.ShellCompDirectiveNoFileComp),
 		"hotkey": completeHotkey,
 		"to":     completeTo,
 	}

@@ -147,7 +147,7 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 	registerIdentityFlag(f, &opts.Identity)
 	registerPeersFlag(f, &opts.Peers)
 	f.StringVar(&opts.Role, "role", roleAuto, "what this machine does: send, recv, both, or auto (from the config file's tables and the settings given)")
-	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use (auto, x11, robotgo, uinput, log)")
+	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use ("+strings.Join(injectorNames(), ", ")+")")
 	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use (terminal, x11, evdev, script; hook is x11)")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: the /dev/input/event* devices send will read (repeatable; default: every keyboard)")
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "the address recv will listen on")
@@ -335,23 +335,16 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		}
 	}
 
-	// recv: X display, XTEST and evdev keycodes (x11), XTEST (robotgo),
-	// /dev/uinput.
-	forRole(roleRecv, "X display, XTEST and evdev keycodes (--inject x11)", func() check {
-		layout, err := inject.CheckX11()
-		return check{needed: inj == "x11", err: err,
-			ok:  fmt.Sprintf("DISPLAY=%s answers, has XTEST and evdev keycodes; its layout is %q (physical keys type what this layout puts on them)", os.Getenv("DISPLAY"), layout),
-			fix: "run inside the graphical session or set DISPLAY (e.g. DISPLAY=:0), allow this user (xhost/XAUTHORITY); without X use --inject uinput"}
-	})
-	forRole(roleRecv, "X display and XTEST (--inject robotgo)", func() check {
-		return check{needed: inj == "robotgo", err: inject.CheckDisplay(),
-			ok:  "DISPLAY=" + os.Getenv("DISPLAY") + " answers and has XTEST",
-			fix: "run inside the graphical session or set DISPLAY (e.g. DISPLAY=:0), allow this user (xhost/XAUTHORITY); without X use --inject uinput"}
-	})
-	forRole(roleRecv, "/dev/uinput (--inject uinput)", func() check {
-		return check{needed: inj == "uinput", err: inject.CheckUinput(inject.DefaultUinputPath),
-			ok: inject.DefaultUinputPath + " is writable", fix: "sudo modprobe uinput; a udev rule KERNEL==\"uinput\", GROUP=\"input\", MODE=\"0660\" and membership of group input"}
-	})
+	// recv: what each injector needs (inject.Backends' checks).
+	for _, b := range inject.Backends {
+		if b.Check == nil {
+			continue
+		}
+		forRole(roleRecv, b.Check.What+" (--inject "+b.Name+")", func() check {
+			ok, err := b.Check.Run(inject.Options{})
+			return check{needed: inj == b.Name, err: err, ok: ok, fix: b.Check.Fix}
+		})
+	}
 
 	// send: X RECORD (x11 without --grab), evdev keyboards, a terminal.
 	forRole(roleSend, "X RECORD extension (--input x11 without --grab)", func() check {

@@ -7,8 +7,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"os"
-	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -45,28 +44,11 @@ type RecvOptions struct {
 	identityPath, peersPath string
 }
 
-// injectors lists the --inject choices and what each needs.
-var injectors = []struct{ name, help string }{
-	{"auto", "robotgo on macOS and Windows; wayland when $WAYLAND_DISPLAY names a compositor that offers the virtual keyboard, else x11 when $DISPLAY is set, else uinput when /dev/uinput exists, else log (the default)"},
-	{"x11", "press keys in the X server of $DISPLAY (XTEST), like a keyboard plugged in here: a physical key (from --input hook, a script's tap KeyZ) as the same key, so this machine's layout decides the character; a character (from a terminal, a script's type) as that character on any layout. Needs an X display with evdev keycodes (Xorg, Xwayland, Xvfb)"},
-	{"robotgo", "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (between German desktops the key labelled Z types y), so use the same layout on both ends; characters type as themselves. The injector on macOS and Windows"},
-	{"uinput", "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console. Physical keys only, so this machine's layout decides the character; the kernel has no layout, so characters are reported and skipped. A held key auto-repeats at the kernel's rate; Caps/Num Lock follow its LEDs"},
-	{"wayland", "press keys through the Wayland compositor's virtual keyboard (zwp_virtual_keyboard_v1: sway, Hyprland, river, labwc; not GNOME or KDE, which offer none: use uinput there): a physical key as the same key with the seat's keymap, so this machine's layout decides the character; a character as that character on any layout (a keymap of its own, as wtype does). Caps/Num Lock follow the sender"},
-	{"hidg", "be a USB keyboard: the Linux USB gadget's keyboard (--device, /dev/hidg0; made by keyrelay gadget setup) on a board with a USB device port (a Raspberry Pi), its cable in the computer to type into, which runs nothing of keyrelay (a BIOS, a login screen, any OS). Physical keys only: that computer's layout decides the character; Caps/Num Lock follow its LEDs"},
-	{"windows", "press keys on this Windows desktop with SendInput, in pure Go: a physical key by its scan code, so this machine's layout decides the character; a character as that character on any layout (KEYEVENTF_UNICODE); Caps/Num Lock follow the sender. Windows keeps it from the sign-in screen, UAC prompts and programs running as administrator (unless recv does too)"},
-	{"macos", "press keys on this Mac by posting Quartz key events (pure Go, no cgo): a physical key as its virtual keycode, so this Mac's layout decides the character; modifiers as real presses and releases; a character as itself on any layout. Needs Accessibility in System Settings > Privacy & Security. Caps Lock follows the sender (IOKit). Not yet run on a Mac"},
-	{"log", "one JSON object per key event on standard output ({\"key\":\"KeyA\",...} or {\"char\":\"é\",...}); needs nothing"},
-}
-
 // NewCmdRecv builds `keyrelay recv`.
 func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra.Command {
 	opts := &RecvOptions{}
-	var list []string
-	for _, i := range injectors {
-		list = append(list, hangingIndent(fmt.Sprintf("  %-8s ", i.name), i.help, 78))
-	}
 	c := &cobra.Command{
-		Use:     "recv [--listen ADDR] [--inject auto|x11|wayland|robotgo|uinput|hidg|windows|macos|log]",
+		Use:     "recv [--listen ADDR] [--inject " + strings.Join(injectorNames(), "|") + "]",
 		Example: recvExample,
 		Short:   "Receive key events and inject them",
 		Long: `Receive key events from senders and inject them. Each sender session is
@@ -75,7 +57,7 @@ silent for --timeout has its keys released, and a key stays down while any
 session holds it.
 
 Injectors (--inject):
-` + strings.Join(list, "\n") + `
+` + injectorHelp() + `
 
 Layouts: a physical key types what this machine's layout puts on it, so when
 you relay a keyboard (send --input hook) use the same layout on both machines;
@@ -106,7 +88,8 @@ exits 0.`,
 	f := c.Flags()
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "UDP address to listen on")
 	f.StringVar(&opts.Inject, "inject", "auto", "where keys go (see above)")
-	f.StringVar(&opts.Device, "device", inject.DefaultHidgPath, "with --inject hidg: the USB keyboard gadget's device")
+	deviceDefault, deviceHelp := injectorDevice()
+	f.StringVar(&opts.Device, "device", deviceDefault, deviceHelp)
 	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release the keys of a sender silent this long (the stuck-key guard; longer while its packets are being lost, up to 10 times; send's --timeout is only about liveness)")
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
 	opts.Key.register(f)
@@ -146,15 +129,12 @@ func (o *RecvOptions) validate() error {
 	if o.Key.Insecure && len(allow) == 0 && !loopbackListen(listen) {
 		return involving(fmt.Errorf("--insecure with --listen %s and no --allow would let anyone who can reach this port type on this machine (and read what is typed): with --insecure, listen on loopback only (--listen 127.0.0.1:%s, for tests or behind a tunnel) or accept only the senders named with --allow ADDR or CIDR; or use a key (keyrelay keygen) and drop --insecure", listen, DefaultPort), "insecure", "listen", "allow")
 	}
-	if o.Device != "" && o.Device != inject.DefaultHidgPath && o.Inject != "hidg" {
-		return involving(fmt.Errorf("--device %s names the USB keyboard gadget's device, which only --inject hidg types through: add --inject hidg, or drop --device", o.Device), "device", "inject")
+	if err := checkInjectorDevice(o.Inject, o.Device); err != nil {
+		return err
 	}
-	var names []string
-	for _, i := range injectors {
-		if i.name == o.Inject {
-			return nil
-		}
-		names = append(names, i.name)
+	names := injectorNames()
+	if slices.Contains(names, o.Inject) {
+		return nil
 	}
 	want := fmt.Sprintf("unknown injector (choose one of: %s)%s", strings.Join(names, ", "), suggest(o.Inject, names))
 	return badValue("inject", want, fmt.Sprintf("unknown --inject %q (choose one of: %s)%s", o.Inject, strings.Join(names, ", "), suggest(o.Inject, names)))
@@ -267,26 +247,6 @@ func hangingIndent(head, text string, width int) string {
 	return b.String()
 }
 
-// autoInjector is what --inject auto picks: robotgo on macOS and Windows
-// (their native backends); wayland where WAYLAND_DISPLAY names a compositor
-// with the virtual keyboard protocol (asked over a connection), before x11,
-// since XTEST into Xwayland reaches X clients only; x11 where DISPLAY is
-// set; else uinput where the device exists; else log.
-func autoInjector() string {
-	switch {
-	case runtime.GOOS == "darwin" || runtime.GOOS == "windows":
-		return "robotgo"
-	case os.Getenv("WAYLAND_DISPLAY") != "" && inject.HasWaylandKeyboard(os.Getenv):
-		return "wayland"
-	case os.Getenv("DISPLAY") != "":
-		return "x11"
-	}
-	if _, err := os.Stat(inject.DefaultUinputPath); err == nil {
-		return "uinput"
-	}
-	return "log"
-}
-
 // What recv's receiver finds in each injector, checked when building: the
 // receiver looks for lock setting and for a backend going away by type
 // assertion, so a method renamed on one side would otherwise be lost
@@ -309,58 +269,20 @@ var (
 // newInjector makes the injector --inject names, checking what it needs
 // before any key arrives.
 func newInjector(choice, device string, stdio IO, logf func(string, ...any)) (inject.Injector, string, error) {
-	if choice == "auto" {
-		choice = autoInjector()
-		if choice == "log" {
-			logf("no DISPLAY and no %s: keys are logged to standard output, not typed (choose with --inject)", inject.DefaultUinputPath)
-		}
+	b, err := chooseInjector(choice, logf)
+	if err != nil {
+		return nil, "", err
 	}
-	switch choice {
-	case "x11":
-		x, err := inject.NewX11(logf)
-		if err != nil {
-			return nil, "", err
-		}
-		return x, choice, nil
-	case "robotgo":
-		r, err := inject.NewRobotgo(logf)
-		if err != nil {
-			return nil, "", err
-		}
-		return r, choice, nil
-	case "uinput":
-		u, err := inject.NewUinput(inject.DefaultUinputPath, logf)
-		if err != nil {
-			return nil, "", err
-		}
-		return u, choice, nil
-	case "wayland":
-		w, err := inject.NewWayland(os.Getenv, logf)
-		if err != nil {
-			return nil, "", err
-		}
-		return w, choice, nil
-	case "windows":
-		w, err := inject.NewWindows(logf)
-		if err != nil {
-			return nil, "", err
-		}
-		return w, choice, nil
-	case "hidg":
-		h, err := inject.NewHidg(device, logf)
-		if err != nil {
-			return nil, "", err
-		}
-		return h, choice, nil
-	case "macos":
-		m, err := inject.NewMacOS(logf)
-		if err != nil {
-			return nil, "", err
-		}
-		return m, choice, nil
-	default:
-		return &inject.Log{W: stdio.Out}, choice, nil
+	// The flag's default is the first device injector's: another's own
+	// default applies when --device was not given (or is empty).
+	if def, _ := injectorDevice(); b.Device != nil && (device == "" || device == def) {
+		device = b.Device.Default
 	}
+	inj, err := b.New(inject.Options{Device: device, Out: stdio.Out, Logf: logf})
+	if err != nil {
+		return nil, "", err
+	}
+	return inj, b.Name, nil
 }
 
 func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
@@ -371,7 +293,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	// Status: one line per session, redrawn on a terminal, logged every
 	// 10 s elsewhere. Not with --inject log on a terminal: the key log is
 	// on the same screen.
-	showStatus := !o.Quiet && !(o.Inject == "log" && isTerminal(stdio.Out))
+	showStatus := !o.Quiet && !(writesStdout(o.Inject) && isTerminal(stdio.Out))
 	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger}
 	logfAll = board.wrap(logfAll)
 	if o.Debug {
@@ -435,7 +357,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
 	status := recvStatus(r, o.Timeout, o.Debug)
-	shown := showStatus && name != "log" || showStatus && !isTerminal(stdio.Out)
+	shown := showStatus && !writesStdout(name) || showStatus && !isTerminal(stdio.Out)
 	if shown {
 		go func() { defer close(statusDone); board.run(statusCtx, status) }()
 	} else {

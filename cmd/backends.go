@@ -1,0 +1,127 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/keyrelay/keyrelay/inject"
+)
+
+// This file turns the backend lists (inject.Backends) into what the
+// commands say and do with them: help, the flag values, completion and
+// auto's choice. Nothing here names a backend.
+
+// autoShort is --inject auto's line in completion.
+const autoShort = "the first injector that works here"
+
+// injectorNames are --inject's values: auto, then every injector.
+func injectorNames() []string {
+	return append([]string{"auto"}, inject.Names()...)
+}
+
+// autoHelp says what --inject auto picks, from the injectors' ranks (on
+// every operating system: the help is the same everywhere).
+func autoHelp() string {
+	var steps []string
+	for _, b := range inject.Ranked("") {
+		steps = append(steps, strings.TrimSpace(b.Name+" "+b.Auto.Desc))
+	}
+	return autoShort + ": " + strings.Join(steps, ", else ") + " (the default)"
+}
+
+// injectorHelp is recv --help's list of injectors, auto first.
+func injectorHelp() string {
+	list := []string{hangingIndent(fmt.Sprintf("  %-8s ", "auto"), autoHelp(), 78)}
+	for _, b := range inject.Backends {
+		list = append(list, hangingIndent(fmt.Sprintf("  %-8s ", b.Name), b.Help, 78))
+	}
+	return strings.Join(list, "\n")
+}
+
+// injectorCompletions are --inject's values for the shell.
+func injectorCompletions() []string {
+	out := []string{"auto\t" + autoShort}
+	for _, b := range inject.Backends {
+		out = append(out, b.Name+"\t"+b.Short)
+	}
+	return out
+}
+
+// chooseInjector resolves --inject auto on this machine, logging a
+// fallback's note with why nothing better applied.
+func chooseInjector(choice string, logf func(string, ...any)) (inject.Backend, error) {
+	if choice != "auto" {
+		b, ok := inject.Lookup(choice)
+		if !ok {
+			return b, fmt.Errorf("unknown injector %q (choose one of: %s)", choice, strings.Join(injectorNames(), ", "))
+		}
+		return b, nil
+	}
+	b, unmet, ok := inject.Choose(inject.OSHost())
+	if !ok {
+		return b, fmt.Errorf("--inject auto found no injector that works here (%s): choose one with --inject", strings.Join(unmet, ", "))
+	}
+	if b.Auto.Note != "" && logf != nil {
+		logf("%s: %s", strings.Join(unmet, " and "), b.Auto.Note)
+	}
+	return b, nil
+}
+
+// autoInjector is the name of what --inject auto picks on this machine.
+func autoInjector() string {
+	b, err := chooseInjector("auto", nil)
+	if err != nil {
+		return "auto"
+	}
+	return b.Name
+}
+
+// writesStdout reports whether the injector named name writes to standard
+// output (recv then draws no status there).
+func writesStdout(name string) bool {
+	b, ok := inject.Lookup(name)
+	return ok && b.Caps.Stdout
+}
+
+// withDevice are the injectors that take recv's --device.
+func withDevice() []inject.Backend {
+	var out []inject.Backend
+	for _, b := range inject.Backends {
+		if b.Device != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// injectorDevice is recv's --device default (the first injector's with a
+// device) and help.
+func injectorDevice() (def, help string) {
+	var helps []string
+	for _, b := range withDevice() {
+		if def == "" {
+			def = b.Device.Default
+		}
+		helps = append(helps, "with --inject "+b.Name+": "+b.Device.What)
+	}
+	return def, strings.Join(helps, "; ")
+}
+
+// checkInjectorDevice refuses --device (given: neither empty nor its
+// default) with an injector that opens no device of the user's choice.
+func checkInjectorDevice(choice, device string) error {
+	def, _ := injectorDevice()
+	if device == "" || device == def {
+		return nil
+	}
+	if b, ok := inject.Lookup(choice); ok && b.Device != nil {
+		return nil
+	}
+	var what, flags []string
+	for _, b := range withDevice() {
+		what = append(what, b.Device.What)
+		flags = append(flags, "--inject "+b.Name)
+	}
+	return involving(fmt.Errorf("--device %s names %s, which only %s types through: add %s, or drop --device",
+		device, strings.Join(what, " or "), strings.Join(flags, " or "), strings.Join(flags, " or ")), "device", "inject")
+}
