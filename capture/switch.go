@@ -173,11 +173,11 @@ func (s *Switch) ReleaseAll() error {
 // HotkeyForm is the valid form of a hotkey, for messages.
 const HotkeyForm = "one to four key names joined by + (W3C names such as ControlLeft+ControlRight or ScrollLock, or the aliases of key scripts such as ctrl_l+ctrl_r); with --input x11, all but one must be Shift, Control, Alt or Meta keys"
 
-// CheckHotkey says, before anything starts, whether source (x11 or hook,
-// evdev) can see every key of h: an evdev code, and with x11 an X keycode;
-// and with x11, whether all its keys but one are modifiers (Shift,
-// Control, Alt, Meta), since in local use only an X passive grab of a key
-// with modifiers sees the hotkey. X11's own check against the server's
+// CheckHotkey says, before anything starts, whether source (an --input
+// name: x11 or hook, evdev) can see every key of h: an evdev code, and the
+// source's own rule (SourceBackend.Hotkey): with x11 an X keycode, and all
+// its keys but one modifiers (Shift, Control, Alt, Meta), since in local
+// use only an X passive grab of a key with modifiers sees the hotkey. X11's own check against the server's
 // modifier map still runs: a server that maps modifiers oddly can refuse a
 // hotkey this took.
 func CheckHotkey(h Hotkey, source string) error {
@@ -187,9 +187,16 @@ func CheckHotkey(h Hotkey, source string) error {
 			return fmt.Errorf("%w %v: %v is a key no keyboard reports here (no evdev code)", ErrHotkey, h, c)
 		}
 	}
-	if source != "x11" && source != "hook" {
-		return nil
+	if b, ok := LookupSource(source); ok && b.Hotkey != nil {
+		return b.Hotkey(h)
 	}
+	return nil
+}
+
+// checkX11Hotkey is the x11 source's rule for a hotkey: X keycodes, and
+// at most one key that is not a modifier, so that it can be caught while
+// the keyboard acts locally.
+func checkX11Hotkey(h Hotkey) error {
 	plain := 0
 	for _, c := range h {
 		if _, ok := x11Keycode(c); !ok {

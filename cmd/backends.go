@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
 )
 
@@ -124,4 +125,57 @@ func checkInjectorDevice(choice, device string) error {
 	}
 	return involving(fmt.Errorf("--device %s names %s, which only %s types through: add %s, or drop --device",
 		device, strings.Join(what, " or "), strings.Join(flags, " or "), strings.Join(flags, " or ")), "device", "inject")
+}
+
+// joinOr joins words as a list in prose: "a, b or c".
+func joinOr(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// sourcesWith names the sources with a capability, as flags: "--input
+// x11 or --input evdev".
+func sourcesWith(has func(capture.SourceCaps) bool) string {
+	var out []string
+	for _, b := range capture.Sources {
+		if has(b.Caps) {
+			out = append(out, "--input "+b.Name)
+		}
+	}
+	return joinOr(out)
+}
+
+// sourceHelp is send --help's list of key sources.
+func sourceHelp() string {
+	var list []string
+	for _, b := range capture.Sources {
+		list = append(list, hangingIndent(fmt.Sprintf("  %-15s ", b.Name), b.Help, 78))
+	}
+	return strings.Join(list, "\n")
+}
+
+// sourceAliases says which sources have other names ("hook is x11; "),
+// for --input's help.
+func sourceAliases() string {
+	var out string
+	for _, b := range capture.Sources {
+		for _, a := range b.Aliases {
+			out += a + " is " + b.Name + "; "
+		}
+	}
+	return out
+}
+
+// sourceCompletions are --input's values for the shell, aliases last.
+func sourceCompletions() []string {
+	var out, aliases []string
+	for _, b := range capture.Sources {
+		out = append(out, b.Name+"\t"+b.Short)
+		for _, a := range b.Aliases {
+			aliases = append(aliases, a+"\tthe same as "+b.Name)
+		}
+	}
+	return append(out, aliases...)
 }

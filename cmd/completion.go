@@ -11,17 +11,9 @@ import (
 
 // flagValues are the fixed choices of the flags whose values are names,
 // for shell completion: "value\tdescription", as cobra hands them to the
-// shell. The same words as the flags' help and validation.
+// shell. The same words as the flags' help and validation. The backends'
+// (--input, --inject) come from their lists.
 var flagValues = map[string][]string{
-	"input": {
-		"terminal\tthe keys typed in this terminal",
-		"x11\tevery key of this X session (X RECORD)",
-		"evdev\tthe keyboards under /dev/input (any Linux desktop, the console)",
-		"windows\tevery key of this Windows desktop (a low-level keyboard hook)",
-		"macos\tevery key of this Mac (a Quartz event tap)",
-		"script\ta key script (--script FILE)",
-		"hook\tthe same as x11",
-	},
 	"role":       {"auto\tfrom the config file's tables and the settings given", "send\tthis machine sends", "recv\tthis machine receives", "both\tthis machine sends and receives"},
 	"log-format": {"text\tlines for people", "json\tone JSON object a line"},
 }
@@ -34,6 +26,7 @@ var flagValues = map[string][]string{
 func registerCompletions(root *cobra.Command) {
 	values := map[string]cobra.CompletionFunc{
 		"inject": cobra.FixedCompletions(injectorCompletions(), cobra.ShellCompDirectiveNoFileComp),
+		"input":  cobra.FixedCompletions(sourceCompletions(), cobra.ShellCompDirectiveNoFileComp),
 		"hotkey": completeHotkey,
 		"to":     completeTo,
 	}

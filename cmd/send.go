@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,51 +65,7 @@ func NewCmdSend(stdio IO, runF func(context.Context, *SendOptions) error) *cobra
 one UDP packet on every key event and every --interval.
 
 Key sources (--input):
-  terminal        the keys typed in this terminal (the default without
-                  --script; needs a terminal). Text goes as characters (the
-                  receiver types them whatever its layout), named keys
-                  (arrows, Home, F1..., Enter, Tab, Backspace, Escape, Space)
-                  as physical keys. Most terminals report presses only: each
-                  key is a tap, with the Ctrl, Alt, Shift or Super the
-                  terminal encodes pressed around it. A terminal that
-                  implements the kitty keyboard protocol in full (kitty's
-                  own, and others) reports releases too: keys and modifiers
-                  go down and up as typed, and holding a key holds it at the
-                  receiver. The status line says which mode is on.
-                  Sequences that are not keys are dropped and counted, never
-                  sent. Ctrl+] ends the session; every other key, Ctrl+C
-                  included, goes to the receiver.
-  x11             true key-down and key-up from the X session of $DISPLAY
-                  (X RECORD, pure Go; "hook" is the same): auto-repeat is
-                  dropped; modifiers are relayed as keys. Without --grab the
-                  keys reach the local desktop too. Needs DISPLAY (and
-                  RECORD without --grab). Ends on SIGINT/SIGTERM, or with an
-                  error when the X server goes away.
-  evdev           (Linux) true key-down and key-up from the keyboards under
-                  /dev/input, below X or Wayland: any desktop, the console,
-                  headless. Default: every keyboard (not recv's own virtual
-                  one), and those plugged in later; --device PATH reads
-                  only those. Needs read access to /dev/input/event* (the
-                  input group, or a udev uaccess rule; doctor --input evdev
-                  checks it).
-  windows         (Windows) true key-down and key-up of this Windows
-                  desktop by scan code (a low-level keyboard hook, pure
-                  Go); keys a program typed (SendInput) are not relayed.
-                  Without --grab the keys act here too. Windows keeps
-                  Ctrl+Alt+Del and the secure desktop (sign-in, UAC) from
-                  every hook.
-  macos           (macOS) true key-down and key-up from a Quartz event tap,
-                  system-wide, by virtual keycode (pure Go, no cgo);
-                  modifiers are relayed as keys, auto-repeat is dropped.
-                  Needs Input Monitoring (and Accessibility with --grab) in
-                  System Settings > Privacy & Security. Says when an app's
-                  secure input keeps keys from it. Not yet run on a Mac.
-  script          --script FILE: a key script (keyrelay help script: down, up, tap,
-                  key, hold, sleep, type, pace; W3C or xdotool key names,
-                  chords such as ctrl+shift+t); "-" reads it from standard
-                  input. A file is checked whole before anything is sent; a
-                  pipe or a FIFO is played line by line as it arrives (a bad
-                  line ends send there, exit 1, its held keys released).
+` + sourceHelp() + `
 
 Owning the keyboard (--input x11, evdev, windows or macos): with --grab, keys
 reach the receiver only while relaying (an X keyboard grab, EVIOCGRAB, the
@@ -192,7 +147,7 @@ missed key events, or the final state).`,
 	}
 	f := c.Flags()
 	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
-	f.StringVar(&opts.Input, "input", "", "key source: terminal, x11, evdev, windows, macos or script (hook is x11; default: script with --script, else terminal)")
+	f.StringVar(&opts.Input, "input", "", "key source: "+joinOr(capture.SourceNames(false))+" ("+sourceAliases()+"default: script with --script, else terminal)")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
@@ -358,26 +313,20 @@ func (o *SendOptions) validate() error {
 	case o.Input == "":
 		o.Input = "terminal"
 	}
-	switch o.Input {
-	case "script":
-		if o.Script == "" {
-			return involving(errors.New("--input script needs --script FILE (or --script - for standard input)"), "input")
-		}
-	case "terminal":
-		if o.Script != "" {
-			return involving(errors.New("--script and --input terminal exclude each other"), "script", "input")
-		}
-	case "hook", "x11", "evdev", "windows", "macos":
-		if o.Script != "" {
-			return involving(fmt.Errorf("--script and --input %s exclude each other", o.Input), "script", "input")
-		}
-	default:
-		choices := []string{"terminal", "x11", "evdev", "windows", "macos", "script", "hook"}
-		return badValue("input", "unknown key source (choose terminal, x11, evdev, windows, macos or script)"+suggest(o.Input, choices),
-			fmt.Sprintf("unknown --input %q (choose terminal, x11, evdev, windows, macos or script)%s", o.Input, suggest(o.Input, choices)))
+	b, ok := capture.LookupSource(o.Input)
+	if !ok {
+		choose, all := "choose "+joinOr(capture.SourceNames(false)), capture.SourceNames(true)
+		return badValue("input", "unknown key source ("+choose+")"+suggest(o.Input, all),
+			fmt.Sprintf("unknown --input %q (%s)%s", o.Input, choose, suggest(o.Input, all)))
 	}
-	if o.Grab && o.Input != "x11" && o.Input != "hook" && o.Input != "evdev" && o.Input != "windows" && o.Input != "macos" {
-		return involving(errors.New("--grab needs --input x11, evdev, windows or macos (a terminal or a script has no keyboard to own)"), "grab", "input")
+	switch {
+	case b.Caps.Script && o.Script == "":
+		return involving(fmt.Errorf("--input %s needs --script FILE (or --script - for standard input)", o.Input), "input")
+	case !b.Caps.Script && o.Script != "":
+		return involving(fmt.Errorf("--script and --input %s exclude each other", o.Input), "script", "input")
+	}
+	if o.Grab && !b.Caps.Grab {
+		return involving(fmt.Errorf("--grab needs %s (--input %s has no keyboard to own)", sourcesWith(func(c capture.SourceCaps) bool { return c.Grab }), o.Input), "grab", "input")
 	}
 	// A hotkey is checked against its source now, not when the source
 	// starts: a usage error at once, not a failure seconds into a session.
@@ -385,44 +334,31 @@ func (o *SendOptions) validate() error {
 	// runs that grab, and is not refused without --grab; one on the
 	// command line without --grab would do nothing.
 	if o.hotkeyGiven && !o.Grab {
-		return involving(fmt.Errorf("--hotkey needs --grab: without it the keyboard is not owned, every key acts here and is relayed, and there is nothing to switch (add --grab with --input x11, evdev or windows)"), "hotkey", "grab")
+		return involving(fmt.Errorf("--hotkey needs --grab: without it the keyboard is not owned, every key acts here and is relayed, and there is nothing to switch (add --grab with %s)", sourcesWith(func(c capture.SourceCaps) bool { return c.Grab })), "hotkey", "grab")
 	}
 	if o.Grab {
 		if err := capture.CheckHotkey(o.hotkey, o.Input); err != nil {
 			return badHotkey(err)
 		}
-		if o.Input == "macos" {
-			if err := capture.CheckMacOSHotkey(o.hotkey); err != nil {
-				return badHotkey(err)
+	}
+	if len(o.Devices) > 0 && !b.Caps.Devices {
+		return involving(errors.New("--device needs "+sourcesWith(func(c capture.SourceCaps) bool { return c.Devices })), "device", "input")
+	}
+	if b.Ready != nil {
+		if err := b.Ready(o.sourceOptions()); err != nil {
+			if b.ReadyIsUsage {
+				return usageError{err: err}
 			}
-		}
-	}
-	if len(o.Devices) > 0 && o.Input != "evdev" {
-		return involving(errors.New("--device needs --input evdev"), "device", "input")
-	}
-	switch o.Input {
-	case "terminal":
-		if err := capture.CheckTerminal(); err != nil {
-			return usageError{err: err}
-		}
-	case "hook", "x11":
-		if err := capture.CheckX11(o.Grab); err != nil {
-			return err
-		}
-	case "evdev":
-		if err := capture.CheckEvdev(o.Devices); err != nil {
-			return err
-		}
-	case "windows":
-		if err := capture.CheckWindows(); err != nil {
-			return err
-		}
-	case "macos":
-		if err := capture.CheckMacOS(o.Grab); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sourceOptions are the options send's source is made from, but for its
+// label, status and standard input, which runSend adds.
+func (o *SendOptions) sourceOptions() capture.SourceOptions {
+	return capture.SourceOptions{Grab: o.Grab, Hotkey: o.hotkey, Devices: o.Devices, Script: o.Script, Debug: o.Debug}
 }
 
 // badHotkey is the usage error for a --hotkey that cannot work, with the
@@ -436,13 +372,15 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	// Check the whole script file before resolving or sending anything;
-	// a pipe or a FIFO is played as it comes.
+	// An early source (a script file, checked whole) is made before
+	// resolving or sending anything; the others once the session is.
+	b, _ := capture.LookupSource(o.Input) // validate checked the name
 	var src sender.Source
-	var script *capture.Script
-	if o.Input == "script" {
+	sopts := o.sourceOptions()
+	sopts.Stdin = stdio.In
+	if b.Early {
 		var err error
-		if src, script, err = openScript(stdio, o.Script); err != nil {
+		if src, err = b.New(sopts); err != nil {
 			return err
 		}
 	}
@@ -450,7 +388,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	// Status: one line per destination, redrawn on a terminal (not with the
 	// terminal source, which owns the terminal), logged every 10 s
 	// elsewhere.
-	showStatus := !o.Quiet && o.Input != "terminal"
+	showStatus := !o.Quiet && !b.Caps.Terminal
 	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger}
 	logf = board.wrap(logf)
 	errf := logf
@@ -508,44 +446,21 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Input == "hook" || o.Input == "x11" {
-		h := &capture.X11{Label: joinAddrs(dests), Grab: o.Grab, Hotkey: o.hotkey}
+	if !b.Early {
+		sopts.Label = joinAddrs(dests)
 		if !o.Quiet {
-			h.Status = stdio.Err
+			sopts.Status = stdio.Err
 		}
-		src = h
-	}
-	if o.Input == "evdev" {
-		ev := &capture.Evdev{Label: joinAddrs(dests), Devices: o.Devices, Grab: o.Grab, Hotkey: o.hotkey}
-		if !o.Quiet {
-			ev.Status = stdio.Err
+		if !o.Quiet && b.Caps.Terminal {
+			// Its status line is send's only one (showStatus).
+			sopts.Liveness = liveness(s, dests, o.Feedback, o.Timeout)
 		}
-		src = ev
-	}
-	if o.Input == "windows" {
-		w := &capture.Windows{Label: joinAddrs(dests), Grab: o.Grab, Hotkey: o.hotkey}
-		if !o.Quiet {
-			w.Status = stdio.Err
+		if src, err = b.New(sopts); err != nil {
+			return err
 		}
-		src = w
-	}
-	if o.Input == "macos" {
-		m := &capture.MacOS{Label: joinAddrs(dests), Grab: o.Grab, Hotkey: o.hotkey, Debug: o.Debug}
-		if !o.Quiet {
-			m.Status = stdio.Err
-		}
-		src = m
-	}
-	if o.Input == "terminal" {
-		term := &capture.Terminal{Label: joinAddrs(dests)}
-		if !o.Quiet {
-			term.Status = stdio.Err
-			term.Liveness = liveness(s, dests, o.Feedback, o.Timeout)
-		}
-		src = term
 	}
 	if !o.Quiet {
-		if script != nil && len(script.HeldAtEnd) > 0 {
+		if script, ok := src.(*capture.Script); ok && len(script.HeldAtEnd) > 0 {
 			what := fmt.Sprintf("%d keys", len(script.HeldAtEnd))
 			if o.Debug {
 				what = fmt.Sprintf("%v", script.HeldAtEnd)
@@ -568,9 +483,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	// Say it while it matters: a receiver that has not answered within
 	// --timeout will likely never answer (issue 13 must-have 1).
 	var silent *time.Timer
-	if o.Feedback && o.Input != "terminal" {
-		// Not during --wait: a receiver that does not answer it is the
-		// error, with the same causes.
+	if o.Feedback && !b.Caps.Terminal {
 		silent = time.AfterFunc(o.Wait+o.Timeout, func() { warnSilent(dests, s, o.Timeout, fingerprintOf(id), errf) })
 	}
 	stats, err := s.Run(ctx, src)
@@ -1000,56 +913,6 @@ func describeOffset(d time.Duration) string {
 		return fmt.Sprintf("%v behind ours", -d)
 	}
 	return "within 1ms of ours"
-}
-
-// openScript is the source of --script name. A regular file (standard
-// input redirected from one too) is read and checked whole before anything
-// is sent, and every bad line is reported; anything else, a pipe or a FIFO
-// that a program writes keys into as it goes, is played line by line as it
-// arrives (capture.ScriptStream), so that keys go out at once and a signal
-// ends send at once, not when the writer closes it. script is the parsed
-// script of a file, nil for a stream.
-func openScript(stdio IO, name string) (src sender.Source, script *capture.Script, err error) {
-	if name == "-" {
-		if f, ok := stdio.In.(*os.File); ok && !isRegular(f.Stat()) {
-			return &capture.ScriptStream{Name: name, R: f}, nil, nil
-		}
-		script, err = capture.ParseScript("-", stdio.In)
-		return script, script, err
-	}
-	if fi, err := os.Stat(name); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-		// Opening a FIFO waits for its writer: Play's reader does it, so
-		// that a signal still ends send meanwhile.
-		return &capture.ScriptStream{Name: name, R: &openOnRead{name: name}}, nil, nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, fmt.Errorf("unable to open script: %w", err)
-	}
-	defer f.Close()
-	script, err = capture.ParseScript(name, f)
-	return script, script, err
-}
-
-func isRegular(fi os.FileInfo, err error) bool {
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// openOnRead opens the file name at its first Read.
-type openOnRead struct {
-	name string
-	f    *os.File
-}
-
-func (o *openOnRead) Read(b []byte) (int, error) {
-	if o.f == nil {
-		f, err := os.Open(o.name)
-		if err != nil {
-			return 0, fmt.Errorf("unable to open script: %w", err)
-		}
-		o.f = f
-	}
-	return o.f.Read(b)
 }
 
 // resolveAll resolves every --to address, adding the default port where
