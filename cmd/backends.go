@@ -179,3 +179,23 @@ func sourceCompletions() []string {
 	}
 	return append(out, aliases...)
 }
+
+// doctorRoleHelp is doctor --help's list of each role's checks: the
+// backends' own, then the network's.
+func doctorRoleHelp() string {
+	var recv, send []string
+	for _, b := range inject.Backends {
+		if b.Check != nil {
+			recv = append(recv, b.Check.What+" (--inject "+b.Name+")")
+		}
+	}
+	for _, b := range capture.Sources {
+		if c := b.Check; c != nil {
+			send = append(send, strings.TrimSpace(c.What+" (--input "+b.Name+" "+c.When)+")")
+		}
+	}
+	recv = append(recv, "and the UDP port recv listens on (--listen): free, or held by a keyrelay recv that answers a probe under this key (it is already running: fine)")
+	send = append(send, "and a round trip to each of send's destinations ([send] to in the config file, $KEYRELAY_SEND_TO, or --to): a keyrelay recv there answers under this key (RTT and clock offset). A broadcast or multicast destination is one-way: it is named, not probed.")
+	return hangingIndent("  recv        ", strings.Join(recv, ", "), 78) + "\n" +
+		hangingIndent("  send        ", strings.Join(send, ", "), 78)
+}

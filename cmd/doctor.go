@@ -110,16 +110,7 @@ by, or both, doctor checks both. The checks of the other role are listed as
 
   both roles  the key file (present, mode 0600, fingerprint; none with
               --insecure)
-  recv        an X display with XTEST and evdev keycodes (--inject x11),
-              XTEST (robotgo), /dev/uinput (uinput), and the UDP port recv
-              listens on (--listen): free, or held by a keyrelay recv that
-              answers a probe under this key (it is already running: fine)
-  send        a terminal (--input terminal), the X RECORD extension (x11),
-              readable keyboards under /dev/input (evdev), and a round trip
-              to each of send's destinations ([send] to in the config file,
-              $KEYRELAY_SEND_TO, or --to): a keyrelay recv there answers
-              under this key (RTT and clock offset). A broadcast or
-              multicast destination is one-way: it is named, not probed.
+` + doctorRoleHelp() + `
 
 With --peer HOST[:PORT], whatever the role, a round trip to that recv
 instead of send's destinations. A probe is one short session holding no
@@ -148,7 +139,7 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 	registerPeersFlag(f, &opts.Peers)
 	f.StringVar(&opts.Role, "role", roleAuto, "what this machine does: send, recv, both, or auto (from the config file's tables and the settings given)")
 	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use ("+strings.Join(injectorNames(), ", ")+")")
-	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use (terminal, x11, evdev, script; hook is x11)")
+	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use ("+strings.Join(capture.SourceNames(false), ", ")+"; "+strings.TrimSuffix(sourceAliases(), "; ")+")")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: the /dev/input/event* devices send will read (repeatable; default: every keyboard)")
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "the address recv will listen on")
 	f.StringArrayVar(&opts.Allow, "allow", nil, "recv's --allow (default [recv] allow): when it leaves out this machine, doctor's probe of a recv running here is dropped, and the port check says so instead of failing")
@@ -346,22 +337,21 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		})
 	}
 
-	// send: X RECORD (x11 without --grab), evdev keyboards, a terminal.
-	forRole(roleSend, "X RECORD extension (--input x11 without --grab)", func() check {
-		return check{needed: o.Input == "hook" || o.Input == "x11", err: capture.CheckHook(),
-			ok:  "DISPLAY=" + os.Getenv("DISPLAY") + " has RECORD",
-			fix: "enable RECORD in the X server (Xorg: Load \"record\" in the Module section; Xvfb: do not pass -extension RECORD), or use send --grab (it needs no RECORD), or --input terminal"}
-	})
-	forRole(roleSend, "keyboards under /dev/input (--input evdev)", func() check {
-		kbds, err := capture.EvdevKeyboards(o.Devices)
-		return check{needed: o.Input == "evdev", err: err,
-			ok:  "send --input evdev reads " + strings.Join(kbds, ", "),
-			fix: "Linux only; to read /dev/input/event*: sudo usermod -aG input $USER (then log in again), or a udev rule giving your user access (TAG+=\"uaccess\"); name a keyboard with --device /dev/input/eventN (ls -l /dev/input/by-id)"}
-	})
-	forRole(roleSend, "terminal (--input terminal)", func() check {
-		return check{needed: o.Input == "terminal", err: capture.CheckTerminal(),
-			ok: "/dev/tty opens", fix: "run send in a terminal, or use --script FILE or --input hook"}
-	})
+	// send: what each key source needs (capture.Sources' checks).
+	src, _ := capture.LookupSource(o.Input)
+	for _, b := range capture.Sources {
+		if b.Check == nil {
+			continue
+		}
+		name := b.Check.What + " (--input " + b.Name
+		if b.Check.When != "" {
+			name += " " + b.Check.When
+		}
+		forRole(roleSend, name+")", func() check {
+			ok, err := b.Check.Run(capture.SourceOptions{Devices: o.Devices})
+			return check{needed: src.Name == b.Name, err: err, ok: ok, fix: b.Check.Fix}
+		})
+	}
 
 	// recv: the UDP port.
 	forRole(roleRecv, "UDP port for recv", func() check { return o.checkListen(ctx, key) })
