@@ -27,7 +27,7 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 300000x
 
-.PHONY: all build deps test unit e2e wine-test vmtest fuzz bench bench-peers measure lint demo clean robotgo-bench cross dist man x11-soak install install-files uninstall
+.PHONY: all build deps test unit e2e wine-test vmtest fuzz bench bench-peers measure lint demo clean robotgo-bench cross dist man readme x11-soak install install-files uninstall
 
 # What make test needs beyond Go (>= 1.26, from go.dev/dl): gcc for -race,
 # the X tools (the README's CI recipe: xvfb, xterm, xdotool), tmux and
@@ -179,6 +179,11 @@ uninstall:
 	  $(foreach u,$(UNITS),"$$d$(SYSTEMDUSERDIR)/$(notdir $(u))"); \
 	rmdir "$$d$(DOCDIR)" 2>/dev/null || true; \
 	echo "make uninstall: removed keyrelay from $(DESTDIR)$(PREFIX)"
+
+# The README's tables of sources and injectors, from capture/backends.go and
+# inject/backends.go (cmd's TestREADMEBackendTables fails when they drift).
+readme:
+	$(GO) test -count=1 -run '^TestREADMEBackendTables$$' ./cmd/ -update-readme
 
 # Man pages from the command tree (man/keyrelay.1, man/keyrelay-send.1, ...,
 # and man/keyrelay-script.5, the key script format).

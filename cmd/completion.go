@@ -49,15 +49,6 @@ func registerCompletions(root *cobra.Command) {
 	walk(root)
 }
 
-// shortHelp is the first clause of an injector's help, for a completion's
-// description: the shell shows one line.
-func shortHelp(help string) string {
-	if i := strings.IndexAny(help, ":;("); i > 0 {
-		help = help[:i]
-	}
-	return strings.TrimSpace(help)
-}
-
 // completeHotkey completes the key name after the last + of --hotkey: the
 // names of keys that have an evdev code (capture.CheckHotkey refuses the
 // others).

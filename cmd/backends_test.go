@@ -1,0 +1,243 @@
+package cmd
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's generated backend tables from inject.Backends and capture.Sources (make readme)")
+
+// osNames are the operating systems as the README names them.
+var osNames = map[string]string{"linux": "Linux", "darwin": "macOS", "windows": "Windows"}
+
+func describeGOOS(goos []string) string {
+	if goos == nil {
+		return "any"
+	}
+	var out []string
+	for _, g := range goos {
+		out = append(out, osNames[g])
+	}
+	return strings.Join(out, ", ")
+}
+
+// words lists the names whose condition holds, "—" for none.
+func words(pairs ...any) string {
+	var out []string
+	for i := 0; i < len(pairs); i += 2 {
+		if pairs[i].(bool) {
+			out = append(out, pairs[i+1].(string))
+		}
+	}
+	if len(out) == 0 {
+		return "—"
+	}
+	return strings.Join(out, ", ")
+}
+
+// readmeTables renders the README's generated tables, by the name of the
+// block that holds each.
+func readmeTables() map[string]string {
+	var layouts strings.Builder
+	layouts.WriteString("| `--inject` | a physical key | a character |\n|---|---|---|\n")
+	for _, b := range inject.Backends {
+		fmt.Fprintf(&layouts, "| `%s` | %s | %s |\n", b.Name, b.Layout.Key, b.Layout.Char)
+	}
+	var all strings.Builder
+	all.WriteString("| backend | runs on | sends or types | can | needs | `auto` picks it | doctor checks |\n|---|---|---|---|---|---|---|\n")
+	for _, b := range capture.Sources {
+		c := b.Caps
+		can := words(c.Releases, "key releases", c.Characters, "characters", c.Locks, "lock state", c.Grab, "grab and hotkey", c.Repeat, "relays auto-repeat", c.Devices, "`--device`")
+		check := "—"
+		if b.Check != nil {
+			check = strings.TrimSpace(b.Check.What + " " + b.Check.When)
+		}
+		name := "`--input " + b.Name + "`"
+		for _, a := range b.Aliases {
+			name += " (`" + a + "`)"
+		}
+		fmt.Fprintf(&all, "| %s | %s | %s | %s | %s | — | %s |\n", name, describeGOOS(b.GOOS), b.Layout, can, b.Needs, check)
+	}
+	for _, b := range inject.Backends {
+		c := b.Caps
+		can := words(c.Characters, "characters", c.Locks, "lock state", c.Repeat, "key repeat", b.Device != nil, "`--device`")
+		auto, check := "never", "—"
+		if a := b.Auto; a != nil {
+			n := slices.IndexFunc(inject.Ranked(""), func(r inject.Backend) bool { return r.Name == b.Name }) + 1
+			auto = fmt.Sprintf("%d. %s", n, a.Desc)
+			if a.When == nil && a.GOOS == nil {
+				auto = fmt.Sprintf("%d. when none before it applies", n)
+			}
+		}
+		if b.Check != nil {
+			check = b.Check.What
+		}
+		fmt.Fprintf(&all, "| `--inject %s` | %s | as [Keys and layouts](#keys-and-layouts) says | %s | %s | %s | %s |\n", b.Name, describeGOOS(b.GOOS), can, b.Needs, auto, check)
+	}
+	return map[string]string{"inject-layouts": layouts.String(), "backends": all.String()}
+}
+
+// TestREADMEBackendTables: the README's tables of sources and injectors
+// are what their lists (capture.Sources, inject.Backends) say, so that a
+// backend described once is described the same there; it fails when they
+// drift. make readme (-update-readme) rewrites them.
+func TestREADMEBackendTables(t *testing.T) {
+	const path = "../README.md"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	tables := readmeTables()
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range tables {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for _, name := range names {
+		begin := "<!-- begin generated: " + name + " (make readme; edit inject/backends.go or capture/backends.go) -->\n"
+		end := "<!-- end generated: " + name + " -->"
+		i := strings.Index(text, begin)
+		j := strings.Index(text, end)
+		if i < 0 || j < i {
+			t.Errorf("README.md has no block %q...%q", begin, end)
+			continue
+		}
+		got := text[i+len(begin) : j]
+		if got == tables[name] {
+			continue
+		}
+		if *updateREADME {
+			text = text[:i+len(begin)] + tables[name] + text[j:]
+			continue
+		}
+		t.Errorf("README.md's %s table differs from what the backend lists render (run make readme):\n got:\n%s\nwant:\n%s", name, got, tables[name])
+	}
+	if *updateREADME && text != string(b) {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fakeSource plays nothing: a source for TestNewBackendIsOneEntry.
+type fakeSource struct{}
+
+func (fakeSource) Play(context.Context, func(keys.Key, bool) error) error { return nil }
+
+// TestNewBackendIsOneEntry: a source and an injector added to the lists,
+// and nothing else, appear in send's and recv's help, their flags'
+// completion, doctor's checks and help, and auto's choice (DESIGN.md,
+// "Backends").
+func TestNewBackendIsOneEntry(t *testing.T) {
+	isolate(t)
+	savedInj, savedSrc := inject.Backends, capture.Sources
+	t.Cleanup(func() { inject.Backends, capture.Sources = savedInj, savedSrc })
+	made := false
+	// What the commands said before the fakes: the fakes come last.
+	injNames, srcNames := strings.Join(injectorNames(), "|"), capture.SourceNames(false)
+	grabbers := sourcesWith(func(c capture.SourceCaps) bool { return c.Grab })
+	inject.Backends = append(slices.Clone(savedInj), inject.Backend{
+		Name: "fakekbd", Short: "a fake keyboard for tests", Help: "types into a fake keyboard that only this test sees",
+		Layout: inject.Layout{Key: "the same key", Char: "that character"}, Needs: "nothing",
+		Check: &inject.Check{What: "fake keyboard", Run: func(inject.Options) (string, error) { return "the fake keyboard answers", nil }, Fix: "none"},
+		Auto: &inject.Auto{Rank: 1, When: func(h inject.Host) bool { return h.Getenv("KEYRELAY_TEST_FAKEKBD") != "" },
+			Desc: "when $KEYRELAY_TEST_FAKEKBD is set", Unmet: "no KEYRELAY_TEST_FAKEKBD"},
+		New: func(o inject.Options) (inject.Injector, error) { made = true; return &inject.Log{W: o.Out}, nil },
+	})
+	capture.Sources = append(slices.Clone(savedSrc), capture.SourceBackend{
+		Name: "fakesrc", Short: "a fake keyboard to read", Help: "reads a fake keyboard that only this test has", Needs: "nothing",
+		Check: &capture.SourceCheck{What: "fake source", Run: func(capture.SourceOptions) (string, error) { return "the fake source opens", nil }, Fix: "none"},
+		New:   func(capture.SourceOptions) (capture.Source, error) { return fakeSource{}, nil },
+	})
+
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"recv", "--help"}, []string{"[--inject " + injNames + "|fakekbd]", "fakekbd types into a fake keyboard", "works here: fakekbd when $KEYRELAY_TEST_FAKEKBD is set, else robotgo"}},
+		{[]string{"send", "--help"}, []string{"fakesrc reads a fake keyboard", joinOr(append(srcNames, "fakesrc"))}},
+		{[]string{"doctor", "--help"}, []string{"fake keyboard (--inject fakekbd)", "fake source (--input fakesrc)"}},
+		{[]string{"__complete", "recv", "--inject", ""}, []string{"fakekbd\ta fake keyboard for tests"}},
+		{[]string{"__complete", "send", "--input", ""}, []string{"fakesrc\ta fake keyboard to read"}},
+		{[]string{"doctor", "--insecure", "--role", "both", "--inject", "fakekbd", "--input", "fakesrc", "--listen", "127.0.0.1:0"},
+			[]string{"ok    fake keyboard (--inject fakekbd): the fake keyboard answers", "ok    fake source (--input fakesrc): the fake source opens"}},
+	} {
+		code, out, errs := run(tc.args...)
+		// Help is wrapped: words, not lines, are compared.
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, w := range tc.want {
+			if !strings.Contains(flat, strings.Join(strings.Fields(w), " ")) {
+				t.Errorf("%q (exit %d) does not say %q:\n%s%s", tc.args, code, w, out, errs)
+			}
+		}
+	}
+
+	// auto: first when its condition holds, the others' order otherwise.
+	t.Setenv("KEYRELAY_TEST_FAKEKBD", "")
+	if got := autoInjector(); got == "fakekbd" {
+		t.Errorf("auto picked fakekbd without its condition")
+	}
+	t.Setenv("KEYRELAY_TEST_FAKEKBD", "1")
+	if got := autoInjector(); got != "fakekbd" {
+		t.Errorf("auto picked %s, want fakekbd (rank 1, its condition holds)", got)
+	}
+	var out strings.Builder
+	inj, name, err := newInjector("auto", "", IO{Out: &out}, nil)
+	if err != nil || name != "fakekbd" || !made {
+		t.Fatalf("newInjector(auto) = %v %q %v, want the fake made", inj, name, err)
+	}
+	inj.Close()
+
+	// send takes the new source as any other: validated, made.
+	o := &SendOptions{To: []string{"127.0.0.1:9"}, Input: "fakesrc", Feedback: true, Hotkey: capture.DefaultHotkey, LogFormat: "text",
+		Queue: 16, Interval: 100e6, Timeout: 2e9, Outage: 5e9}
+	if err := o.validate(); err != nil {
+		t.Errorf("send --input fakesrc: %v", err)
+	}
+	o.Grab = true
+	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--grab needs "+grabbers+" (--input fakesrc has no keyboard to own)") {
+		t.Errorf("send --input fakesrc --grab: %v, want --grab refused (it has no grab)", err)
+	}
+}
+
+// TestEveryBackendInHelpAndCompletion: each real source and injector is
+// in its command's help and its flag's completion, with the words its
+// entry gives.
+func TestEveryBackendInHelpAndCompletion(t *testing.T) {
+	isolate(t)
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	_, recvHelp, _ := run("recv", "--help")
+	_, sendHelp, _ := run("send", "--help")
+	_, injComp, _ := run("__complete", "recv", "--inject", "")
+	_, srcComp, _ := run("__complete", "send", "--input", "")
+	for _, b := range inject.Backends {
+		if !strings.Contains(flat(recvHelp), flat(b.Name+" "+b.Help)) {
+			t.Errorf("recv --help lacks injector %s's help", b.Name)
+		}
+		if !strings.Contains(injComp, b.Name+"\t"+b.Short+"\n") {
+			t.Errorf("--inject's completion lacks %s", b.Name)
+		}
+	}
+	for _, b := range capture.Sources {
+		if !strings.Contains(flat(sendHelp), flat(b.Name+" "+b.Help)) {
+			t.Errorf("send --help lacks source %s's help", b.Name)
+		}
+		for _, n := range append([]string{b.Name}, b.Aliases...) {
+			if !strings.Contains(srcComp, n+"\t") {
+				t.Errorf("--input's completion lacks %s", n)
+			}
+		}
+	}
+}
