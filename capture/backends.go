@@ -93,6 +93,11 @@ var Sources = []SourceBackend{
 		Caps:   SourceCaps{Grab: true, Locks: true, Releases: true},
 		Needs:  "the Windows desktop of the signed-in user (its hook sees nothing of the sign-in screen, UAC prompts or Ctrl+Alt+Del)",
 		Ready:  func(SourceOptions) error { return CheckWindows() },
+		Check: &SourceCheck{
+			What: "Windows desktop to read keys on",
+			Run:  func(SourceOptions) (string, error) { return checkWindowsDesktop() },
+			Fix:  "run send in the signed-in user's session (not a service), with the desktop unlocked; run it as administrator to read keys typed into programs that run so",
+		},
 		New: func(o SourceOptions) (Source, error) {
 			return &Windows{Label: o.Label, Status: o.Status, Grab: o.Grab, Hotkey: o.Hotkey}, nil
 		},
@@ -107,6 +112,11 @@ var Sources = []SourceBackend{
 		Needs:  "Input Monitoring permission, and Accessibility with `--grab` (System Settings > Privacy & Security)",
 		Ready:  func(o SourceOptions) error { return CheckMacOS(o.Grab) },
 		Hotkey: CheckMacOSHotkey,
+		Check: &SourceCheck{
+			What: "macOS Input Monitoring permission",
+			Run:  func(SourceOptions) (string, error) { return checkMacOSAccess() },
+			Fix:  "turn on the app send is started from (Terminal, iTerm, or keyrelay itself) in System Settings > Privacy & Security > Input Monitoring (and Accessibility for --grab), then start send again",
+		},
 		New: func(o SourceOptions) (Source, error) {
 			return &MacOS{Label: o.Label, Status: o.Status, Grab: o.Grab, Hotkey: o.Hotkey, Debug: o.Debug}, nil
 		},

@@ -85,3 +85,19 @@ func (m *MacOS) Play(ctx context.Context, emit func(keys.Key, bool) error) error
 	}
 	return err
 }
+
+// checkMacOSAccess is doctor's check of the macOS source: Input
+// Monitoring, whether --grab's Accessibility is on too, and secure input
+// now (darwin.Access.Doctor).
+func checkMacOSAccess() (string, error) {
+	sys, err := darwin.Load()
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoMacOS, err)
+	}
+	on, app := sys.SecureInput()
+	ok, err := sys.Access().Doctor(darwin.NeedListen, macExecutable(), on, app)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoMacOS, err)
+	}
+	return ok, nil
+}

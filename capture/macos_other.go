@@ -18,3 +18,6 @@ func CheckMacOS(grab bool) error {
 func (m *MacOS) Play(context.Context, func(keys.Key, bool) error) error {
 	return CheckMacOS(m.Grab)
 }
+
+// checkMacOSAccess reports that the macOS source runs on macOS only.
+func checkMacOSAccess() (string, error) { return "", CheckMacOS(false) }

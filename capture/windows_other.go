@@ -35,3 +35,6 @@ func (*Windows) Locks() keys.Locks { return 0 }
 func (*Windows) Play(context.Context, func(keys.Key, bool) error) error {
 	return errNotWindows()
 }
+
+// checkWindowsDesktop reports that the Windows source runs on Windows only.
+func checkWindowsDesktop() (string, error) { return "", errNotWindows() }

@@ -183,3 +183,13 @@ func (w *Windows) status(format string, args ...any) {
 		fmt.Fprintf(w.Status, "keyrelay send: "+format+"\n", args...)
 	}
 }
+
+// checkWindowsDesktop says whether the hook can read keys on this desktop
+// (doctor): win32.Desktop.Check.
+func checkWindowsDesktop() (string, error) {
+	ok, err := win32.ReadDesktop().Check("read keys")
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoWindows, err)
+	}
+	return ok, nil
+}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -239,5 +241,56 @@ func TestEveryBackendInHelpAndCompletion(t *testing.T) {
 				t.Errorf("--input's completion lacks %s", n)
 			}
 		}
+	}
+}
+
+// TestDoctorChecksBackendsOfThisSystem: doctor runs the checks of the
+// injectors and sources that work on this system, and another system's
+// only when named (then it fails, saying where it works); hidg's checks the
+// device recv would open, [recv] device or KEYRELAY_RECV_DEVICE, never
+// doctor's own --device, which is send's (README "keyrelay doctor").
+func TestDoctorChecksBackendsOfThisSystem(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the lists' Linux backends are checked here")
+	}
+	missing := filepath.Join(t.TempDir(), "hidg7")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string
+		not  []string
+	}{
+		{"Linux: wayland and hidg checked, not windows nor macos", nil,
+			[]string{"--inject", "x11"},
+			[]string{"Wayland compositor with zwp_virtual_keyboard_v1 (--inject wayland)", "USB keyboard gadget's device (--inject hidg)"},
+			[]string{"--inject windows", "--inject macos", "--input windows", "--input macos"}},
+		{"hidg: recv's device, with the gadget's fix", map[string]string{"KEYRELAY_RECV_DEVICE": missing},
+			[]string{"--inject", "hidg"},
+			[]string{"FAIL  USB keyboard gadget's device (--inject hidg): USB keyboard gadget unavailable: no " + missing, "keyrelay gadget setup"}, nil},
+		{"macos named on Linux", nil,
+			[]string{"--inject", "macos"},
+			[]string{"FAIL  macOS Accessibility permission (--inject macos)", "presses keys on a Mac"}, nil},
+		{"wayland named without WAYLAND_DISPLAY", map[string]string{"WAYLAND_DISPLAY": ""},
+			[]string{"--inject", "wayland"},
+			[]string{"FAIL  Wayland compositor with zwp_virtual_keyboard_v1 (--inject wayland)", "WAYLAND_DISPLAY is not set"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			isolate(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, out, errs := run(append([]string{"doctor", "--insecure", "--role", "recv", "--listen", "127.0.0.1:0"}, tc.args...)...)
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("doctor %q does not say %q:\n%s%s", tc.args, w, out, errs)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out, n) {
+					t.Errorf("doctor %q says %q, another system's check:\n%s", tc.args, n, out)
+				}
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -326,13 +327,14 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		}
 	}
 
-	// recv: what each injector needs (inject.Backends' checks).
+	// recv: what each injector needs (inject.Backends' checks), those of
+	// other operating systems only when named.
 	for _, b := range inject.Backends {
-		if b.Check == nil {
+		if b.Check == nil || inj != b.Name && !runsHere(b.GOOS) {
 			continue
 		}
 		forRole(roleRecv, b.Check.What+" (--inject "+b.Name+")", func() check {
-			ok, err := b.Check.Run(inject.Options{})
+			ok, err := b.Check.Run(inject.Options{Device: o.recvDevice(b)})
 			return check{needed: inj == b.Name, err: err, ok: ok, fix: b.Check.Fix}
 		})
 	}
@@ -340,7 +342,7 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	// send: what each key source needs (capture.Sources' checks).
 	src, _ := capture.LookupSource(o.Input)
 	for _, b := range capture.Sources {
-		if b.Check == nil {
+		if b.Check == nil || src.Name != b.Name && !runsHere(b.GOOS) {
 			continue
 		}
 		name := b.Check.What + " (--input " + b.Name
@@ -412,6 +414,32 @@ func notNeededFor(doSend, doRecv bool, inj, input string) string {
 		return "--input " + input
 	}
 	return "--inject " + inj
+}
+
+// runsHere reports whether a backend of these operating systems (nil:
+// every one) works on this one: doctor leaves out the checks of the others
+// unless they are named.
+func runsHere(goos []string) bool {
+	return goos == nil || slices.Contains(goos, runtime.GOOS)
+}
+
+// recvDevice is the device recv would open with injector b: recv's
+// --device as the environment (KEYRELAY_RECV_DEVICE) or the config file's
+// [recv] table sets it, else b's default. Not doctor's own --device,
+// which is send's (flagSections).
+func (o *DoctorOptions) recvDevice(b inject.Backend) string {
+	if b.Device == nil {
+		return ""
+	}
+	if d := os.Getenv(envName("recv", "device")); d != "" {
+		return d
+	}
+	if cf := o.config; cf != nil && cf.Found {
+		if d, ok := cf.sections["recv"]["device"].(string); ok && d != "" {
+			return d
+		}
+	}
+	return b.Device.Default
 }
 
 // keyWords describes how a probe was sealed: under the key, or in

@@ -106,6 +106,11 @@ var Backends = []Backend{
 		// Before x11: XTEST into Xwayland reaches X clients only. Asked over
 		// a connection, so GNOME and KDE, which lack the protocol, fall
 		// through to x11 or uinput.
+		Check: &Check{
+			What: "Wayland compositor with zwp_virtual_keyboard_v1",
+			Run:  func(Options) (string, error) { return CheckWayland(os.Getenv) },
+			Fix:  "run recv in the Wayland session (WAYLAND_DISPLAY and XDG_RUNTIME_DIR set) of a wlroots compositor (sway, Hyprland, river, labwc); on GNOME or KDE, which offer no virtual keyboard, use --inject uinput",
+		},
 		Auto: &Auto{Rank: 15, When: func(h Host) bool { return h.Getenv("WAYLAND_DISPLAY") != "" && HasWaylandKeyboard(h.Getenv) },
 			Desc: "when $WAYLAND_DISPLAY names a compositor that offers the virtual keyboard"},
 		New: func(o Options) (Injector, error) { return NewWayland(os.Getenv, o.Logf) },
@@ -122,6 +127,11 @@ var Backends = []Backend{
 		// The host repeats a held key, as it does a real USB keyboard's.
 		Caps:  Caps{Locks: true, Repeat: true, Device: true},
 		Needs: "a USB device port and the gadget (`keyrelay gadget setup`, root)",
+		Check: &Check{
+			What: "USB keyboard gadget's device",
+			Run:  func(o Options) (string, error) { return CheckHidg(o.Device) },
+			Fix:  "sudo keyrelay gadget setup (on a board with a USB device port: a Raspberry Pi Zero, 4 or 5 with dtoverlay=dwc2), then name its device with recv --device if it is not " + DefaultHidgPath + "; to run recv without root, a udev rule KERNEL==\"hidg*\", GROUP=\"input\", MODE=\"0660\" and membership of group input",
+		},
 		// Never auto: typing into another computer is chosen, not found.
 		Device: &Device{Default: DefaultHidgPath, What: "the USB keyboard gadget's device"},
 		New:    func(o Options) (Injector, error) { return NewHidg(o.Device, o.Logf) },
@@ -138,7 +148,12 @@ var Backends = []Backend{
 		// A posted key is not repeated by the system as a held real key is.
 		Caps:  Caps{Characters: true, Locks: true},
 		Needs: "the Windows desktop of the signed-in user (not the sign-in screen, a UAC prompt or a service's session)",
-		New:   func(o Options) (Injector, error) { return NewWindows(o.Logf) },
+		Check: &Check{
+			What: "Windows desktop to type on",
+			Run:  func(Options) (string, error) { return CheckWindows() },
+			Fix:  "run recv in the signed-in user's session (a logon task or the Startup folder, not a service), with the desktop unlocked; run it as administrator to type into programs that run so",
+		},
+		New: func(o Options) (Injector, error) { return NewWindows(o.Logf) },
 	},
 	{
 		Name:  "macos",
@@ -152,7 +167,12 @@ var Backends = []Backend{
 		// A posted key is not repeated by the system as a held real key is.
 		Caps:  Caps{Characters: true, Locks: true},
 		Needs: "Accessibility permission (System Settings > Privacy & Security)",
-		New:   func(o Options) (Injector, error) { return NewMacOS(o.Logf) },
+		Check: &Check{
+			What: "macOS Accessibility permission",
+			Run:  func(Options) (string, error) { return CheckMacOS() },
+			Fix:  "turn on the app recv is started from (Terminal, iTerm, or keyrelay itself) in System Settings > Privacy & Security > Accessibility, then start recv again",
+		},
+		New: func(o Options) (Injector, error) { return NewMacOS(o.Logf) },
 	},
 	{
 		Name:  "log",

@@ -223,3 +223,21 @@ func (h *Hidg) Close() error {
 	}
 	return errors.Join(err, cerr)
 }
+
+// CheckHidg says whether path is the USB keyboard gadget's device and this
+// user may open it (doctor), without writing to it.
+func CheckHidg(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", hidgOpenError(path, err)
+	}
+	if fi.Mode()&os.ModeCharDevice == 0 {
+		return "", fmt.Errorf("%w: %s is not a character device, so not the gadget's: set up the USB keyboard gadget (sudo keyrelay gadget setup) and name its device (/dev/hidgN) with recv --device", ErrNoHidg, path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", hidgOpenError(path, err)
+	}
+	f.Close()
+	return path + " is a character device this user can open (whether a computer is at the other end of the cable shows at the first key)", nil
+}

@@ -238,3 +238,35 @@ func TestHidgOpenErrors(t *testing.T) {
 		t.Errorf("permission error: %v", perm)
 	}
 }
+
+// TestCheckHidg: doctor's hidg check passes for a character device this
+// user can open and otherwise names the fix: keyrelay gadget setup for a
+// missing device, the gadget's /dev/hidgN for a path that is no character
+// device (README "Sources and injectors").
+func TestCheckHidg(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "hidg0")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path, want string
+		fail             bool
+	}{
+		{"missing", filepath.Join(t.TempDir(), "hidg0"), "keyrelay gadget setup", true},
+		{"a plain file", file, "not a character device", true},
+		{"a character device", "/dev/null", "/dev/null is a character device", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, err := CheckHidg(tc.path)
+			if tc.fail {
+				if !errors.Is(err, ErrNoHidg) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("CheckHidg = %q, %v; want ErrNoHidg saying %q", ok, err, tc.want)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(ok, tc.want) {
+				t.Fatalf("CheckHidg = %q, %v; want %q", ok, err, tc.want)
+			}
+		})
+	}
+}

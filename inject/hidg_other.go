@@ -19,3 +19,9 @@ func NewHidg(path string, _ func(string, ...any)) (*Hidg, error) {
 func (*Hidg) Inject(Event) error                { return ErrNoHidg }
 func (*Hidg) SetLocks(keys.Locks, uint64) error { return ErrNoHidg }
 func (*Hidg) Close() error                      { return nil }
+
+// CheckHidg reports that the USB keyboard gadget is Linux only.
+func CheckHidg(path string) (string, error) {
+	_, err := NewHidg(path, nil)
+	return "", err
+}

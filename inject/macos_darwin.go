@@ -29,3 +29,21 @@ func NewMacOS(logf func(string, ...any)) (*MacOS, error) {
 	}
 	return m, nil
 }
+
+// CheckMacOS says whether macOS lets keyrelay post key events (doctor):
+// Accessibility, naming the pane when it is off.
+func CheckMacOS() (string, error) {
+	sys, err := darwin.Load()
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoMacOS, err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "keyrelay"
+	}
+	ok, err := sys.Access().Doctor(darwin.NeedPost, exe, false, "")
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoMacOS, err)
+	}
+	return ok, nil
+}

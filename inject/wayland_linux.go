@@ -86,22 +86,45 @@ func NewWayland(getenv func(string) string, logf func(format string, args ...any
 // HasWaylandKeyboard reports whether the compositor WAYLAND_DISPLAY names
 // offers the virtual keyboard protocol: what --inject auto asks.
 func HasWaylandKeyboard(getenv func(string) string) bool {
+	_, err := waylandKeyboard(getenv)
+	return err == nil
+}
+
+// CheckWayland says whether --inject wayland can work here (doctor):
+// WAYLAND_DISPLAY is set and its compositor offers the virtual keyboard
+// protocol.
+func CheckWayland(getenv func(string) string) (string, error) {
+	if getenv("WAYLAND_DISPLAY") == "" {
+		return "", fmt.Errorf("%w: WAYLAND_DISPLAY is not set: run recv inside the Wayland session (or set WAYLAND_DISPLAY, e.g. wayland-1, with XDG_RUNTIME_DIR); without Wayland use --inject x11 or uinput", ErrNoWayland)
+	}
+	path, err := waylandKeyboard(getenv)
+	if err != nil {
+		return "", err
+	}
+	return "WAYLAND_DISPLAY=" + getenv("WAYLAND_DISPLAY") + ": the compositor at " + path + " offers " + vkManagerInterface, nil
+}
+
+// waylandKeyboard asks the compositor WAYLAND_DISPLAY names whether it
+// offers the virtual keyboard protocol, and returns its socket's path.
+func waylandKeyboard(getenv func(string) string) (string, error) {
 	path, err := wlwire.SocketPath(getenv)
 	if err != nil {
-		return false
+		return "", fmt.Errorf("%w: %w", ErrNoWayland, err)
 	}
 	conn, err := wlwire.Dial(path)
 	if err != nil {
-		return false
+		return "", fmt.Errorf("%w: %w", ErrNoWayland, err)
 	}
 	defer conn.Close()
 	conn.Timeout = time.Second
 	_, globals, err := conn.Globals()
 	if err != nil {
-		return false
+		return "", fmt.Errorf("%w: asking the compositor at %s for its globals: %w", ErrNoWayland, path, err)
 	}
-	_, ok := find(globals, vkManagerInterface)
-	return ok
+	if _, ok := find(globals, vkManagerInterface); !ok {
+		return "", fmt.Errorf("%w: the compositor at %s does not offer %s: %s", ErrNoWayland, path, vkManagerInterface, useUinputInstead)
+	}
+	return path, nil
 }
 
 func find(globals []wlwire.Global, iface string) (wlwire.Global, bool) {

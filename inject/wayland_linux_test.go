@@ -186,3 +186,49 @@ func TestWaylandTypesAndNoticesHangUp(t *testing.T) {
 	}
 	w.Close()
 }
+
+// TestWaylandCheckAndAuto: doctor's wayland check and auto's choice ask
+// the compositor WAYLAND_DISPLAY names for zwp_virtual_keyboard_v1
+// (README "Sources and injectors"): with it, the check passes naming the
+// socket and auto picks wayland before x11, DISPLAY set too (XTEST into
+// Xwayland reaches X clients only); without it (GNOME, KDE), or with no
+// WAYLAND_DISPLAY, the check says why and auto goes on to x11.
+func TestWaylandCheckAndAuto(t *testing.T) {
+	vk := wlwire.Global{Interface: "zwp_virtual_keyboard_manager_v1", Version: 1}
+	seat := wlwire.Global{Interface: "wl_seat", Version: 8}
+	for _, tc := range []struct {
+		name     string
+		display  string // WAYLAND_DISPLAY
+		globals  []wlwire.Global
+		wantOK   string // in the check's ok line; "": the check fails
+		wantErr  string // in its error
+		wantAuto string
+	}{
+		{"a wlroots compositor", "wayland-0", []wlwire.Global{seat, vk}, "offers zwp_virtual_keyboard_manager_v1", "", "wayland"},
+		{"GNOME or KDE: no virtual keyboard", "wayland-0", []wlwire.Global{seat}, "", "--inject uinput", "x11"},
+		{"no WAYLAND_DISPLAY", "", []wlwire.Global{seat, vk}, "", "WAYLAND_DISPLAY is not set", "x11"},
+	} {
+		for _, what := range []string{"check", "auto"} {
+			t.Run(tc.name+"/"+what, func(t *testing.T) {
+				dir := t.TempDir()
+				fakeCompositor(t, dir, tc.globals...) // one connection each
+				env := map[string]string{"XDG_RUNTIME_DIR": dir, "WAYLAND_DISPLAY": tc.display, "DISPLAY": ":0"}
+				getenv := func(k string) string { return env[k] }
+				if what == "auto" {
+					b, _, ok := Choose(Host{GOOS: "linux", Getenv: getenv, Exists: func(string) bool { return false }})
+					if !ok || b.Name != tc.wantAuto {
+						t.Errorf("auto picked %q (%v), want %q", b.Name, ok, tc.wantAuto)
+					}
+					return
+				}
+				ok, err := CheckWayland(getenv)
+				switch {
+				case tc.wantOK != "" && (err != nil || !strings.Contains(ok, tc.wantOK) || !strings.Contains(ok, dir)):
+					t.Errorf("CheckWayland = %q, %v; want a line naming the socket in %s and %q", ok, err, dir, tc.wantOK)
+				case tc.wantOK == "" && (!errors.Is(err, ErrNoWayland) || !strings.Contains(err.Error(), tc.wantErr)):
+					t.Errorf("CheckWayland = %q, %v; want ErrNoWayland saying %q", ok, err, tc.wantErr)
+				}
+			})
+		}
+	}
+}

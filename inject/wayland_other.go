@@ -16,6 +16,12 @@ func NewWayland(func(string) string, func(string, ...any)) (*Wayland, error) {
 	return nil, fmt.Errorf("%w: the Wayland virtual keyboard is Linux only here; use --inject robotgo (macOS, Windows), --inject x11 (an X server) or --inject log", ErrNoWayland)
 }
 
+// CheckWayland reports that the Wayland injector is Linux only.
+func CheckWayland(getenv func(string) string) (string, error) {
+	_, err := NewWayland(getenv, nil)
+	return "", err
+}
+
 // HasWaylandKeyboard is false: see NewWayland.
 func HasWaylandKeyboard(func(string) string) bool { return false }
 

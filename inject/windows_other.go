@@ -14,7 +14,13 @@ type Windows struct{}
 
 // NewWindows reports that the Windows injector runs on Windows only.
 func NewWindows(func(string, ...any)) (*Windows, error) {
-	return nil, fmt.Errorf("%w: --inject windows types into a Windows desktop; here use --inject x11, uinput or log", ErrNoWindows)
+	_, err := CheckWindows()
+	return nil, err
+}
+
+// CheckWindows reports that the Windows injector runs on Windows only.
+func CheckWindows() (string, error) {
+	return "", fmt.Errorf("%w: --inject windows types into a Windows desktop; here use --inject x11, uinput or log", ErrNoWindows)
 }
 
 func (*Windows) Inject(Event) error                { return ErrNoWindows }

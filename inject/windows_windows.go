@@ -79,3 +79,13 @@ func (w *Windows) SetLocks(l keys.Locks, _ uint64) error {
 
 // Close does nothing: the receiver has released every key it pressed.
 func (w *Windows) Close() error { return nil }
+
+// CheckWindows says whether SendInput can type on this desktop (doctor):
+// win32.Desktop.Check.
+func CheckWindows() (string, error) {
+	ok, err := win32.ReadDesktop().Check("type")
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoWindows, err)
+	}
+	return ok, nil
+}

@@ -116,3 +116,35 @@ func SecureInputApp(pid int, name string) string {
 	}
 	return fmt.Sprintf("%s (process %d)", name, pid)
 }
+
+// Doctor is doctor's check for need: the error Check gives, or the line
+// to show when macOS allows it, which also says what else matters there:
+// for a tap that only listens, whether --grab would be allowed too; for
+// reading keys, secure input (on, held by app, "" when unknown), since
+// the tap gets nothing while it is on.
+func (a Access) Doctor(need Need, program string, secure bool, app string) (string, error) {
+	if err := a.Check(need, program); err != nil {
+		return "", err
+	}
+	var ok string
+	switch need {
+	case NeedListen:
+		ok = "Input Monitoring is on: the event tap can read the keyboard"
+		if a.Check(NeedGrab, program) != nil {
+			ok += "; Accessibility is off, so --grab would be refused (" + PaneAccessibility + ")"
+		} else {
+			ok += "; Accessibility too, for --grab"
+		}
+	case NeedGrab:
+		ok = "Input Monitoring and Accessibility are on: the event tap can read the keyboard and keep keys from this Mac"
+	case NeedPost:
+		return "Accessibility is on: key events can be posted", nil
+	}
+	if secure {
+		if app == "" {
+			app = "an app"
+		}
+		ok += "; secure input is on now, held by " + app + ": the tap gets no keys until it ends (a password field, a terminal's secure keyboard entry)"
+	}
+	return ok, nil
+}

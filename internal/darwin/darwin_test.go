@@ -310,3 +310,41 @@ func TestSecureInputIsSaid(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorSaysWhatElseMatters: doctor's macOS checks fail as Check does
+// and, when allowed, say whether --grab would be and whether secure input
+// keeps keys from the tap now (README "macOS").
+func TestDoctorSaysWhatElseMatters(t *testing.T) {
+	all := Access{Accessibility: true, Listen: true, Post: true}
+	for _, tc := range []struct {
+		name   string
+		a      Access
+		need   Need
+		secure bool
+		app    string
+		want   string // in the ok line, or in the error when fails
+		fails  bool
+	}{
+		{"listen, no input monitoring", Access{Accessibility: true, Post: true}, NeedListen, false, "", PaneInputMonitoring, true},
+		{"listen, grab allowed too", all, NeedListen, false, "", "Accessibility too, for --grab", false},
+		{"listen, grab would be refused", Access{Listen: true}, NeedListen, false, "", "--grab would be refused (" + PaneAccessibility + ")", false},
+		{"listen, secure input on", all, NeedListen, true, "loginwindow (process 88)", "secure input is on now, held by loginwindow (process 88)", false},
+		{"listen, secure input by an unknown app", all, NeedListen, true, "", "held by an app", false},
+		{"grab, allowed", all, NeedGrab, false, "", "keep keys from this Mac", false},
+		{"post, allowed", all, NeedPost, false, "", "key events can be posted", false},
+		{"post, not trusted", Access{Post: true}, NeedPost, false, "", PaneAccessibility, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, err := tc.a.Doctor(tc.need, "keyrelay", tc.secure, tc.app)
+			if tc.fails {
+				if err == nil || !errors.Is(err, ErrAccess) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Doctor = %q, %v; want an error naming %q", ok, err, tc.want)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(ok, tc.want) {
+				t.Fatalf("Doctor = %q, %v; want a line with %q", ok, err, tc.want)
+			}
+		})
+	}
+}

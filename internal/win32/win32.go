@@ -1,10 +1,5 @@
 //go:build windows
 
-// Package win32 holds the few user32 calls keyrelay's Windows capture and
-// injector make, over golang.org/x/sys/windows (no cgo): the low-level
-// keyboard hook and its message loop, SendInput, MapVirtualKey and
-// GetKeyState. The functions are safe for concurrent use as Windows makes
-// them; a hook belongs to the thread that installed it.
 package win32
 
 import (
@@ -26,6 +21,10 @@ var (
 	procMapVirtualKeyW      = user32.NewProc("MapVirtualKeyW")
 	procGetKeyState         = user32.NewProc("GetKeyState")
 	procGetModuleHandleW    = kernel32.NewProc("GetModuleHandleW")
+
+	procOpenInputDesktop          = user32.NewProc("OpenInputDesktop")
+	procCloseDesktop              = user32.NewProc("CloseDesktop")
+	procGetUserObjectInformationW = user32.NewProc("GetUserObjectInformationW")
 )
 
 // Constants of WinUser.h.
@@ -138,4 +137,32 @@ func MapVirtualKey(code, mapType uint32) uint32 {
 func KeyToggled(vk int) bool {
 	r, _, _ := procGetKeyState.Call(uintptr(vk))
 	return r&1 != 0
+}
+
+// ReadDesktop reads this process's Desktop.
+func ReadDesktop() Desktop {
+	var d Desktop
+	if err := windows.ProcessIdToSessionId(windows.GetCurrentProcessId(), &d.Session); err != nil {
+		d.Session = ^uint32(0)
+	}
+	d.Elevated = windows.GetCurrentProcessToken().IsElevated()
+	d.Input, d.InputErr = inputDesktop()
+	return d
+}
+
+// inputDesktop names the desktop that receives the keyboard now.
+func inputDesktop() (string, error) {
+	const desktopReadObjects, uoiName = 0x0001, 2
+	h, _, err := procOpenInputDesktop.Call(0, 0, desktopReadObjects)
+	if h == 0 {
+		return "", fmt.Errorf("OpenInputDesktop: %w", err)
+	}
+	defer procCloseDesktop.Call(h)
+	var buf [256]uint16
+	var need uint32
+	r, _, err := procGetUserObjectInformationW.Call(h, uoiName, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)*2), uintptr(unsafe.Pointer(&need)))
+	if r == 0 {
+		return "", fmt.Errorf("GetUserObjectInformation: %w", err)
+	}
+	return windows.UTF16ToString(buf[:]), nil
 }
