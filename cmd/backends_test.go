@@ -149,6 +149,7 @@ func TestNewBackendIsOneEntry(t *testing.T) {
 	made := false
 	// What the commands said before the fakes: the fakes come last.
 	injNames, srcNames := strings.Join(injectorNames(), "|"), capture.SourceNames(false)
+	first := strings.TrimSpace(inject.Ranked("")[0].Name + " " + inject.Ranked("")[0].Auto.Desc)
 	grabbers := sourcesWith(func(c capture.SourceCaps) bool { return c.Grab })
 	inject.Backends = append(slices.Clone(savedInj), inject.Backend{
 		Name: "fakekbd", Short: "a fake keyboard for tests", Help: "types into a fake keyboard that only this test sees",
@@ -168,7 +169,7 @@ func TestNewBackendIsOneEntry(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"recv", "--help"}, []string{"[--inject " + injNames + "|fakekbd]", "fakekbd types into a fake keyboard", "works here: fakekbd when $KEYRELAY_TEST_FAKEKBD is set, else robotgo"}},
+		{[]string{"recv", "--help"}, []string{"[--inject " + injNames + "|fakekbd]", "fakekbd types into a fake keyboard", "works here: fakekbd when $KEYRELAY_TEST_FAKEKBD is set, else " + first}},
 		{[]string{"send", "--help"}, []string{"fakesrc reads a fake keyboard", joinOr(append(srcNames, "fakesrc"))}},
 		{[]string{"doctor", "--help"}, []string{"fake keyboard (--inject fakekbd)", "fake source (--input fakesrc)"}},
 		{[]string{"__complete", "recv", "--inject", ""}, []string{"fakekbd\ta fake keyboard for tests"}},

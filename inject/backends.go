@@ -51,7 +51,7 @@ var Backends = []Backend{
 		Name:  "robotgo",
 		GOOS:  []string{"linux", "darwin", "windows"},
 		Short: "press keys through robotgo",
-		Help:  "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (between German desktops the key labelled Z types y), so use the same layout on both ends; characters type as themselves. The injector on macOS and Windows",
+		Help:  "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (between German desktops the key labelled Z types y), so use the same layout on both ends; characters type as themselves. On macOS and Windows too, chosen by name only (auto picks macos or windows there)",
 		Layout: Layout{
 			Key:  "the character the *US* layout puts on it, looked up on the receiver's layout: same layout on both ends needed, and AltGr levels, the ISO and JIS keys are out of reach",
 			Char: "that character (by its key, or robotgo's scratch keycode)",
@@ -65,9 +65,10 @@ var Backends = []Backend{
 			},
 			Fix: "run inside the graphical session or set DISPLAY (e.g. DISPLAY=:0), allow this user (xhost/XAUTHORITY); without X use --inject uinput",
 		},
-		// Their native backends; on Linux x11 does better with layouts.
-		Auto: &Auto{Rank: 10, GOOS: []string{"darwin", "windows"}, Desc: "on macOS and Windows"},
-		New:  func(o Options) (Injector, error) { return NewRobotgo(o.Logf) },
+		// Never auto: windows and macos press physical keys where robotgo
+		// turns them into the US layout's characters; it stays for those
+		// who name it.
+		New: func(o Options) (Injector, error) { return NewRobotgo(o.Logf) },
 	},
 	{
 		Name:  "uinput",
@@ -153,7 +154,9 @@ var Backends = []Backend{
 			Run:  func(Options) (string, error) { return CheckWindows() },
 			Fix:  "run recv in the signed-in user's session (a logon task or the Startup folder, not a service), with the desktop unlocked; run it as administrator to type into programs that run so",
 		},
-		New: func(o Options) (Injector, error) { return NewWindows(o.Logf) },
+		// The native injector: physical keys by scan code.
+		Auto: &Auto{Rank: 10, Desc: "on Windows"},
+		New:  func(o Options) (Injector, error) { return NewWindows(o.Logf) },
 	},
 	{
 		Name:  "macos",
@@ -172,7 +175,9 @@ var Backends = []Backend{
 			Run:  func(Options) (string, error) { return CheckMacOS() },
 			Fix:  "turn on the app recv is started from (Terminal, iTerm, or keyrelay itself) in System Settings > Privacy & Security > Accessibility, then start recv again",
 		},
-		New: func(o Options) (Injector, error) { return NewMacOS(o.Logf) },
+		// The native injector: physical keys by virtual keycode.
+		Auto: &Auto{Rank: 10, Desc: "on macOS"},
+		New:  func(o Options) (Injector, error) { return NewMacOS(o.Logf) },
 	},
 	{
 		Name:  "log",

@@ -24,8 +24,8 @@ func TestAutoChoosesByRank(t *testing.T) {
 		{"X display", host("linux", map[string]string{"DISPLAY": ":0"}, DefaultUinputPath), "x11", nil},
 		{"uinput without X", host("linux", nil, DefaultUinputPath), "uinput", []string{"no DISPLAY"}},
 		{"nothing: the log", host("linux", nil), "log", []string{"no DISPLAY", "no " + DefaultUinputPath}},
-		{"macOS: robotgo", host("darwin", map[string]string{"DISPLAY": ":0"}), "robotgo", nil},
-		{"Windows: robotgo", host("windows", nil), "robotgo", nil},
+		{"macOS: macos, not x11 nor robotgo", host("darwin", map[string]string{"DISPLAY": ":0"}), "macos", nil},
+		{"Windows: windows, not robotgo", host("windows", nil), "windows", nil},
 		{"another Unix: no uinput, no x11 there", host("freebsd", map[string]string{"DISPLAY": ":0"}, DefaultUinputPath), "log", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,6 +55,11 @@ func TestBackendsAreComplete(t *testing.T) {
 		if c := b.Check; c != nil && c.Fix == "" {
 			t.Errorf("injector %q: doctor's check has no fix", b.Name)
 		}
+	}
+	// robotgo turns physical keys into the US layout's characters: chosen
+	// by name only; windows and macos are auto's on their systems.
+	if b, _ := Lookup("robotgo"); b.Auto != nil {
+		t.Error("robotgo has an auto rank: it must be named to be used")
 	}
 	if _, _, ok := Choose(host("plan9", nil)); !ok {
 		t.Error("auto finds nothing on a bare machine: one injector must apply everywhere")
