@@ -135,8 +135,9 @@ dist: build man
 	cd dist && sha256sum keyrelay-* > SHA256SUMS && cat SHA256SUMS
 
 # Installs the binary, the man pages (one per command, and keyrelay-script(5),
-# the key script format), bash, zsh and fish completions, the systemd user
-# units (contrib/systemd, their ExecStart pointed at BINDIR) and the README,
+# the key script format), bash, zsh and fish completions, the systemd units
+# (contrib/systemd: the user units, and keyrelay-hidg's system unit; their
+# ExecStart pointed at BINDIR) and the README,
 # under DESTDIR PREFIX where each kind usually goes. make uninstall removes
 # them. Both are run by the e2e test TestMakeInstall.
 PREFIX ?= /usr/local
@@ -146,8 +147,12 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
+SYSTEMDSYSTEMDIR ?= $(PREFIX)/lib/systemd/system
 DOCDIR ?= $(PREFIX)/share/doc/keyrelay
-UNITS := $(wildcard contrib/systemd/*.service)
+# The hidg receiver is a system service (the gadget needs root); the others
+# are a user's, started with the desktop session.
+SYSTEM_UNITS := contrib/systemd/keyrelay-hidg.service
+UNITS := $(filter-out $(SYSTEM_UNITS),$(wildcard contrib/systemd/*.service))
 install: build man
 	@$(MAKE) --no-print-directory install-files BIN_FILE=$(BIN)
 	@echo "make install: installed under $(DESTDIR)$(PREFIX); systemd user units: systemctl --user daemon-reload, then enable keyrelay-recv.service (see its header)"
@@ -158,7 +163,7 @@ BIN_FILE ?= $(BIN)
 install-files:
 	@set -e; d='$(DESTDIR)'; \
 	install -Dm755 '$(BIN_FILE)' "$$d$(BINDIR)/keyrelay"; \
-	install -d "$$d$(MANDIR)/man1" "$$d$(MANDIR)/man5" "$$d$(BASHCOMPDIR)" "$$d$(ZSHCOMPDIR)" "$$d$(FISHCOMPDIR)" "$$d$(SYSTEMDUSERDIR)" "$$d$(DOCDIR)"; \
+	install -d "$$d$(MANDIR)/man1" "$$d$(MANDIR)/man5" "$$d$(BASHCOMPDIR)" "$$d$(ZSHCOMPDIR)" "$$d$(FISHCOMPDIR)" "$$d$(SYSTEMDUSERDIR)" "$$d$(SYSTEMDSYSTEMDIR)" "$$d$(DOCDIR)"; \
 	install -m644 $(MANOUT)/*.1 "$$d$(MANDIR)/man1/"; \
 	install -m644 $(MANOUT)/*.5 "$$d$(MANDIR)/man5/"; \
 	'$(BIN)' completion bash > "$$d$(BASHCOMPDIR)/keyrelay"; \
@@ -170,13 +175,19 @@ install-files:
 	    sed 's,%h/\.local/bin/keyrelay,$(BINDIR)/keyrelay,' "$$u"; } > "$$d$(SYSTEMDUSERDIR)/$${u##*/}"; \
 	  chmod 644 "$$d$(SYSTEMDUSERDIR)/$${u##*/}"; \
 	done; \
+	for u in $(SYSTEM_UNITS); do \
+	  { echo "# Installed by make install: ExecStart runs $(BINDIR)/keyrelay."; \
+	    sed 's,/usr/local/bin/keyrelay,$(BINDIR)/keyrelay,' "$$u"; } > "$$d$(SYSTEMDSYSTEMDIR)/$${u##*/}"; \
+	  chmod 644 "$$d$(SYSTEMDSYSTEMDIR)/$${u##*/}"; \
+	done; \
 	install -m644 README.md "$$d$(DOCDIR)/README.md"
 
 uninstall:
 	@set -e; d='$(DESTDIR)'; \
 	rm -f "$$d$(BINDIR)/keyrelay" "$$d$(MANDIR)/man1/keyrelay.1" "$$d$(MANDIR)"/man1/keyrelay-*.1 "$$d$(MANDIR)"/man5/keyrelay-*.5 \
 	  "$$d$(BASHCOMPDIR)/keyrelay" "$$d$(ZSHCOMPDIR)/_keyrelay" "$$d$(FISHCOMPDIR)/keyrelay.fish" "$$d$(DOCDIR)/README.md" \
-	  $(foreach u,$(UNITS),"$$d$(SYSTEMDUSERDIR)/$(notdir $(u))"); \
+	  $(foreach u,$(UNITS),"$$d$(SYSTEMDUSERDIR)/$(notdir $(u))") \
+	  $(foreach u,$(SYSTEM_UNITS),"$$d$(SYSTEMDSYSTEMDIR)/$(notdir $(u))"); \
 	rmdir "$$d$(DOCDIR)" 2>/dev/null || true; \
 	echo "make uninstall: removed keyrelay from $(DESTDIR)$(PREFIX)"
 

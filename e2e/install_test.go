@@ -16,9 +16,11 @@ import (
 
 // installed is what make install puts under PREFIX (README, "Installing
 // and running every day"): the binary, a man page per command and keyrelay-script(5), the
-// completions of bash, zsh and fish, the systemd user units and the README.
+// completions of bash, zsh and fish, the systemd units (the user units, and
+// keyrelay-hidg's system unit) and the README.
 var installed = []string{
 	"bin/keyrelay",
+	"lib/systemd/system/keyrelay-hidg.service",
 	"lib/systemd/user/keyrelay-recv.service",
 	"lib/systemd/user/keyrelay-send-hook.service",
 	"share/bash-completion/completions/keyrelay",
@@ -31,6 +33,7 @@ var installed = []string{
 	"share/man/man1/keyrelay-completion.1",
 	"share/man/man1/keyrelay-config.1",
 	"share/man/man1/keyrelay-doctor.1",
+	"share/man/man1/keyrelay-gadget.1",
 	"share/man/man1/keyrelay-id.1",
 	"share/man/man1/keyrelay-impair.1",
 	"share/man/man1/keyrelay-keygen.1",
@@ -117,8 +120,8 @@ func TestMakeInstall(t *testing.T) {
 			if got := files(t, under); !slices.Equal(got, installed) {
 				t.Errorf("make install %s installed\n%s\nwant\n%s", strings.Join(args, " "), strings.Join(got, "\n"), strings.Join(installed, "\n"))
 			}
-			for _, unit := range []string{"keyrelay-recv.service", "keyrelay-send-hook.service"} {
-				b, err := os.ReadFile(filepath.Join(under, "lib/systemd/user", unit))
+			for _, unit := range []string{"user/keyrelay-recv.service", "user/keyrelay-send-hook.service", "system/keyrelay-hidg.service"} {
+				b, err := os.ReadFile(filepath.Join(under, "lib/systemd", unit))
 				if err != nil {
 					t.Fatal(err)
 				}
