@@ -267,7 +267,7 @@ func (cf *configFile) applyAll(fs *pflag.FlagSet, section string, values map[str
 			return usagef("%sunknown setting %q in %s%s; %s has: %s", cf.where(tableOf(where, section), k), k, where, suggest(k, known), section, strings.Join(known, ", "))
 		}
 		if err := cf.set(f, values[k]); err != nil {
-			return usagef("%s%s in %s: %v", cf.where(tableOf(where, section), k), k, where, err)
+			return placed(err, usagef("%s%s in %s: %v", cf.where(tableOf(where, section), k), k, where, err))
 		}
 	}
 	return nil
@@ -275,6 +275,9 @@ func (cf *configFile) applyAll(fs *pflag.FlagSet, section string, values map[str
 
 // set gives flag f a TOML value, converted to what the flag parses.
 func (cf *configFile) set(f *pflag.Flag, v any) error {
+	if tv, ok := f.Value.(toValue); ok && hasTables(v) {
+		return cf.setDests(tv, v)
+	}
 	typ := f.Value.Type()
 	str := func(v any) (string, error) {
 		s, ok := v.(string)
@@ -478,7 +481,7 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 			for _, sec := range sectionsFor(c.Name(), f.Name) {
 				if v, ok := cf.sections[sec][f.Name]; ok {
 					if err := cf.set(f, v); err != nil {
-						firstErr = usagef("%s%s in [%s]: %v", cf.where(sec, f.Name), f.Name, sec, err)
+						firstErr = placed(err, usagef("%s%s in [%s]: %v", cf.where(sec, f.Name), f.Name, sec, err))
 						return
 					}
 					if err := refuseLeftOn(f, fmt.Sprintf("%s%s = %s in [%s]", cf.where(sec, f.Name), f.Name, tomlLiteral(v), sec), "the config file", "a config file left with "+f.Name+" = true"); err != nil {
@@ -493,7 +496,7 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 			}
 			if v, ok := cf.top[f.Name]; ok && slices.Contains(sharedSettings, f.Name) {
 				if err := cf.set(f, v); err != nil {
-					firstErr = usagef("%s%s: %v", cf.where("", f.Name), f.Name, err)
+					firstErr = placed(err, usagef("%s%s: %v", cf.where("", f.Name), f.Name, err))
 					return
 				}
 				if err := refuseLeftOn(f, fmt.Sprintf("%s%s = %s", cf.where("", f.Name), f.Name, tomlLiteral(v)), "the config file", "a config file left with "+f.Name+" = true"); err != nil {

@@ -146,7 +146,8 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 	f.StringArrayVar(&opts.Allow, "allow", nil, "recv's --allow (default [recv] allow): when it leaves out this machine, doctor's probe of a recv running here is dropped, and the port check says so instead of failing")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
 	f.BoolVar(&opts.Insecure, "insecure", false, "send and recv run with --insecure: no key file needed, probes in plaintext")
-	f.StringArrayVar(&opts.To, "to", nil, "send's destinations, HOST[:PORT] (repeatable or comma-separated; default [send] to or $KEYRELAY_SEND_TO): each is probed with the send role")
+	f.Var(toValue{to: &opts.To}, "to", "send's destinations, HOST[:PORT] or NAME=HOST[:PORT] (repeatable or comma-separated; default [send] to or $KEYRELAY_SEND_TO): each is probed with the send role")
+	f.Lookup("to").DefValue = ""
 	f.StringVar(&opts.Peer, "peer", "", "a running recv to test a round trip with (HOST[:PORT]), instead of send's destinations")
 	registerConfigFlag(f)
 	c.PreRunE = func(c *cobra.Command, _ []string) error {
@@ -252,6 +253,9 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	}
 	// send's destinations as send reads them, when they are to be probed.
 	o.To = splitList(o.To)
+	for i, a := range o.To {
+		_, o.To[i] = splitNamed(a) // a destination's name is send's business
+	}
 	if doSend && o.Peer == "" {
 		for _, a := range o.To {
 			if err := checkTo(a); err != nil {

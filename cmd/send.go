@@ -45,6 +45,11 @@ type SendOptions struct {
 	Quiet     bool
 	LogFormat string
 
+	// toTables are the config file's [[send.to]] tables; dests is every
+	// destination, named (validate).
+	toTables []destSpec
+	dests    []destSpec
+
 	hotkey      capture.Hotkey // --hotkey, parsed by validate
 	outageGiven bool           // --outage is set (command line, environment or config file)
 	hotkeyGiven bool           // --hotkey is on the command line
@@ -146,7 +151,8 @@ missed key events, or the final state).`,
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&opts.To, "to", nil, "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+")")
+	f.Var(toValue{to: &opts.To, tables: &opts.toTables}, "to", "receiver address HOST[:PORT], a paired peer's name, or NAME=HOST[:PORT] to name it for keyrelay switch (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+"); [[send.to]] tables in the config file add a hotkey, a key map and local keys")
+	f.Lookup("to").DefValue = "" // none, as a plain string list shows it
 	f.StringVar(&opts.Input, "input", "", "key source: "+joinOr(capture.SourceNames(false))+" ("+sourceAliases()+"default: script with --script, else terminal)")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
@@ -259,11 +265,16 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout t
 // validate checks the options that flags alone cannot.
 func (o *SendOptions) validate() error {
 	o.To = splitList(o.To) // --to a:1,b:2, like KEYRELAY_SEND_TO
-	if len(o.To) == 0 {
+	if len(o.To) == 0 && len(o.toTables) == 0 {
 		return usagef("no destination: give --to HOST[:PORT] (the receiver runs 'keyrelay recv', default port %s)", DefaultPort)
 	}
-	for _, a := range o.To {
-		if err := checkTo(a); err != nil {
+	dests, err := namedDests(o.To, o.toTables)
+	if err != nil {
+		return err
+	}
+	o.dests = dests
+	for _, d := range o.dests {
+		if err := checkTo(d.Addr); err != nil {
 			return err
 		}
 	}
@@ -355,6 +366,15 @@ func (o *SendOptions) validate() error {
 	return nil
 }
 
+// addrs are the destinations' addresses (or peers' names), in order.
+func (o *SendOptions) addrs() []string {
+	out := make([]string, len(o.dests))
+	for i, d := range o.dests {
+		out[i] = d.Addr
+	}
+	return out
+}
+
 // sourceOptions are the options send's source is made from, but for its
 // label, status and standard input, which runSend adds.
 func (o *SendOptions) sourceOptions() capture.SourceOptions {
@@ -409,7 +429,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 			return err
 		}
 	}
-	resolved, err := resolveDests(o.To, list, id, !o.Feedback, o.Key.Insecure)
+	resolved, err := resolveDests(o.addrs(), list, id, !o.Feedback, o.Key.Insecure)
 	if err != nil {
 		return err
 	}
