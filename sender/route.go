@@ -1,0 +1,222 @@
+package sender
+
+import (
+	"slices"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// Route is what one destination gets of the keyboard (send's named
+// destinations): its name, the hotkey that makes it the only target, the
+// keys it gets in place of others, and the keys never relayed to it.
+type Route struct {
+	Name   string
+	Hotkey []keys.Code
+	Map    map[keys.Code]keys.Code
+	Local  []keys.Code
+}
+
+// Routed is one key event for destination To (an index into the routes).
+type Routed struct {
+	To   int
+	Key  keys.Key
+	Down bool
+}
+
+// Local is the Router's target when keys go to no destination.
+const Local = -1
+
+// Router decides which destinations get each key event from the source:
+// every destination (mirror), or the one target a hotkey or Switch chose.
+// Each destination has a balanced queue of its own (a Sender each), so
+// what the Router gives one is balanced on its own: every key-down it
+// routes to a destination is followed by its key-up at that destination,
+// sent when the key is released, or at once when the target changes away
+// (DESIGN.md invariant 1 holds per destination); and a key held across a
+// switch reaches the new target only when pressed again. A destination's
+// hotkey reaches no destination.
+//
+// It is pure (no clock, no I/O) and not safe for concurrent use.
+type Router struct {
+	routes []Route
+	mirror bool
+	target int
+
+	held      []keys.Key // physical keys down at the source now
+	swallowed []keys.Key // keys down whose release goes nowhere
+	down      []sent     // key-downs routed and not yet released, oldest first
+}
+
+// sent is a key-down given to destination to as key, for the source's
+// key from.
+type sent struct {
+	from keys.Key
+	to   int
+	key  keys.Key
+}
+
+// NewRouter makes a Router over routes. Mirror sends every key to every
+// destination (switching changes nothing then but Local); otherwise keys
+// go to target (an index, or Local).
+func NewRouter(routes []Route, mirror bool, target int) *Router {
+	return &Router{routes: routes, mirror: mirror, target: target}
+}
+
+// Target is the current target: a route's index, or Local. In mirror
+// mode, any index means every destination.
+func (r *Router) Target() int { return r.target }
+
+// Mirror reports whether every key goes to every destination.
+func (r *Router) Mirror() bool { return r.mirror }
+
+// Routes are the router's routes.
+func (r *Router) Routes() []Route { return r.routes }
+
+// Held lists, per destination, the keys it holds down now (as it got
+// them, mapped).
+func (r *Router) Held(to int) []keys.Key {
+	var out []keys.Key
+	for _, s := range r.down {
+		if s.to == to {
+			out = append(out, s.key)
+		}
+	}
+	return out
+}
+
+// Key takes one key event from the source and appends what each
+// destination gets to dst.
+func (r *Router) Key(dst []Routed, k keys.Key, down bool) []Routed {
+	if !down {
+		r.held = slices.DeleteFunc(r.held, func(h keys.Key) bool { return h == k })
+		if i := slices.Index(r.swallowed, k); i >= 0 {
+			r.swallowed = slices.Delete(r.swallowed, i, i+1)
+			return dst
+		}
+		// Released where it was pressed, whatever the target is now.
+		for i := 0; i < len(r.down); {
+			if s := r.down[i]; s.from == k {
+				dst = r.release(dst, s)
+				r.down = slices.Delete(r.down, i, i+1)
+				continue
+			}
+			i++
+		}
+		return dst
+	}
+	if slices.Contains(r.held, k) {
+		return dst // a repeat: the receivers repeat on their own
+	}
+	r.held = append(r.held, k)
+	if to, ok := r.hotkey(k); ok {
+		dst = r.Switch(dst, to)
+		r.swallow()
+		return dst
+	}
+	if slices.Contains(r.swallowed, k) {
+		return dst
+	}
+	for to := range r.routes {
+		if !r.mirror && to != r.target || r.target == Local {
+			continue
+		}
+		code, phys := k.Code()
+		if phys && slices.Contains(r.routes[to].Local, code) {
+			continue
+		}
+		key := k
+		if m, ok := r.routes[to].Map[code]; phys && ok {
+			key = keys.Key(m)
+		}
+		if r.heldAt(to, key) {
+			// Another key mapped to the same one holds it there already:
+			// a second press would be unbalanced (DESIGN.md invariant 2).
+			continue
+		}
+		r.down = append(r.down, sent{from: k, to: to, key: key})
+		dst = append(dst, Routed{To: to, Key: key, Down: true})
+	}
+	return dst
+}
+
+// heldAt reports whether destination to holds key down now.
+func (r *Router) heldAt(to int, key keys.Key) bool {
+	for _, s := range r.down {
+		if s.to == to && s.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// release appends the key-up of s at its destination.
+func (r *Router) release(dst []Routed, s sent) []Routed {
+	return append(dst, Routed{To: s.to, Key: s.key, Down: false})
+}
+
+// hotkey reports whether the press of k completes a destination's
+// hotkey, and which.
+func (r *Router) hotkey(k keys.Key) (int, bool) {
+	code, phys := k.Code()
+	if !phys {
+		return 0, false
+	}
+	for i, rt := range r.routes {
+		if len(rt.Hotkey) == 0 || !slices.Contains(rt.Hotkey, code) {
+			continue
+		}
+		all := true
+		for _, c := range rt.Hotkey {
+			all = all && slices.Contains(r.held, keys.Key(c))
+		}
+		if all {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// swallow makes every key held at the source now that no destination
+// holds go nowhere until it is released and pressed again. One that a
+// destination holds (a hotkey's first keys, pressed before the chord was
+// complete, when the target stays the same) is released there as usual.
+func (r *Router) swallow() {
+	for _, h := range r.held {
+		if !slices.Contains(r.swallowed, h) && !slices.ContainsFunc(r.down, func(s sent) bool { return s.from == h }) {
+			r.swallowed = append(r.swallowed, h)
+		}
+	}
+}
+
+// Switch makes to the target (a route's index, or Local) and appends to
+// dst the releases it takes: every key the old target holds is released
+// there, last pressed first, and the keys held at the source now reach
+// the new target only once released and pressed again. Switching to the
+// target there is changes nothing.
+func (r *Router) Switch(dst []Routed, to int) []Routed {
+	if to == r.target {
+		return dst
+	}
+	if !r.mirror || to == Local {
+		for i := len(r.down) - 1; i >= 0; i-- {
+			dst = r.release(dst, r.down[i])
+		}
+		r.down = r.down[:0]
+		r.swallow()
+	}
+	r.target = to
+	return dst
+}
+
+// Index is the index of the route named name, or Local for "local".
+func (r *Router) Index(name string) (int, bool) {
+	if name == "local" {
+		return Local, true
+	}
+	for i, rt := range r.routes {
+		if rt.Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}

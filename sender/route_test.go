@@ -1,0 +1,200 @@
+package sender
+
+import (
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// testRoutes are three destinations with hotkeys ControlRight+Digit1..3;
+// b maps MetaLeft to ControlLeft, c keeps AudioVolumeUp here.
+func testRoutes() []Route {
+	return []Route{
+		{Name: "a", Hotkey: []keys.Code{keys.ControlRight, keys.Digit1}},
+		{Name: "b", Hotkey: []keys.Code{keys.ControlRight, keys.Digit2}, Map: map[keys.Code]keys.Code{keys.MetaLeft: keys.ControlLeft}},
+		{Name: "c", Hotkey: []keys.Code{keys.ControlRight, keys.Digit3}, Local: []keys.Code{keys.AudioVolumeUp}},
+	}
+}
+
+// step is one source event (or a Switch, when to is set) of a table case.
+type step struct {
+	key  keys.Code
+	down bool
+	to   string // Switch to this name instead of a key
+}
+
+func dn(k keys.Code) step { return step{key: k, down: true} }
+func up(k keys.Code) step { return step{key: k} }
+func sw(name string) step { return step{to: name} }
+func out(to int, k keys.Code, down bool) Routed {
+	return Routed{To: to, Key: keys.Key(k), Down: down}
+}
+
+// TestRouterSendsToTheTargetOnly checks issue 27 must-haves 2 and 3 on the
+// router: a destination's hotkey makes it the only target and reaches no
+// one; a switch releases at the old target what it holds there (DESIGN.md
+// invariant 1 per destination), and a key held across it is not pressed
+// at the new target until pressed again; maps and local keys apply per
+// destination; mirror sends every key everywhere.
+func TestRouterSendsToTheTargetOnly(t *testing.T) {
+	cases := []struct {
+		name   string
+		mirror bool
+		target int
+		steps  []step
+		want   []Routed
+	}{
+		{name: "target only", target: 0, steps: []step{dn(keys.KeyA), up(keys.KeyA)},
+			want: []Routed{out(0, keys.KeyA, true), out(0, keys.KeyA, false)}},
+		{name: "hotkey switches and reaches no one", target: 0,
+			steps: []step{dn(keys.ControlRight), dn(keys.Digit2), up(keys.Digit2), up(keys.ControlRight), dn(keys.KeyA), up(keys.KeyA)},
+			// ControlRight went to a before the chord was complete: released there.
+			want: []Routed{out(0, keys.ControlRight, true), out(0, keys.ControlRight, false), out(1, keys.KeyA, true), out(1, keys.KeyA, false)}},
+		{name: "held across a switch is released at the old target and not pressed at the new", target: 0,
+			steps: []step{dn(keys.ShiftLeft), sw("b"), dn(keys.KeyA), up(keys.ShiftLeft), up(keys.KeyA), dn(keys.ShiftLeft), up(keys.ShiftLeft)},
+			want: []Routed{out(0, keys.ShiftLeft, true), out(0, keys.ShiftLeft, false), out(1, keys.KeyA, true), out(1, keys.KeyA, false),
+				out(1, keys.ShiftLeft, true), out(1, keys.ShiftLeft, false)}},
+		{name: "released where pressed", target: 0, mirror: false,
+			steps: []step{dn(keys.KeyA), sw("local"), up(keys.KeyA), dn(keys.KeyB)},
+			want:  []Routed{out(0, keys.KeyA, true), out(0, keys.KeyA, false)}},
+		{name: "map applies to its destination", target: 1, steps: []step{dn(keys.MetaLeft), up(keys.MetaLeft)},
+			want: []Routed{out(1, keys.ControlLeft, true), out(1, keys.ControlLeft, false)}},
+		{name: "two keys mapped to one press it once", target: 1, steps: []step{dn(keys.ControlLeft), dn(keys.MetaLeft), up(keys.MetaLeft), up(keys.ControlLeft)},
+			want: []Routed{out(1, keys.ControlLeft, true), out(1, keys.ControlLeft, false)}},
+		{name: "local keys stay here", target: 2, steps: []step{dn(keys.AudioVolumeUp), up(keys.AudioVolumeUp), dn(keys.KeyA)},
+			want: []Routed{out(2, keys.KeyA, true)}},
+		{name: "mirror sends everywhere, each its own way", mirror: true, target: 0, steps: []step{dn(keys.MetaLeft), dn(keys.AudioVolumeUp)},
+			want: []Routed{out(0, keys.MetaLeft, true), out(1, keys.ControlLeft, true), out(2, keys.MetaLeft, true), out(0, keys.AudioVolumeUp, true), out(1, keys.AudioVolumeUp, true)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRouter(testRoutes(), tc.mirror, tc.target)
+			var got []Routed
+			for _, s := range tc.steps {
+				if s.to != "" {
+					i, ok := r.Index(s.to)
+					if !ok {
+						t.Fatalf("no route %q", s.to)
+					}
+					got = r.Switch(got, i)
+					continue
+				}
+				got = r.Key(got, keys.Key(s.key), s.down)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("routed\n%v\nwant\n%v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRouterPropertyBalancedPerDestination is issue 27's property test:
+// random key events, hotkeys and switches, each destination's events
+// through its own balanced queue (seed 000) to a receiver that gets a
+// random subset of the packets. At every step, a key-down reaches only
+// the destination that is the target then, and only in answer to a press
+// at the source; each destination's events are balanced (no second
+// press of a held key, no release of one not held: DESIGN.md invariant
+// 2); and once the source releases everything and one packet per
+// destination arrives, no receiver holds a key (invariant 1).
+func TestRouterPropertyBalancedPerDestination(t *testing.T) {
+	pool := []keys.Code{keys.KeyA, keys.KeyB, keys.ShiftLeft, keys.MetaLeft, keys.ControlLeft, keys.ControlRight, keys.Digit1, keys.Digit2, keys.Digit3, keys.AudioVolumeUp}
+	rapid.Check(t, func(rt *rapid.T) {
+		mirror := rapid.Bool().Draw(rt, "mirror")
+		r := NewRouter(testRoutes(), mirror, rapid.IntRange(Local, 2).Draw(rt, "target"))
+		type dest struct {
+			q      *eventqueue.Queue
+			rx     eventqueue.Tracker
+			stamp  uint64
+			held   []keys.Key // as routed
+			rxHeld []keys.Key
+		}
+		ds := make([]*dest, 3)
+		for i := range ds {
+			q, err := eventqueue.New(16)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			ds[i] = &dest{q: q}
+		}
+		var srcHeld []keys.Code
+		deliver := func(d *dest) {
+			for _, e := range d.rx.Apply(nil, d.q.Events(), false) {
+				if e.Kind == eventqueue.Down {
+					if slices.Contains(d.rxHeld, e.Key) {
+						rt.Fatalf("receiver pressed %v twice", e.Key)
+					}
+					d.rxHeld = append(d.rxHeld, e.Key)
+				} else {
+					d.rxHeld = slices.DeleteFunc(d.rxHeld, func(k keys.Key) bool { return k == e.Key })
+				}
+			}
+		}
+		apply := func(rs []Routed, fromPress bool, wasTarget int) {
+			for _, o := range rs {
+				d := ds[o.To]
+				if o.Down {
+					if !fromPress {
+						rt.Fatalf("a switch pressed %v at %d", o.Key, o.To)
+					}
+					if !mirror && o.To != wasTarget {
+						rt.Fatalf("%v pressed at %d while the target was %d", o.Key, o.To, wasTarget)
+					}
+					if slices.Contains(d.held, o.Key) {
+						rt.Fatalf("%v pressed twice at %d", o.Key, o.To)
+					}
+					d.held = append(d.held, o.Key)
+				} else {
+					if !slices.Contains(d.held, o.Key) {
+						rt.Fatalf("%v released at %d, which does not hold it", o.Key, o.To)
+					}
+					d.held = slices.DeleteFunc(d.held, func(k keys.Key) bool { return k == o.Key })
+				}
+				kind := eventqueue.Up
+				if o.Down {
+					kind = eventqueue.Down
+				}
+				d.stamp++
+				if _, err := d.q.Add(eventqueue.Event{Key: o.Key, Kind: kind, Stamp: d.stamp}); err != nil {
+					rt.Fatal(err)
+				}
+				if !rapid.Bool().Draw(rt, "lost") {
+					deliver(d)
+				}
+			}
+		}
+		n := rapid.IntRange(1, 60).Draw(rt, "steps")
+		for range n {
+			if rapid.IntRange(0, 5).Draw(rt, "switch?") == 0 {
+				to := rapid.IntRange(Local, 2).Draw(rt, "to")
+				apply(r.Switch(nil, to), false, r.Target())
+				continue
+			}
+			k := rapid.SampledFrom(pool).Draw(rt, "key")
+			down := !slices.Contains(srcHeld, k)
+			if down {
+				srcHeld = append(srcHeld, k)
+			} else {
+				srcHeld = slices.DeleteFunc(srcHeld, func(c keys.Code) bool { return c == k })
+			}
+			before := r.Target()
+			apply(r.Key(nil, keys.Key(k), down), down, before)
+		}
+		for _, k := range srcHeld {
+			apply(r.Key(nil, keys.Key(k), false), false, r.Target())
+		}
+		for i, d := range ds {
+			if len(d.held) > 0 {
+				rt.Fatalf("destination %d still holds %v after every key was released", i, d.held)
+			}
+			deliver(d) // one packet after the last event arrives
+			if len(d.rxHeld) > 0 {
+				rt.Fatalf("receiver %d still holds %v", i, d.rxHeld)
+			}
+		}
+	})
+}
