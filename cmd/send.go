@@ -37,6 +37,7 @@ type SendOptions struct {
 	OneWay    bool
 	Debug     bool
 	Grab      bool
+	Switch    bool
 	Hotkey    string
 	Devices   []string
 	Key       KeyOptions
@@ -165,6 +166,7 @@ missed key events, or the final state).`,
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11, evdev, windows or macos): keys reach the receiver only; --hotkey switches to local use and back")
+	f.BoolVar(&opts.Switch, "switch", false, "send keys to one destination at a time (the first, until a destination's hotkey or 'keyrelay switch NAME|local' picks another) instead of to every destination (mirror); on whenever a [[send.to]] destination has a hotkey")
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it on the command line): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
 	opts.Key.register(f)
@@ -444,6 +446,12 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	key, err := o.Key.load(logf, oneWay)
 	if err != nil {
 		return err
+	}
+	if o.Wait > 0 && !answersAny(dests) {
+		return involving(fmt.Errorf("--wait: --to %s is broadcast or multicast, which no receiver answers (one-way): nothing to wait for (drop --wait)", joinAddrs(dests)), "wait", "to")
+	}
+	if o.routed() {
+		return runGroup(ctx, stdio, o, b, src, sopts, resolved, key, id, logf, errf, board, showStatus)
 	}
 	conn, err := transport.Open(dests)
 	if err != nil {

@@ -1,0 +1,227 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/transport"
+)
+
+// routed reports whether send routes keys per destination (a Group): to
+// one target at a time (switching), or through a destination's own key
+// map or local keys. Otherwise every key goes to every destination in one
+// queue, as send has always done.
+func (o *SendOptions) routed() bool {
+	if o.switching() {
+		return true
+	}
+	for _, d := range o.dests {
+		if len(d.Map) > 0 || len(d.Local) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// switching reports whether keys go to one destination at a time:
+// --switch, or any destination with a hotkey. Otherwise mirror mode:
+// every key to every destination.
+func (o *SendOptions) switching() bool {
+	if o.Switch {
+		return true
+	}
+	for _, d := range o.dests {
+		if len(d.Hotkey) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// routes are the Router's routes, in the destinations' order.
+func (o *SendOptions) routes() []sender.Route {
+	out := make([]sender.Route, len(o.dests))
+	for i, d := range o.dests {
+		out[i] = sender.Route{Name: d.Name, Hotkey: []keys.Code(d.Hotkey), Map: d.Map, Local: d.Local}
+	}
+	return out
+}
+
+// groupRun is one destination of a routed send: its own socket and
+// Sender (its own balanced queue and session).
+type groupRun struct {
+	name string
+	dest destination
+	conn *transport.Conn
+	s    *sender.Sender
+}
+
+// runGroup is runSend's end for routed destinations: a Sender per
+// destination, the source's keys routed to them (sender.Group), and the
+// control socket for keyrelay switch and status.
+func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBackend, src sender.Source, sopts capture.SourceOptions,
+	resolved []destination, key []byte, id *identity.Identity, logf, errf func(string, ...any), board *statusBoard, showStatus bool) error {
+	var runs []*groupRun
+	var cfgs []sender.Config
+	defer func() {
+		for _, r := range runs {
+			r.conn.Close()
+		}
+	}()
+	for i, d := range resolved {
+		conn, err := transport.Open([]net.Addr{d.addr})
+		if err != nil {
+			return err
+		}
+		r := &groupRun{name: o.dests[i].Name, dest: d, conn: conn}
+		runs = append(runs, r)
+		cfg := sender.Config{
+			Conn: conn, Dests: senderDests([]destination{d}), QueueLen: o.Queue, Interval: o.Interval,
+			Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
+			Identity: id, Insecure: o.Key.Insecure, Wait: o.Wait,
+		}
+		if o.Feedback {
+			cfg.Feedback = conn.Sockets()
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	// Switching starts at the first destination, until a hotkey or
+	// keyrelay switch picks another; mirror's target is every one.
+	router := sender.NewRouter(o.routes(), !o.switching(), 0)
+	g, err := sender.NewGroup(cfgs, router)
+	if err != nil {
+		return err
+	}
+	for i, s := range g.Senders() {
+		runs[i].s = s
+	}
+	var all []net.Addr
+	for _, r := range runs {
+		all = append(all, r.dest.addr)
+	}
+	if src == nil {
+		sopts.Label = joinAddrs(all)
+		if !o.Quiet {
+			sopts.Status = stdio.Err
+		}
+		if src, err = b.New(sopts); err != nil {
+			return err
+		}
+	}
+	h := &groupControl{g: g, runs: runs, timeout: o.Timeout}
+	ctrlCtx, stopCtrl := context.WithCancel(ctx)
+	defer stopCtrl()
+	if err := listenControl(ctrlCtx, controlPath(), h); err != nil {
+		errf("no keyrelay switch or status for this send: %v", err)
+	}
+	if !o.Quiet {
+		mode := "mirror: every key to every destination"
+		if o.switching() {
+			mode = "switching: keys go to " + g.Target() + " (its hotkey or 'keyrelay switch NAME|local' changes that)"
+		}
+		for _, r := range runs {
+			logf("session %016x: sending to %s (%s; queue %d, every %v)", r.s.Session(), r.name, r.dest.addr, o.Queue, o.Interval)
+		}
+		logf("%s", mode)
+	}
+	statusCtx, stopStatus := context.WithCancel(ctx)
+	statusDone := make(chan struct{})
+	var statuses []func() ([]string, [][]any)
+	for _, r := range runs {
+		statuses = append(statuses, sendStatus(r.s, []net.Addr{r.dest.addr}, src, o.Timeout, o.Debug))
+	}
+	status := func() ([]string, [][]any) {
+		text := []string{"target: " + g.Target()}
+		attrs := [][]any{{"target", g.Target()}}
+		for i, st := range statuses {
+			t, a := st()
+			for _, l := range t {
+				text = append(text, runs[i].name+" "+l)
+			}
+			for _, x := range a {
+				attrs = append(attrs, append([]any{"destination", runs[i].name}, x...))
+			}
+		}
+		return text, attrs
+	}
+	if showStatus {
+		go func() { defer close(statusDone); board.run(statusCtx, status) }()
+	} else {
+		close(statusDone)
+	}
+	stats, err := g.Run(ctx, src)
+	if na, ok := errors.AsType[*sender.NoAnswerError](err); ok {
+		for _, r := range runs {
+			if len(r.s.Unanswered()) > 0 || len(r.s.Peers()) == 0 {
+				err = noAnswer(na, fingerprintOf(id), r.s)
+				break
+			}
+		}
+	}
+	stopStatus()
+	<-statusDone
+	if showStatus {
+		text, _ := status()
+		board.finish(text)
+	}
+	logger := board.logger
+	var errs []error
+	for i, r := range runs {
+		logf("destination %s:", r.name)
+		var derr error
+		if err == nil {
+			derr = checkDelivery(o, []net.Addr{r.dest.addr}, r.s, fingerprintOf(id), logf)
+		}
+		if !o.Quiet || derr != nil || err != nil {
+			summarize(o, logger, errf, logf, r.s, stats[i], err == nil && derr == nil)
+		}
+		if derr != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.name, derr))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return undeliveredError{errors.Join(errs...)}
+	}
+	return nil
+}
+
+// groupControl answers keyrelay switch and status for a routed send.
+type groupControl struct {
+	g       *sender.Group
+	runs    []*groupRun
+	timeout time.Duration
+}
+
+func (h *groupControl) Switch(name string) error { return h.g.Switch(name) }
+
+func (h *groupControl) Status() controlAnswer {
+	ans := controlAnswer{Target: h.g.Target()}
+	for _, r := range h.runs {
+		d := destStatus{Name: r.name, Addr: r.dest.addr.String(), State: "no answer yet"}
+		for _, p := range r.s.Peers() {
+			if p.Addr != d.Addr {
+				continue
+			}
+			d.Live = p.Live
+			d.State = "live"
+			if !p.Live {
+				d.State = fmt.Sprintf("silent %v", time.Since(p.LastHeard).Round(100*time.Millisecond))
+			}
+			if p.SRTT > 0 {
+				d.State += " rtt " + p.SRTT.Round(10*time.Microsecond).String()
+			}
+		}
+		ans.Dests = append(ans.Dests, d)
+	}
+	return ans
+}

@@ -1,0 +1,183 @@
+package sender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// Group runs one Sender per destination, each with its own balanced
+// queue and session, and routes the source's keys to them through a
+// Router: the send side of named destinations, switching, key maps and
+// local keys. A destination that is not the target gets no key event, and
+// its Sender keeps resending its (all-released) queue, so that it stays
+// live and its receiver releases nothing it should hold.
+//
+// Run must be called once; Switch, Target and Senders are safe for
+// concurrent use with it.
+type Group struct {
+	senders []*Sender
+
+	mu     sync.Mutex // guards router and outs; held while routing and handing over
+	router *Router
+	outs   []chan keyEvent
+	closed bool
+	quit   <-chan struct{} // Run's context: a sender that stopped reads no more
+	err    error           // the source's, once it ended
+	src    Source
+}
+
+// NewGroup makes a Group of one Sender per config (each with one
+// destination), routed by router; routes and configs are in the same
+// order.
+func NewGroup(cfgs []Config, router *Router) (*Group, error) {
+	if len(cfgs) != len(router.Routes()) {
+		return nil, fmt.Errorf("sender: %d destinations and %d routes", len(cfgs), len(router.Routes()))
+	}
+	g := &Group{router: router}
+	for _, cfg := range cfgs {
+		s, err := New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		g.senders = append(g.senders, s)
+		g.outs = append(g.outs, make(chan keyEvent, 64))
+	}
+	return g, nil
+}
+
+// Senders are the group's senders, in the routes' order.
+func (g *Group) Senders() []*Sender { return g.senders }
+
+// Target is the current target's name, "local", or "all" in mirror mode.
+func (g *Group) Target() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.router.Target()
+	switch {
+	case t == Local:
+		return "local"
+	case g.router.Mirror():
+		return "all"
+	}
+	return g.router.Routes()[t].Name
+}
+
+// ErrNoSuchDestination is Switch's error for a name no route has.
+var ErrNoSuchDestination = errors.New("no such destination")
+
+// Switch makes the destination named name (or "local") the target: what
+// the old target holds is released there first (Router.Switch).
+func (g *Group) Switch(name string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	to, ok := g.router.Index(name)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrNoSuchDestination, name)
+	}
+	g.hand(g.router.Switch(nil, to))
+	return nil
+}
+
+// hand gives routed events to their senders' sources, in order; g.mu is
+// held, so that a switch and a key never interleave.
+func (g *Group) hand(rs []Routed) {
+	if g.closed {
+		return
+	}
+	for _, r := range rs {
+		select {
+		case g.outs[r.To] <- keyEvent{key: r.Key, down: r.Down}:
+		case <-g.quit:
+			return
+		}
+	}
+}
+
+// Run plays src through the router into every sender until src ends or
+// ctx is done; each sender then releases its keys and lingers (Sender.Run),
+// and Run returns when all have, with their stats in the routes' order.
+// The source's error, if any, is returned once.
+func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
+	g.src, g.quit = src, ctx.Done()
+	var wg sync.WaitGroup
+	stats := make([]Stats, len(g.senders))
+	errs := make([]error, len(g.senders))
+	playCtx, stopPlay := context.WithCancel(ctx)
+	defer stopPlay()
+	for i, s := range g.senders {
+		wg.Go(func() {
+			stats[i], errs[i] = s.Run(ctx, &routedSource{g: g, in: g.outs[i]})
+		})
+	}
+	played := make(chan error, 1)
+	go func() {
+		var buf []Routed
+		err := src.Play(playCtx, func(k keys.Key, down bool) error {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			buf = g.router.Key(buf[:0], k, down)
+			g.hand(buf)
+			return nil
+		})
+		g.mu.Lock()
+		g.closed, g.err = true, err
+		for _, c := range g.outs {
+			close(c)
+		}
+		g.mu.Unlock()
+		played <- err
+	}()
+	wg.Wait()
+	stopPlay()
+	err := <-played
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil // stopped by the caller (a signal): a clean exit
+	}
+	// The source's error once; else a sender's own (NoAnswerError).
+	for _, e := range errs {
+		if err == nil && e != nil && !errors.Is(e, context.Canceled) {
+			err = e
+		}
+	}
+	return stats, err
+}
+
+// routedSource is one sender's source in a Group: the events the router
+// gave its destination. It ends when the group's source does, with its
+// error; the lock state and the mode are the group source's.
+type routedSource struct {
+	g  *Group
+	in <-chan keyEvent
+}
+
+func (r *routedSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
+	for {
+		select {
+		case ev, ok := <-r.in:
+			if !ok {
+				// The group's source ended: this one ends the same way
+				// (an error makes the sender's end quick, Interrupted).
+				r.g.mu.Lock()
+				defer r.g.mu.Unlock()
+				return r.g.err
+			}
+			if err := emit(ev.key, ev.down); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Locks is the group source's lock state (PROTOCOL.md §3.2).
+func (r *routedSource) Locks() keys.Locks {
+	if l, ok := r.g.src.(LockSource); ok {
+		return l.Locks()
+	}
+	return 0
+}
