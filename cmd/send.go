@@ -86,6 +86,15 @@ receiver's Caps Lock and Num Lock are set to this machine's. The grab ends
 with the process (X and the kernel drop it), so a crashed send cannot leave
 the keyboard unusable.
 
+Several destinations: every key goes to every --to (mirror) unless --switch
+is given or a [[send.to]] destination of the config file has a hotkey; then
+keys go to one target at a time, the first destination until its hotkey or
+'keyrelay switch NAME|local' picks another ('keyrelay status' shows the
+target and each destination's liveness). What the old target holds is
+released there, and a key held across a switch reaches the new target only
+when pressed again. A destination's map and local-keys apply to what it
+gets. Name a destination with --to NAME=HOST[:PORT].
+
 When the source ends, or on SIGINT, SIGTERM, SIGHUP (the terminal closing) or
 SIGQUIT, send releases every key it holds, resends the final queue for a short
 linger and prints a summary to standard error.
@@ -152,7 +161,7 @@ missed key events, or the final state).`,
 		},
 	}
 	f := c.Flags()
-	f.Var(toValue{to: &opts.To, tables: &opts.toTables}, "to", "receiver address HOST[:PORT], a paired peer's name, or NAME=HOST[:PORT] to name it for keyrelay switch (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+"); [[send.to]] tables in the config file add a hotkey, a key map and local keys")
+	f.Var(toValue{to: &opts.To, tables: &opts.toTables}, "to", "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+"), a paired peer's name, or NAME=HOST[:PORT], named for keyrelay switch and status; [[send.to]] tables in the config file add a hotkey, a key map and local keys")
 	f.Lookup("to").DefValue = "" // none, as a plain string list shows it
 	f.StringVar(&opts.Input, "input", "", "key source: "+joinOr(capture.SourceNames(false))+" ("+sourceAliases()+"default: script with --script, else terminal)")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
