@@ -71,6 +71,8 @@ func TestEveryMistakeNamesItsSource(t *testing.T) {
 			want: []string{`@CONFIG@:2: name "local" is taken`}},
 		{name: "destination names twice", args: []string{"send", "--to", "a=127.0.0.1:1,a=127.0.0.1:2"}, code: ExitUsage,
 			want: []string{`two destinations are named "a"`}},
+		{name: "destination hotkey is --hotkey", file: "[[send.to]]\nname = \"a\"\naddr = \"127.0.0.1:1\"\nhotkey = \"ControlLeft+ControlRight\"\n", args: []string{"send", "--input", "x11", "--grab"}, code: ExitUsage,
+			want: []string{`destination "a"'s hotkey ControlLeft+ControlRight is --hotkey`}},
 		{name: "destination without an address", args: []string{"send", "--to", "a="}, code: ExitUsage,
 			want: []string{`--to "a=": want NAME=HOST[:PORT]`}},
 		// Values the command rejects: the file's line, not the flag.

@@ -363,6 +363,19 @@ func (o *SendOptions) validate() error {
 			return badHotkey(err)
 		}
 	}
+	// A destination's hotkey is caught by send while relaying: it must be
+	// one the source can report, and not --hotkey, which the source keeps.
+	for _, d := range o.dests {
+		if len(d.Hotkey) == 0 {
+			continue
+		}
+		if o.Grab && d.Hotkey.String() == o.hotkey.String() {
+			return involving(fmt.Errorf("destination %q's hotkey %v is --hotkey, which switches between relaying and local use: give the destination another", d.Name, d.Hotkey), "to", "hotkey")
+		}
+		if err := capture.CheckHotkey(d.Hotkey, o.Input); err != nil {
+			return involving(fmt.Errorf("destination %q's hotkey: %w (a hotkey is %s)", d.Name, err, capture.HotkeyForm), "to", "input")
+		}
+	}
 	if len(o.Devices) > 0 && !b.Caps.Devices {
 		return involving(errors.New("--device needs "+sourcesWith(func(c capture.SourceCaps) bool { return c.Devices })), "device", "input")
 	}
