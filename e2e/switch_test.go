@@ -9,8 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
 )
 
 // TestSwitchBetweenThreeReceivers checks issue 27 must-haves 1-3 end to
@@ -108,5 +112,105 @@ local-keys = ["KeyL"]
 		if got := render(r.p.stop()); got != r.want {
 			t.Errorf("receiver %s logged more:\n%s", r.name, got)
 		}
+	}
+}
+
+// TestGrabHotkeysSwitchDestinations checks issue 27 must-have 2 with the
+// X11 source owning the keyboard (send --input x11 --grab on Xvfb): each
+// destination's hotkey sends the keys that follow to that receiver only,
+// the hotkey itself (but for its first key, released at the old target)
+// reaching none; keyrelay switch does the same from another process; and
+// --hotkey still returns to local use, where nothing is relayed.
+func TestGrabHotkeysSwitchDestinations(t *testing.T) {
+	needX(t, "xdotool")
+	display := startXvfb(t)
+	a := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	b := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	c := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	dir := t.TempDir()
+	runtime := filepath.Join(dir, "run")
+	if err := os.Mkdir(runtime, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.toml")
+	var text strings.Builder
+	for i, r := range []*proc{a, b, c} {
+		fmt.Fprintf(&text, "[[send.to]]\nname = %q\naddr = %q\nhotkey = \"ControlRight+Digit%d\"\n\n", string(rune('a'+i)), r.addr, i+1)
+	}
+	if err := os.WriteFile(cfg, []byte(text.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"XDG_RUNTIME_DIR=" + runtime}
+	send := startWithEnv(t, append(env, "DISPLAY="+display), "send", "--config", cfg, "--input", "x11", "--grab", "--hotkey", "ScrollLock")
+	poll(t, 10*time.Second, "send to grab", func() bool { return strings.Contains(send.stderr.String(), "relaying to") })
+
+	xdotool(t, display, "key", "q")
+	a.expectKeys(t, "KeyQ down", "KeyQ up")
+	// ControlRight (X keycode 105) and Digit2 (11) by keycode: xdotool
+	// types Control_R with the first keycode that has it.
+	x := dialXTest(t, display)
+	x.press(t, 105, true)
+	x.tap(t, 11)
+	x.press(t, 105, false)
+	a.expectKeys(t, "ControlRight down", "ControlRight up")
+	xdotool(t, display, "key", "w")
+	b.expectKeys(t, "KeyW down", "KeyW up")
+	if code, out, stderr := runWithEnv(t, env, "switch", "c"); code != 0 || out != "target: c\n" {
+		t.Fatalf("keyrelay switch c exited %d:\n%s%s", code, out, stderr)
+	}
+	xdotool(t, display, "key", "e")
+	c.expectKeys(t, "KeyE down", "KeyE up")
+
+	xdotool(t, display, "key", "Scroll_Lock")
+	poll(t, 10*time.Second, "send to say local use", func() bool { return strings.Contains(send.stderr.String(), "local use") })
+	xdotool(t, display, "key", "z")
+	send.stopWith(syscall.SIGTERM)
+	for _, r := range []struct {
+		name string
+		p    *proc
+	}{{"a", a}, {"b", b}, {"c", c}} {
+		if got := keysOnly(r.p.stop()); got != "" {
+			t.Errorf("receiver %s logged more:\n%s", r.name, got)
+		}
+	}
+}
+
+// expectKeys is expect with the receiver's lock-state lines (which carry
+// no key: the X11 source sends its Caps/Num Lock state) left out.
+func (p *proc) expectKeys(t *testing.T, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		l, ok := p.next(10 * time.Second)
+		for ok && l.Key == "" {
+			l, ok = p.next(10 * time.Second)
+		}
+		if !ok || l.String() != w {
+			t.Fatalf("recv logged %v (ok %v), want %s\n%s", l, ok, w, p.stderr)
+		}
+	}
+}
+
+// keysOnly renders key lines, leaving out lock-state lines.
+func keysOnly(ls []line) string {
+	var keys []line
+	for _, l := range ls {
+		if l.Key != "" {
+			keys = append(keys, l)
+		}
+	}
+	return render(keys)
+}
+
+// press presses or releases keycode kc, and returns once the server has
+// processed it.
+func (x *xtestConn) press(t *testing.T, kc byte, down bool) {
+	t.Helper()
+	typ := byte(xproto.KeyRelease)
+	if down {
+		typ = xproto.KeyPress
+	}
+	xtest.FakeInput(x.c, typ, kc, 0, x.root, 0, 0, 0)
+	if _, err := xproto.GetInputFocus(x.c).Reply(); err != nil {
+		t.Fatal(err)
 	}
 }
