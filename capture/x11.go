@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +59,33 @@ type X11 struct {
 	root     xproto.Window
 	numMask  uint16 // the modifier bit of Num Lock
 	modOf    map[xproto.Keycode]uint16
+
+	reqOnce sync.Once
+	req     chan bool // SetRelaying's newest request, for Play's loop
+}
+
+// SetRelaying asks the grabbing source to relay (take the keyboard) or
+// go to local use (give it back), as the hotkey does, from another
+// goroutine (keyrelay switch). It does not wait; a request made before
+// the last one was taken replaces it. Without Grab it does nothing.
+func (x *X11) SetRelaying(on bool) {
+	ch := x.requests()
+	for {
+		select {
+		case ch <- on:
+			return
+		default:
+			select {
+			case <-ch:
+			default:
+			}
+		}
+	}
+}
+
+func (x *X11) requests() chan bool {
+	x.reqOnce.Do(func() { x.req = make(chan bool, 1) })
+	return x.req
 }
 
 // Relaying reports whether keys go to the receiver now.
@@ -125,6 +153,7 @@ type x11Event struct {
 	keycode xproto.Keycode
 	down    bool
 	err     error
+	set     int8 // SetRelaying: 1 relay, -1 local use, 0 a key event
 }
 
 // Play relays key events until ctx is done or the X server goes away.
@@ -188,12 +217,15 @@ func (x *X11) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	}
 	x.status("relaying to %s: the keyboard is grabbed (%v for local use; Ctrl+C or SIGTERM ends)", x.Label, hotkey)
 	defer x.own(false, nil)
+	req := x.requests()
 	next := func() x11Event {
 		select {
 		case <-ctx.Done():
 			return x11Event{err: ctx.Err()}
 		case ev := <-events:
 			return ev
+		case on := <-req:
+			return x11Event{set: map[bool]int8{true: 1, false: -1}[on]}
 		}
 	}
 	return x.relay(ctx, next, emit, sw)
@@ -210,6 +242,18 @@ func (x *X11) relay(ctx context.Context, next func() x11Event, emit func(keys.Ke
 				sw.ReleaseAll()
 			}
 			return ev.err
+		}
+		if ev.set != 0 {
+			if sw != nil && (ev.set > 0) == sw.Local {
+				if err := sw.Toggle(); err != nil {
+					return err
+				}
+				if sw.Local {
+					held = held[:0] // keys are not seen in local use
+				}
+				x.relaying.Store(!sw.Local)
+			}
+			continue
 		}
 		if ev.down && slices.Contains(held, ev.keycode) {
 			continue

@@ -178,8 +178,10 @@ reaches the new target only when pressed again.
 
 It talks to the send of the same user on this machine through its control
 socket ($XDG_RUNTIME_DIR/keyrelay/send.sock, which only that user can
-open). With --grab, 'local' relays nothing but leaves the keyboard
-grabbed: the --hotkey gives it back.`,
+open). With --input x11 --grab the grab follows: 'local' gives the
+keyboard back, as send's --hotkey does (which then resumes relaying to
+the same target), and NAME takes it again; other sources that grab keep
+the keyboard after 'local' (their --hotkey gives it back).`,
 		Example: `  # With a send running: keyrelay send --switch --to a=HOST,b=HOST2 ...
   #   keyrelay switch b       # keys go to b only
   #   keyrelay switch local   # keys go nowhere`,

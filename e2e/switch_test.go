@@ -120,7 +120,9 @@ local-keys = ["KeyL"]
 // destination's hotkey sends the keys that follow to that receiver only,
 // the hotkey itself (but for its first key, released at the old target)
 // reaching none; keyrelay switch does the same from another process; and
-// --hotkey still returns to local use, where nothing is relayed.
+// --hotkey still returns to local use, where nothing is relayed; keyrelay
+// switch NAME takes the keyboard again and switch local gives it back
+// (the grab follows).
 func TestGrabHotkeysSwitchDestinations(t *testing.T) {
 	needX(t, "xdotool")
 	display := startXvfb(t)
@@ -164,6 +166,19 @@ func TestGrabHotkeysSwitchDestinations(t *testing.T) {
 	xdotool(t, display, "key", "Scroll_Lock")
 	poll(t, 10*time.Second, "send to say local use", func() bool { return strings.Contains(send.stderr.String(), "local use") })
 	xdotool(t, display, "key", "z")
+	// keyrelay switch takes the keyboard again, for the destination it
+	// names, and 'local' gives it back, as --hotkey does.
+	if code, out, stderr := runWithEnv(t, env, "switch", "b"); code != 0 || out != "target: b\n" {
+		t.Fatalf("keyrelay switch b exited %d:\n%s%s", code, out, stderr)
+	}
+	poll(t, 10*time.Second, "send to grab again", func() bool { return strings.Count(send.stderr.String(), "relaying to") >= 2 })
+	xdotool(t, display, "key", "r")
+	b.expectKeys(t, "KeyR down", "KeyR up")
+	if code, out, stderr := runWithEnv(t, env, "switch", "local"); code != 0 || out != "target: local\n" {
+		t.Fatalf("keyrelay switch local exited %d:\n%s%s", code, out, stderr)
+	}
+	poll(t, 10*time.Second, "send to say local use again", func() bool { return strings.Count(send.stderr.String(), "local use") >= 2 })
+	xdotool(t, display, "key", "x")
 	send.stopWith(syscall.SIGTERM)
 	for _, r := range []struct {
 		name string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/keyrelay/keyrelay/keys"
 )
@@ -57,8 +58,9 @@ func (g *Group) Target() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t := g.router.Target()
+	sw, _ := g.src.(SwitchSource)
 	switch {
-	case t == Local:
+	case t == Local || sw != nil && !sw.Relaying():
 		return "local"
 	case g.router.Mirror():
 		return "all"
@@ -69,17 +71,55 @@ func (g *Group) Target() string {
 // ErrNoSuchDestination is Switch's error for a name no route has.
 var ErrNoSuchDestination = errors.New("no such destination")
 
+// ModeSource is a SwitchSource that can be told to relay or to go to
+// local use from another goroutine (send --grab: the keyboard is taken or
+// given back, as the hotkey does).
+type ModeSource interface {
+	SwitchSource
+	SetRelaying(on bool)
+}
+
 // Switch makes the destination named name (or "local") the target: what
-// the old target holds is released there first (Router.Switch).
+// the old target holds is released there first (Router.Switch). A source
+// that owns the keyboard (ModeSource) follows: "local" gives the keyboard
+// back, as its hotkey does, and leaves the target as it was, so that the
+// hotkey resumes relaying to it; a name takes the keyboard again.
+//
+// With a ModeSource, Switch returns once the source is in the mode asked
+// for, or after a second (the answer's Target says which).
 func (g *Group) Switch(name string) error {
+	ms, err := g.switchTo(name)
+	if err != nil || ms == nil {
+		return err
+	}
+	want := name != "local"
+	for range 100 {
+		if ms.Relaying() == want {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// switchTo is Switch but for the wait: the source that was asked to
+// follow, if any.
+func (g *Group) switchTo(name string) (ModeSource, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	to, ok := g.router.Index(name)
 	if !ok {
-		return fmt.Errorf("%w %q", ErrNoSuchDestination, name)
+		return nil, fmt.Errorf("%w %q", ErrNoSuchDestination, name)
+	}
+	ms, _ := g.src.(ModeSource)
+	if ms != nil {
+		ms.SetRelaying(to != Local)
+		if to == Local {
+			return ms, nil
+		}
 	}
 	g.hand(g.router.Switch(nil, to))
-	return nil
+	return ms, nil
 }
 
 // hand gives routed events to their senders' sources, in order; g.mu is
@@ -102,7 +142,9 @@ func (g *Group) hand(rs []Routed) {
 // and Run returns when all have, with their stats in the routes' order.
 // The source's error, if any, is returned once.
 func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
+	g.mu.Lock()
 	g.src, g.quit = src, ctx.Done()
+	g.mu.Unlock()
 	var wg sync.WaitGroup
 	stats := make([]Stats, len(g.senders))
 	errs := make([]error, len(g.senders))
