@@ -38,13 +38,25 @@ func NewGroup(cfgs []Config, router *Router) (*Group, error) {
 	if len(cfgs) != len(router.Routes()) {
 		return nil, fmt.Errorf("sender: %d destinations and %d routes", len(cfgs), len(router.Routes()))
 	}
-	g := &Group{router: router}
+	var senders []*Sender
 	for _, cfg := range cfgs {
 		s, err := New(cfg)
 		if err != nil {
 			return nil, err
 		}
-		g.senders = append(g.senders, s)
+		senders = append(senders, s)
+	}
+	return GroupOf(senders, router)
+}
+
+// GroupOf makes a Group of senders already made (a test's, on its own
+// network), one per route, in the routes' order.
+func GroupOf(senders []*Sender, router *Router) (*Group, error) {
+	if len(senders) != len(router.Routes()) {
+		return nil, fmt.Errorf("sender: %d senders and %d routes", len(senders), len(router.Routes()))
+	}
+	g := &Group{router: router, senders: senders}
+	for range senders {
 		g.outs = append(g.outs, make(chan keyEvent, 64))
 	}
 	return g, nil
