@@ -186,6 +186,19 @@ the keyboard after 'local' (their --hotkey gives it back).`,
   #   keyrelay switch b       # keys go to b only
   #   keyrelay switch local   # keys go nowhere`,
 		Args: cobra.ExactArgs(1),
+		// Completion asks the running send for its destinations' names.
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			names := []string{"local"}
+			if ans, err := askControl(controlRequest{Op: "status"}); err == nil {
+				for _, d := range ans.Dests {
+					names = append(names, d.Name)
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			ans, err := askControl(controlRequest{Op: "switch", To: args[0]})
 			if err != nil {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -53,4 +55,47 @@ local-keys = ["AudioVolumeUp"]
 	if !slices.Equal(names, want) {
 		t.Fatalf("destinations %v, want %v", names, want)
 	}
+}
+
+// FuzzNamedDests: --to's text (comma lists, NAME=HOST[:PORT]) never
+// panics, and what it accepts has a name and an address for each
+// destination, names unique.
+func FuzzNamedDests(f *testing.F) {
+	for _, s := range []string{"a=127.0.0.1:1,b=[::1]:2", "mac.lan", "=x", "a=", "local=h", "a=h,a=i", "a b=h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ds, err := namedDests(splitList([]string{s}), nil)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, d := range ds {
+			if d.Name == "" || d.Addr == "" || seen[d.Name] {
+				t.Fatalf("%q gave %+v", s, ds)
+			}
+			seen[d.Name] = true
+		}
+	})
+}
+
+// FuzzDestTable: a [[send.to]] table of any TOML never panics, and one
+// it accepts has a usable name and an address.
+func FuzzDestTable(f *testing.F) {
+	f.Add("name = \"mac\"\naddr = \"mac.lan\"\nhotkey = \"ControlRight+Digit1\"\nmap = { MetaLeft = \"ControlLeft\" }\nlocal-keys = [\"AudioVolumeUp\"]\n")
+	f.Add("name = \"x\"\naddr = 1\n")
+	f.Add("name = \"x\"\naddr = \"h\"\nmap = { MetaLeft = 3 }\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		var m map[string]any
+		if _, err := toml.Decode(text, &m); err != nil {
+			return
+		}
+		d, _, err := parseDestTable(m)
+		if err != nil {
+			return
+		}
+		if d.Name == "" || d.Addr == "" || checkDestName(d.Name) != nil {
+			t.Fatalf("%q accepted as %+v", text, d)
+		}
+	})
 }
