@@ -229,3 +229,19 @@ func (x *xtestConn) press(t *testing.T, kc byte, down bool) {
 		t.Fatal(err)
 	}
 }
+
+// TestSwitchWaitTypesNothingWhenOneIsSilent: send --switch --wait with one
+// destination that never answers exits 3 having typed nothing anywhere,
+// the one that answered included, as send --wait does with one queue.
+func TestSwitchWaitTypesNothingWhenOneIsSilent(t *testing.T) {
+	a := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	keysFile := script(t, "pace 0s\n"+strings.Repeat("tap KeyA\n", 100))
+	code, _, stderr := runWithEnv(t, []string{"XDG_RUNTIME_DIR=" + t.TempDir()}, "send", "--switch", "--wait", "1s",
+		"--to", "a="+a.addr+",b="+deadAddr(t), "--script", keysFile)
+	if code != 3 || !strings.Contains(stderr, "nothing was typed anywhere") {
+		t.Fatalf("send exited %d, want 3 and nothing typed:\n%s", code, stderr)
+	}
+	if got := render(a.stop()); got != "" {
+		t.Errorf("a typed:\n%s", got)
+	}
+}

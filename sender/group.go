@@ -25,6 +25,7 @@ type Group struct {
 	mu     sync.Mutex // guards router and outs; held while routing and handing over
 	router *Router
 	outs   []chan keyEvent
+	gone   []chan struct{} // closed as each sender's Run returns
 	closed bool
 	quit   <-chan struct{} // Run's context: a sender that stopped reads no more
 	err    error           // the source's, once it ended
@@ -58,6 +59,7 @@ func GroupOf(senders []*Sender, router *Router) (*Group, error) {
 	g := &Group{router: router, senders: senders}
 	for range senders {
 		g.outs = append(g.outs, make(chan keyEvent, 64))
+		g.gone = append(g.gone, make(chan struct{}))
 	}
 	return g, nil
 }
@@ -143,6 +145,9 @@ func (g *Group) hand(rs []Routed) {
 	for _, r := range rs {
 		select {
 		case g.outs[r.To] <- keyEvent{key: r.Key, down: r.Down}:
+		case <-g.gone[r.To]:
+			// Its sender returned (no answer within Config.Wait): the
+			// others go on.
 		case <-g.quit:
 			return
 		}
@@ -162,10 +167,34 @@ func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 	errs := make([]error, len(g.senders))
 	playCtx, stopPlay := context.WithCancel(ctx)
 	defer stopPlay()
+	// The senders run under a context of their own, so that one that
+	// gets no answer within Config.Wait stops the others before anything
+	// plays: nothing is typed anywhere then, as with one sender.
+	sendCtx, stopSenders := context.WithCancel(ctx)
+	defer stopSenders()
+	started := make([]chan struct{}, len(g.senders))
 	for i, s := range g.senders {
+		started[i] = make(chan struct{})
 		wg.Go(func() {
-			stats[i], errs[i] = s.Run(ctx, &routedSource{g: g, in: g.outs[i]})
+			defer close(g.gone[i])
+			stats[i], errs[i] = s.Run(sendCtx, &routedSource{g: g, in: g.outs[i], started: started[i]})
 		})
+	}
+	for i := range g.senders {
+		select {
+		case <-started[i]:
+			continue
+		case <-g.gone[i]:
+		case <-ctx.Done():
+		}
+		stopSenders()
+		wg.Wait()
+		for _, e := range errs {
+			if e != nil && !errors.Is(e, context.Canceled) {
+				return stats, e
+			}
+		}
+		return stats, nil
 	}
 	played := make(chan error, 1)
 	go func() {
@@ -204,11 +233,13 @@ func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 // gave its destination. It ends when the group's source does, with its
 // error; the lock state and the mode are the group source's.
 type routedSource struct {
-	g  *Group
-	in <-chan keyEvent
+	g       *Group
+	in      <-chan keyEvent
+	started chan struct{} // closed as its sender starts to play it
 }
 
 func (r *routedSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
+	close(r.started)
 	for {
 		select {
 		case ev, ok := <-r.in:
