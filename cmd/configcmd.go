@@ -116,6 +116,9 @@ to start from (unset settings are commented out).`,
 
 // tomlValue writes a flag's value as TOML.
 func tomlValue(f *pflag.Flag) string {
+	if tv, ok := f.Value.(toValue); ok && tv.tables != nil && len(*tv.tables) > 0 {
+		return tv.toml()
+	}
 	switch f.Value.Type() {
 	case "bool", "int", "int64", "uint", "uint64", "int32":
 		return f.Value.String()

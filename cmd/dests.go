@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -327,4 +328,36 @@ func placed(err, fallback error) error {
 		return usageError{err: p.err}
 	}
 	return fallback
+}
+
+// toml writes the destinations as a TOML list: strings as given, tables
+// inline with everything they set, so that keyrelay config's output reads
+// back the same.
+func (v toValue) toml() string {
+	var items []string
+	for _, s := range *v.to {
+		items = append(items, tomlString(s))
+	}
+	for _, d := range *v.tables {
+		parts := []string{"name = " + tomlString(d.Name), "addr = " + tomlString(d.Addr)}
+		if len(d.Hotkey) > 0 {
+			parts = append(parts, "hotkey = "+tomlString(d.Hotkey.String()))
+		}
+		if len(d.Map) > 0 {
+			var m []string
+			for _, from := range slices.Sorted(maps.Keys(d.Map)) {
+				m = append(m, tomlString(from.String())+" = "+tomlString(d.Map[from].String()))
+			}
+			parts = append(parts, "map = { "+strings.Join(m, ", ")+" }")
+		}
+		if len(d.Local) > 0 {
+			var l []string
+			for _, c := range d.Local {
+				l = append(l, tomlString(c.String()))
+			}
+			parts = append(parts, "local-keys = ["+strings.Join(l, ", ")+"]")
+		}
+		items = append(items, "{ "+strings.Join(parts, ", ")+" }")
+	}
+	return "[" + strings.Join(items, ", ") + "]"
 }

@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/BurntSushi/toml"
@@ -98,4 +100,35 @@ func FuzzDestTable(f *testing.F) {
 			t.Fatalf("%q accepted as %+v", text, d)
 		}
 	})
+}
+
+// TestConfigPrintsDestinationTables: keyrelay config prints [[send.to]]
+// tables whole (inline), and its output reads back as the same
+// destinations.
+func TestConfigPrintsDestinationTables(t *testing.T) {
+	dir := isolate(t)
+	writeFile(t, filepath.Join(dir, "config.toml"), `[[send.to]]
+name = "mac"
+addr = "mac.lan:7001"
+hotkey = "ControlRight+Digit1"
+map = { MetaLeft = "ControlLeft", AltLeft = "MetaLeft" }
+local-keys = ["AudioVolumeUp", "AudioVolumeDown"]
+`)
+	var out, stderr bytes.Buffer
+	if code := Run([]string{"config"}, IO{Out: &out, Err: &stderr}); code != ExitOK {
+		t.Fatalf("config exited %d: %s", code, stderr.String())
+	}
+	want := `to = [{ name = "mac", addr = "mac.lan:7001", hotkey = "ControlRight+Digit1", map = { "AltLeft" = "MetaLeft", "MetaLeft" = "ControlLeft" }, local-keys = ["AudioVolumeUp", "AudioVolumeDown"] }]`
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("keyrelay config printed:\n%s\nwant a line with\n%s", out.String(), want)
+	}
+	var m map[string]any
+	line := want[strings.Index(want, "["):]
+	if _, err := toml.Decode("to = "+line, &m); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := parseDestTable(m["to"].([]any)[0].(map[string]any))
+	if err != nil || d.Name != "mac" || d.Map[keys.AltLeft] != keys.MetaLeft || len(d.Local) != 2 {
+		t.Errorf("read back as %+v, %v", d, err)
+	}
 }
