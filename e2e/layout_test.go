@@ -283,6 +283,13 @@ func startXterm(t *testing.T, display string) *termFile {
 		f.x.tap(t, 65)
 		pollFor(200*time.Millisecond, func() bool { return f.read(t) != "" })
 	}
+	// A probe that took longer than 200 ms may still be on its way: a
+	// Return (keycode 36, \r on every layout) typed after them all arrives
+	// after them, so the text starts after it.
+	f.x.tap(t, 36)
+	poll(t, 10*time.Second, "the Return after the focus probe to reach the xterm", func() bool {
+		return strings.HasSuffix(f.read(t), "\r")
+	})
 	f.from = len(f.read(t))
 	return f
 }
