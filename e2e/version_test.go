@@ -89,13 +89,17 @@ func TestSendToReceiverOfOtherVersion(t *testing.T) {
 		t.Errorf("send exited %d, want 3 (delivery not confirmed):\n%s", code, stderr)
 	}
 	for _, want := range []string{
-		"keyrelay send: receiver at " + says,                    // as soon as the notice came
-		"delivery not confirmed (exit status 3): " + says,       // the summary, why nothing was delivered
-		"keyrelay send: receiver " + addr + ": speaks keyrelay", // the per-receiver summary line
+		"keyrelay send: receiver at " + says,              // as soon as the notice came
+		"delivery not confirmed (exit status 3): " + says, // the summary, why nothing was delivered
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("send's stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+	// The per-receiver summary line: what it missed (PROTOCOL.md §9.1),
+	// then why.
+	if line := regexp.MustCompile(`keyrelay send: receiver ` + regexp.QuoteMeta(addr) + `: [^\n]*speaks keyrelay protocol version`); !line.MatchString(stderr) {
+		t.Errorf("send's summary has no line for %s naming its version:\n%s", addr, stderr)
 	}
 	if strings.Contains(stderr, "never answered") || strings.Contains(stderr, "no answer from") {
 		t.Errorf("send blames silence, not the version:\n%s", stderr)
