@@ -8,7 +8,10 @@ package keysym
 
 //go:generate go run gen.go -in /usr/include/X11/keysymdef.h -out table_gen.go
 
-import "unicode/utf8"
+import (
+	"strconv"
+	"unicode/utf8"
+)
 
 // unicodeBase is added to a code point to make its Unicode keysym.
 const unicodeBase = 0x01000000
@@ -59,4 +62,29 @@ func FromRune(r rune) uint32 {
 		return ks
 	}
 	return unicodeBase + uint32(r)
+}
+
+// Parse returns the keysym a name stands for as XKB's symbols files and
+// the Compose file write it: a keysymdef.h name ("EuroSign", "dead_acute"),
+// a Unicode keysym "U20AC", or a number "0x1000020ac". ok is false for
+// names this table lacks (vendor keysyms such as XF86AudioMute), which
+// type no character anyway.
+func Parse(name string) (uint32, bool) {
+	if ks, ok := names[name]; ok {
+		return ks, true
+	}
+	if len(name) > 1 && name[0] == 'U' {
+		if r, err := strconv.ParseUint(name[1:], 16, 32); err == nil && utf8.ValidRune(rune(r)) {
+			if latin1(rune(r)) {
+				return uint32(r), true
+			}
+			return unicodeBase + uint32(r), true
+		}
+	}
+	if len(name) > 2 && (name[:2] == "0x" || name[:2] == "0X") {
+		if v, err := strconv.ParseUint(name[2:], 16, 32); err == nil {
+			return uint32(v), true
+		}
+	}
+	return 0, false
 }

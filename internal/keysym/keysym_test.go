@@ -71,3 +71,33 @@ func TestTableIsGenerated(t *testing.T) {
 		t.Error("table_gen.go is stale: run go generate ./internal/keysym")
 	}
 }
+
+// TestParseNames: the names XKB symbols files and the Compose file use
+// for keysyms (keysymdef.h's, Unicode "Uxxxx", hex numbers) give the
+// keysym X gives them.
+func TestParseNames(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ks   uint32
+		ok   bool
+	}{
+		{"a", 0x61, true},
+		{"1", 0x31, true},
+		{"EuroSign", 0x20ac, true},
+		{"dead_acute", 0xfe51, true},
+		{"ISO_Level3_Shift", 0xfe03, true},
+		{"udiaeresis", 0xfc, true},
+		{"U20AC", 0x010020ac, true},
+		{"U00E9", 0xe9, true}, // a Latin-1 character is its Latin-1 keysym
+		{"0x1000263a", 0x1000263a, true},
+		{"XF86AudioMute", 0, false},
+		{"U", 0x55, true}, // the letter, not a Unicode keysym
+		{"Uzzzz", 0, false},
+		{"", 0, false},
+	} {
+		ks, ok := Parse(tc.name)
+		if ks != tc.ks || ok != tc.ok {
+			t.Errorf("Parse(%q) = %#x, %v; want %#x, %v", tc.name, ks, ok, tc.ks, tc.ok)
+		}
+	}
+}
