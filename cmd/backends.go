@@ -1,11 +1,15 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 )
 
 // This file turns the backend lists (inject.Backends) into what the
@@ -125,6 +129,79 @@ func checkInjectorDevice(choice, device string) error {
 	}
 	return involving(fmt.Errorf("--device %s names %s, which only %s types through: add %s, or drop --device",
 		device, strings.Join(what, " or "), strings.Join(flags, " or "), strings.Join(flags, " or ")), "device", "inject")
+}
+
+// withLayout are the injectors that take recv's --layout.
+func withLayout() []inject.Backend {
+	var out []inject.Backend
+	for _, b := range inject.Backends {
+		if b.NamedLayout != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// injectorLayoutHelp is recv's --layout help.
+func injectorLayoutHelp() string {
+	var helps []string
+	for _, b := range withLayout() {
+		helps = append(helps, "with --inject "+b.Name+": "+b.NamedLayout.What)
+	}
+	return "the XKB layout characters (from a terminal, a script's type) are typed through, as LAYOUT or LAYOUT(VARIANT): de, fr, gb, us(intl); " +
+		strings.Join(helps, "; ") + "; a character it lacks is reported and skipped (needs xkb-data)"
+}
+
+// checkInjectorLayout refuses a --layout that is no layout's name, or
+// given with an injector that types characters some other way or not at
+// all. With --inject auto, newInjector checks the one it picks.
+func checkInjectorLayout(choice, layout string) error {
+	if layout == "" {
+		return nil
+	}
+	if err := xkblayout.CheckName(layout); err != nil {
+		return involving(err, "layout")
+	}
+	if choice == "auto" {
+		return nil
+	}
+	if b, ok := inject.Lookup(choice); !ok || b.NamedLayout != nil {
+		return nil // an unknown --inject is validate's to report
+	}
+	return layoutRefused(choice, layout)
+}
+
+func layoutRefused(choice, layout string) error {
+	var flags []string
+	for _, b := range withLayout() {
+		flags = append(flags, "--inject "+b.Name)
+	}
+	return involving(fmt.Errorf("--layout %s is for injectors whose target's layout cannot be asked (%s); --inject %s types characters on its own or not at all: drop --layout, or use %s",
+		layout, joinOr(flags), choice, joinOr(flags)), "layout", "inject")
+}
+
+// loadLayout reads the layout --layout names for the injector b, from
+// this machine's XKB data; nil when none is named.
+func loadLayout(b inject.Backend, layout string) (*xkblayout.Layout, error) {
+	if layout == "" {
+		return nil, nil
+	}
+	if b.NamedLayout == nil {
+		return nil, layoutRefused(b.Name, layout)
+	}
+	var compose io.Reader
+	if f, err := os.Open(xkblayout.ComposeFile); err == nil {
+		defer f.Close()
+		compose = f
+	}
+	l, err := xkblayout.Load(os.DirFS(xkblayout.Dir), layout, compose)
+	if err != nil {
+		if errors.Is(err, xkblayout.ErrUnknown) {
+			return nil, involving(fmt.Errorf("--layout: %w", err), "layout")
+		}
+		return nil, fmt.Errorf("--layout %s: %w", layout, err)
+	}
+	return l, nil
 }
 
 // joinOr joins words as a list in prose: "a, b or c".

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -71,7 +72,7 @@ func readmeTables() map[string]string {
 	}
 	for _, b := range inject.Backends {
 		c := b.Caps
-		can := words(c.Characters, "characters", c.Locks, "lock state", c.Repeat, "key repeat", b.Device != nil, "`--device`")
+		can := words(c.Characters, "characters", b.NamedLayout != nil, "characters with `--layout`", c.Locks, "lock state", c.Repeat, "key repeat", b.Device != nil, "`--device`")
 		auto, check := "never", "—"
 		if a := b.Auto; a != nil {
 			n := slices.IndexFunc(inject.Ranked(""), func(r inject.Backend) bool { return r.Name == b.Name }) + 1
@@ -197,7 +198,7 @@ func TestNewBackendIsOneEntry(t *testing.T) {
 		t.Errorf("auto picked %s, want fakekbd (rank 1, its condition holds)", got)
 	}
 	var out strings.Builder
-	inj, name, err := newInjector("auto", "", IO{Out: &out}, nil)
+	inj, name, err := newInjector("auto", "", "", IO{Out: &out}, nil)
 	if err != nil || name != "fakekbd" || !made {
 		t.Fatalf("newInjector(auto) = %v %q %v, want the fake made", inj, name, err)
 	}
@@ -293,5 +294,33 @@ func TestDoctorChecksBackendsOfThisSystem(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecvLayoutFlag: --layout is taken by the injectors that declare it
+// (inject.Backend.NamedLayout), refused with the others and when it names
+// no layout, as usage errors (exit 2) that say what to write.
+func TestRecvLayoutFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--inject", "x11", "--layout", "de"}, "--layout de is for injectors whose target's layout cannot be asked (--inject uinput or --inject hidg); --inject x11 types characters on its own"},
+		{[]string{"--inject", "log", "--layout", "fr"}, "drop --layout, or use --inject uinput or --inject hidg"},
+		{[]string{"--inject", "hidg", "--layout", "../de"}, `"../de" is not a layout name: write it as XKB names layouts, LAYOUT or LAYOUT(VARIANT)`},
+		{[]string{"--inject", "hidg", "--device", "/does/not/exist", "--layout", "xx"}, `--layout: no such XKB layout "xx"`},
+		{[]string{"--inject", "uinput", "--layout", "de(nosuch)"}, `has no variant "nosuch"`},
+	} {
+		if strings.Contains(tc.msg, "XKB layout") || strings.Contains(tc.msg, "variant") {
+			if _, err := os.Stat("/usr/share/X11/xkb/symbols/de"); err != nil {
+				t.Skip("no XKB data (apt-get install xkb-data)")
+			}
+		}
+		args := append([]string{"recv", "--insecure", "--listen", "127.0.0.1:0"}, tc.args...)
+		var out, errb bytes.Buffer
+		code := Run(args, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+		if code != ExitUsage || !strings.Contains(errb.String(), tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", args, code, errb.String(), ExitUsage, tc.msg)
+		}
 	}
 }

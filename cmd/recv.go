@@ -26,6 +26,7 @@ type RecvOptions struct {
 	Listen    string
 	Inject    string
 	Device    string // --device
+	Layout    string // --layout
 	Timeout   time.Duration
 	Balanced  bool
 	Key       KeyOptions
@@ -90,6 +91,7 @@ exits 0.`,
 	f.StringVar(&opts.Inject, "inject", "auto", "where keys go (see above)")
 	deviceDefault, deviceHelp := injectorDevice()
 	f.StringVar(&opts.Device, "device", deviceDefault, deviceHelp)
+	f.StringVar(&opts.Layout, "layout", "", injectorLayoutHelp())
 	f.DurationVar(&opts.Timeout, "timeout", receiver.DefaultTimeout, "release the keys of a sender silent this long (the stuck-key guard; longer while its packets are being lost, up to 10 times; send's --timeout is only about liveness)")
 	f.BoolVar(&opts.Balanced, "balanced", true, "never inject a second key-down for a held key (release it first)")
 	opts.Key.register(f)
@@ -130,6 +132,9 @@ func (o *RecvOptions) validate() error {
 		return involving(fmt.Errorf("--insecure with --listen %s and no --allow would let anyone who can reach this port type on this machine (and read what is typed): with --insecure, listen on loopback only (--listen 127.0.0.1:%s, for tests or behind a tunnel) or accept only the senders named with --allow ADDR or CIDR; or use a key (keyrelay keygen) and drop --insecure", listen, DefaultPort), "insecure", "listen", "allow")
 	}
 	if err := checkInjectorDevice(o.Inject, o.Device); err != nil {
+		return err
+	}
+	if err := checkInjectorLayout(o.Inject, o.Layout); err != nil {
 		return err
 	}
 	names := injectorNames()
@@ -268,7 +273,7 @@ var (
 
 // newInjector makes the injector --inject names, checking what it needs
 // before any key arrives.
-func newInjector(choice, device string, stdio IO, logf func(string, ...any)) (inject.Injector, string, error) {
+func newInjector(choice, device, layout string, stdio IO, logf func(string, ...any)) (inject.Injector, string, error) {
 	b, err := chooseInjector(choice, logf)
 	if err != nil {
 		return nil, "", err
@@ -278,7 +283,11 @@ func newInjector(choice, device string, stdio IO, logf func(string, ...any)) (in
 	if def, _ := injectorDevice(); b.Device != nil && (device == "" || device == def) {
 		device = b.Device.Default
 	}
-	inj, err := b.New(inject.Options{Device: device, Out: stdio.Out, Logf: logf})
+	l, err := loadLayout(b, layout)
+	if err != nil {
+		return nil, "", err
+	}
+	inj, err := b.New(inject.Options{Device: device, Layout: l, Out: stdio.Out, Logf: logf})
 	if err != nil {
 		return nil, "", err
 	}
@@ -340,7 +349,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 			logfAll(format, args...)
 		}
 	}
-	inj, name, err := newInjector(o.Inject, o.Device, stdio, logf)
+	inj, name, err := newInjector(o.Inject, o.Device, o.Layout, stdio, logf)
 	if err != nil {
 		return err
 	}

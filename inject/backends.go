@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime"
 	"slices"
+
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 )
 
 // Backends lists recv's injectors (--inject), each described once: recv's
@@ -78,10 +80,10 @@ var Backends = []Backend{
 		Name:  "uinput",
 		GOOS:  []string{"linux"},
 		Short: "a virtual keyboard in the Linux kernel",
-		Help:  "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console. Physical keys only, so this machine's layout decides the character; the kernel has no layout, so characters are reported and skipped. A held key auto-repeats at the kernel's rate; Caps/Num Lock follow its LEDs",
+		Help:  "a virtual keyboard in the Linux kernel (/dev/uinput, writable); works without X: Wayland, console. A physical key as the same key, so this machine's layout decides the character; the kernel has no layout, so a character is typed through the one --layout names for this machine (the keys it needs, Shift, AltGr and dead keys included), else reported and skipped. A held key auto-repeats at the kernel's rate; Caps/Num Lock follow its LEDs",
 		Layout: Layout{
 			Key:  "the same key (evdev code); the receiver's console, compositor or X server decides",
-			Char: "cannot: the kernel has no layout; reported once per character, counted, nothing typed",
+			Char: "with `--layout` (this machine's layout, e.g. `de`): the keys that XKB layout needs, Shift, AltGr and dead keys included; without it, or a character that layout lacks: reported once, counted, nothing typed (the kernel has no layout)",
 		},
 		Caps:  Caps{Locks: true, Repeat: true, Device: true},
 		Needs: "`/dev/uinput` writable (root, or a udev rule and group `input`)",
@@ -94,7 +96,15 @@ var Backends = []Backend{
 		},
 		Auto: &Auto{Rank: 30, When: func(h Host) bool { return h.Exists(DefaultUinputPath) },
 			Desc: "when " + DefaultUinputPath + " exists", Unmet: "no " + DefaultUinputPath},
-		New: func(o Options) (Injector, error) { return NewUinput(DefaultUinputPath, o.Logf) },
+		NamedLayout: &NamedLayout{What: "this machine's layout, whose keys uinput presses"},
+		New: func(o Options) (Injector, error) {
+			u, err := NewUinput(DefaultUinputPath, o.Logf)
+			if err != nil {
+				return nil, err
+			}
+			u.SetLayout(o.Layout)
+			return u, nil
+		},
 	},
 	{
 		Name:  "wayland",
@@ -124,10 +134,10 @@ var Backends = []Backend{
 		Name:  "hidg",
 		GOOS:  []string{"linux"},
 		Short: "be a USB keyboard",
-		Help:  "be a USB keyboard: the Linux USB gadget's keyboard (--device, /dev/hidg0; made by keyrelay gadget setup) on a board with a USB device port (a Raspberry Pi), its cable in the computer to type into, which runs nothing of keyrelay (a BIOS, a login screen, any OS). Physical keys only: that computer's layout decides the character; Caps/Num Lock follow its LEDs",
+		Help:  "be a USB keyboard: the Linux USB gadget's keyboard (--device, /dev/hidg0; made by keyrelay gadget setup) on a board with a USB device port (a Raspberry Pi), its cable in the computer to type into, which runs nothing of keyrelay (a BIOS, a login screen, any OS). A physical key as the same key: that computer's layout decides the character; a character through the layout --layout names for that computer (the keys it needs, Shift, AltGr and dead keys included), else reported and skipped; Caps/Num Lock follow its LEDs",
 		Layout: Layout{
 			Key:  "the same key (its HID usage, in a USB keyboard report); the computer at the other end of the cable decides",
-			Char: "cannot: that computer's layout is not known here; reported once, counted, nothing typed",
+			Char: "with `--layout` (that computer's layout, e.g. `de`): the keys that XKB layout needs, Shift, AltGr and dead keys included; without it, or a character that layout lacks: reported once, counted, nothing typed",
 		},
 		// The host repeats a held key, as it does a real USB keyboard's.
 		Caps:  Caps{Locks: true, Repeat: true, Device: true},
@@ -138,8 +148,16 @@ var Backends = []Backend{
 			Fix:  "sudo keyrelay gadget setup (on a board with a USB device port: a Raspberry Pi Zero, 4 or 5 with dtoverlay=dwc2), then name its device with recv --device if it is not " + DefaultHidgPath + "; to run recv without root, a udev rule KERNEL==\"hidg*\", GROUP=\"input\", MODE=\"0660\" and membership of group input",
 		},
 		// Never auto: typing into another computer is chosen, not found.
-		Device: &Device{Default: DefaultHidgPath, What: "the USB keyboard gadget's device"},
-		New:    func(o Options) (Injector, error) { return NewHidg(o.Device, o.Logf) },
+		Device:      &Device{Default: DefaultHidgPath, What: "the USB keyboard gadget's device"},
+		NamedLayout: &NamedLayout{What: "the layout of the computer at the other end of the USB cable"},
+		New: func(o Options) (Injector, error) {
+			h, err := NewHidg(o.Device, o.Logf)
+			if err != nil {
+				return nil, err
+			}
+			h.SetLayout(o.Layout)
+			return h, nil
+		},
 	},
 	{
 		Name:  "windows",
@@ -223,6 +241,11 @@ type Backend struct {
 	// Device, if set, is recv's --device for it (nil: --device is refused
 	// with this injector).
 	Device *Device
+	// NamedLayout, if set, is recv's --layout for it: the target's
+	// layout, named by the user because the injector cannot ask it,
+	// which characters are typed through (nil: --layout is refused with
+	// this injector).
+	NamedLayout *NamedLayout
 	// New makes it from recv's options, checking what it needs before any
 	// key arrives.
 	New func(Options) (Injector, error)
@@ -269,9 +292,14 @@ type Auto struct {
 // another injector.
 type Device struct{ Default, What string }
 
+// NamedLayout is an injector's --layout: What the layout is of, for the
+// flag's help and the error when --layout is given to another injector.
+type NamedLayout struct{ What string }
+
 // Options are what an injector is made from: recv's settings and outputs.
 type Options struct {
 	Device string               // --device, for an injector with a Device
+	Layout *xkblayout.Layout    // --layout, for an injector with a NamedLayout; nil: none named
 	Out    io.Writer            // standard output
 	Logf   func(string, ...any) // recv's log
 }

@@ -15,7 +15,7 @@ const DefaultHidgPath = "/dev/hidg0"
 var ErrNoHidg = errors.New("USB keyboard gadget unavailable")
 
 // charWhyHidg says why hidg cannot type a character, and what can.
-const charWhyHidg = "a USB keyboard sends keys, not characters, and the target computer's layout is not known here (text from a terminal or a script's type needs an injector with a layout, such as --inject x11; physical keys from --input hook or a script's tap work)"
+const charWhyHidg = "a USB keyboard sends keys, not characters, and the target computer's layout is not known here (name it with recv --layout, e.g. --layout de, for text from a terminal or a script's type; physical keys from --input hook or a script's tap work)"
 
 // hidgOpenError explains why path cannot be opened, with what to do.
 func hidgOpenError(path string, err error) error {

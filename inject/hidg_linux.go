@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/internal/hidkbd"
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -35,8 +36,11 @@ type hidgDevice interface {
 // Each key event changes the held-key state (hidkbd.Keyboard) and writes
 // the whole state as one report, so a report the host missed is made good
 // by the next, and the report after the last key up says nothing is held.
-// It presses physical keys only: the target's layout decides the
-// character, and a character is reported once and skipped.
+// Physical keys type what the target's layout puts on them. A character
+// is typed through the layout the user names for the target (recv
+// --layout, SetLayout): the keys that layout needs, Shift, AltGr and dead
+// keys included, each change its own report. Without one, or for a
+// character that layout lacks, it is reported once and skipped.
 //
 // The host's LED output reports are read as they come: SetLocks taps Caps
 // Lock and Num Lock where the host's lights differ from the sender's lock
@@ -50,6 +54,7 @@ type Hidg struct {
 	dev     hidgDevice
 	logf    func(format string, args ...any)
 	skipped skipped
+	layout  *xkblayout.Layout // characters are typed through it; nil: none
 
 	kb        hidkbd.Keyboard
 	last      hidkbd.Report
@@ -105,8 +110,16 @@ func (h *Hidg) readLEDs() {
 	}
 }
 
-// Inject presses or releases one physical key.
+// SetLayout names the target's layout, which characters are typed
+// through (recv --layout); nil: characters are skipped.
+func (h *Hidg) SetLayout(l *xkblayout.Layout) { h.layout = l }
+
+// Inject presses or releases one physical key, or types a character
+// through the layout.
 func (h *Hidg) Inject(k Event) error {
+	if r, ok := k.Key.Char(); ok && h.layout != nil {
+		return h.char(k, r)
+	}
 	code, ok := k.Key.Code()
 	if !ok {
 		return h.skipped.report(h.logf, "hidg", k.Key, charWhyHidg)
@@ -119,6 +132,36 @@ func (h *Hidg) Inject(k Event) error {
 		h.kb.Release(code)
 	}
 	return h.flush()
+}
+
+// char types r whole when it goes down (its release has nothing left to
+// do): each press and release is a report of its own, so that the host
+// sees the modifiers before the key, as from a keyboard.
+func (h *Hidg) char(k Event, r rune) error {
+	if !k.Down {
+		return nil
+	}
+	held := h.kb.Held()
+	h.mu.Lock()
+	caps := h.leds.Locks()&keys.LockCaps != 0
+	h.mu.Unlock()
+	presses, ok := charPresses(h.layout, r, func(c keys.Code) bool { return containsCode(held, c) }, caps)
+	if !ok {
+		return h.skipped.report(h.logf, "hidg", k.Key, charWhyLayout(h.layout))
+	}
+	for _, p := range presses {
+		if p.down {
+			if err := h.kb.Press(p.code); err != nil {
+				return h.skipped.report(h.logf, "hidg", k.Key, "a key of its in the layout has no USB keyboard usage")
+			}
+		} else {
+			h.kb.Release(p.code)
+		}
+		if err := h.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flush writes the held-key state when the host does not have it yet.

@@ -270,3 +270,53 @@ func TestCheckHidg(t *testing.T) {
 		})
 	}
 }
+
+// TestHidgTypesThroughLayout: with --layout, a character is one report
+// per press and release of its layout's keys (de: @ is AltGr+Q, right
+// Alt's modifier bit 0x40 then usage 0x14; é the dead acute key, usage
+// 0x2e, then e, 0x08), so that the host sees AltGr before the key and a
+// dead key's release before its base; the host's Caps Lock LED inverts a
+// letter's Shift; a character the layout lacks writes nothing.
+func TestHidgTypesThroughLayout(t *testing.T) {
+	de := testLayout(t, "de")
+	const none = "00 00 00 00 00 00 00 00"
+	char := func(r rune) []Event { return []Event{{Key: keys.Char(r), Down: true}, {Key: keys.Char(r)}} }
+	tests := []struct {
+		name    string
+		capsLED bool
+		events  []Event
+		want    []string
+		cannot  bool
+	}{
+		{"AltGr", false, char('@'), []string{"40 00 00 00 00 00 00 00", "40 00 14 00 00 00 00 00", "40 00 00 00 00 00 00 00", none}, false},
+		{"dead key", false, char('é'), []string{"00 00 2e 00 00 00 00 00", none, "00 00 08 00 00 00 00 00", none}, false},
+		{"Caps Lock lit", true, char('y'), []string{"02 00 00 00 00 00 00 00", "02 00 1d 00 00 00 00 00", "02 00 00 00 00 00 00 00", none}, false},
+		{"lacking", false, char('ٹ'), nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				dev := newFakeHidg()
+				h := newHidg("/dev/hidg0", dev, nil)
+				h.SetLayout(de)
+				if tt.capsLED {
+					dev.leds <- []byte{0x02}
+					synctest.Wait()
+				}
+				var err error
+				for _, e := range tt.events {
+					if e := h.Inject(e); e != nil {
+						err = e
+					}
+				}
+				if !slices.Equal(dev.reports, tt.want) {
+					t.Errorf("reports %q, want %q", dev.reports, tt.want)
+				}
+				if got := errors.Is(err, ErrCannotType); got != tt.cannot {
+					t.Errorf("error %v; want ErrCannotType: %v", err, tt.cannot)
+				}
+				h.Close()
+			})
+		})
+	}
+}

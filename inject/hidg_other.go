@@ -5,6 +5,7 @@ package inject
 import (
 	"fmt"
 
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -25,3 +26,6 @@ func CheckHidg(path string) (string, error) {
 	_, err := NewHidg(path, nil)
 	return "", err
 }
+
+// SetLayout does nothing: Hidg does not type here.
+func (*Hidg) SetLayout(*xkblayout.Layout) {}

@@ -21,7 +21,7 @@ const UinputName = "keyrelay"
 var ErrNoUinput = errors.New("uinput unavailable")
 
 // charWhyUinput says why uinput cannot type a character, and what can.
-const charWhyUinput = "the kernel has no keyboard layout, so uinput presses keys, not characters (text from a terminal or a script's type needs --inject x11; physical keys from --input hook or a script's tap work)"
+const charWhyUinput = "the kernel has no keyboard layout, so uinput presses keys, not characters (name this machine's layout with recv --layout, e.g. --layout de, for text from a terminal or a script's type; physical keys from --input hook or a script's tap work)"
 
 // MaxUinputKey is the highest evdev key code recv's virtual keyboard has
 // (KEY_MICMUTE, as bendahl/uinput had: the keyboard keys; above are buttons).

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/keyrelay/keyrelay/internal/evdev"
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -24,10 +25,12 @@ type uinputKeyboard interface {
 // key (EV_REP), and it has Num, Caps and Scroll Lock LEDs, lit by whoever
 // owns the lock state (the console, X, a compositor), which Uinput reads
 // back so that SetLocks can make Caps and Num Lock follow the sender.
-// It presses physical keys only: the kernel has no keyboard layout, so a
-// character (from a terminal or a script's type) cannot be typed; it is
-// reported once and skipped, like a key with no evdev code, and nothing
-// else is typed in its place.
+// The kernel has no keyboard layout, so a character (from a terminal or a
+// script's type) is typed only through a layout the user names for this
+// machine (recv --layout, SetLayout): the keys that layout needs, Shift,
+// AltGr and dead keys included. Without one, or for a character that
+// layout lacks, it is reported once and skipped, like a key with no evdev
+// code, and nothing else is typed in its place.
 //
 // Inject, SetLocks and Close are called from one goroutine at a time (the
 // receiver's); the LED reader is Uinput's own.
@@ -36,7 +39,8 @@ type Uinput struct {
 	kb      uinputKeyboard
 	logf    func(format string, args ...any)
 	skipped skipped
-	down    map[int]bool // evdev codes held
+	down    map[int]bool      // evdev codes held
+	layout  *xkblayout.Layout // characters are typed through it; nil: none
 
 	mu   sync.Mutex
 	leds keys.Locks    // Caps and Num Lock as the LEDs show them
@@ -97,8 +101,16 @@ func (u *Uinput) readLEDs() {
 	}
 }
 
-// Inject presses or releases one key.
+// SetLayout names the layout characters are typed through (recv
+// --layout); nil: characters are skipped.
+func (u *Uinput) SetLayout(l *xkblayout.Layout) { u.layout = l }
+
+// Inject presses or releases one key, or types a character through the
+// layout.
 func (u *Uinput) Inject(k Event) error {
+	if r, ok := k.Key.Char(); ok {
+		return u.char(k, r)
+	}
 	code, ok := k.Key.Code()
 	if !ok {
 		return u.skipped.report(u.logf, "uinput", k.Key, charWhyUinput)
@@ -108,6 +120,39 @@ func (u *Uinput) Inject(k Event) error {
 		return u.skipped.report(u.logf, "uinput", k.Key, "no evdev key code")
 	}
 	return u.key(ev, k.Down)
+}
+
+// char types r whole when it goes down (its release has nothing left to
+// do): its presses, with the modifiers the sender holds released around
+// it and back after.
+func (u *Uinput) char(k Event, r rune) error {
+	if u.layout == nil {
+		return u.skipped.report(u.logf, "uinput", k.Key, charWhyUinput)
+	}
+	if !k.Down {
+		return nil
+	}
+	held := func(c keys.Code) bool {
+		ev, ok := EvdevCode(c)
+		return ok && u.down[ev]
+	}
+	u.mu.Lock()
+	caps := u.leds&keys.LockCaps != 0
+	u.mu.Unlock()
+	presses, ok := charPresses(u.layout, r, held, caps)
+	if !ok {
+		return u.skipped.report(u.logf, "uinput", k.Key, charWhyLayout(u.layout))
+	}
+	for _, p := range presses {
+		ev, ok := EvdevCode(p.code)
+		if !ok {
+			return u.skipped.report(u.logf, "uinput", k.Key, "a key of its in the layout has no evdev code")
+		}
+		if err := u.key(ev, p.down); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (u *Uinput) key(ev int, down bool) error {

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 
 	"github.com/keyrelay/keyrelay/internal/evdev"
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -102,6 +103,57 @@ func TestUinputSetLocks(t *testing.T) {
 				}
 				if !slices.Equal(kb.written, tt.taps) {
 					t.Errorf("wrote %q, want %q", kb.written, tt.taps)
+				}
+				u.Close()
+			})
+		})
+	}
+}
+
+// TestUinputTypesThroughLayout: with --layout, a character is its
+// layout's evdev presses (de: @ is AltGr+Q, evdev 100 and 16; Z is
+// Shift+Y, 42 and 21; under Caps Lock a letter's Shift inverts), typed
+// when it goes down, nothing when it goes up; a character the layout
+// lacks, or any without --layout, is ErrCannotType with nothing written.
+func TestUinputTypesThroughLayout(t *testing.T) {
+	de := testLayout(t, "de")
+	char := func(r rune, down bool) Event { return Event{Key: keys.Char(r), Down: down} }
+	tests := []struct {
+		name    string
+		layout  *xkblayout.Layout
+		capsLED bool
+		events  []Event
+		want    []string
+		cannot  bool
+	}{
+		{"AltGr", de, false, []Event{char('@', true), char('@', false)}, []string{"100:1", "16:1", "16:0", "100:0"}, false},
+		{"Shift", de, false, []Event{char('Z', true), char('Z', false)}, []string{"42:1", "21:1", "21:0", "42:0"}, false},
+		{"Caps Lock lit", de, true, []Event{char('z', true)}, []string{"42:1", "21:1", "21:0", "42:0"}, false},
+		{"held Shift released around", de, false, []Event{press(keys.ShiftLeft), char('ß', true)}, []string{"42:1", "42:0", "12:1", "12:0", "42:1"}, false},
+		{"lacking", de, false, []Event{char('ٹ', true)}, nil, true},
+		{"no layout", nil, false, []Event{char('a', true)}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				kb := newFakeUinput()
+				u := newUinput("/dev/uinput", kb, nil)
+				u.SetLayout(tt.layout)
+				if tt.capsLED {
+					kb.leds <- []evdev.Event{{Type: evdev.EvLED, Code: evdev.LEDCapsLock, Value: 1}}
+					synctest.Wait()
+				}
+				var err error
+				for _, e := range tt.events {
+					if e := u.Inject(e); e != nil {
+						err = e
+					}
+				}
+				if !slices.Equal(kb.written, tt.want) {
+					t.Errorf("wrote %q, want %q", kb.written, tt.want)
+				}
+				if got := errors.Is(err, ErrCannotType); got != tt.cannot {
+					t.Errorf("error %v; want ErrCannotType: %v", err, tt.cannot)
 				}
 				u.Close()
 			})

@@ -5,6 +5,7 @@ package inject
 import (
 	"fmt"
 
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -19,3 +20,6 @@ func NewUinput(path string, _ func(string, ...any)) (*Uinput, error) {
 func (*Uinput) Inject(Event) error                { return ErrNoUinput }
 func (*Uinput) SetLocks(keys.Locks, uint64) error { return ErrNoUinput }
 func (*Uinput) Close() error                      { return nil }
+
+// SetLayout does nothing: Uinput does not type here.
+func (*Uinput) SetLayout(*xkblayout.Layout) {}

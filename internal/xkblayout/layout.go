@@ -346,9 +346,6 @@ func evdevOf(c keys.Code) uint16 {
 	return info.Evdev
 }
 
-// control keysyms that type a character of their own.
-var controls = map[string]rune{"Return": '\n', "Tab": '\t', "BackSpace": '\b', "Escape": 0x1b}
-
 func (l *Layout) build(r *resolver, codes map[string]keys.Code) {
 	best := map[rune]candidate{}
 	for _, name := range r.order {
@@ -395,9 +392,6 @@ func (l *Layout) build(r *resolver, codes map[string]keys.Code) {
 
 // symRune is the character a keysym name types.
 func symRune(name string) (rune, bool) {
-	if c, ok := controls[name]; ok {
-		return c, true
-	}
 	ks, ok := keysym.Parse(name)
 	if !ok {
 		return 0, false
