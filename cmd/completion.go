@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/peers"
 )
@@ -29,6 +31,7 @@ func registerCompletions(root *cobra.Command) {
 		"input":  cobra.FixedCompletions(sourceCompletions(), cobra.ShellCompDirectiveNoFileComp),
 		"hotkey": completeHotkey,
 		"to":     completeTo,
+		"layout": completeLayout,
 	}
 	for name, v := range flagValues {
 		values[name] = cobra.FixedCompletions(v, cobra.ShellCompDirectiveNoFileComp)
@@ -47,6 +50,29 @@ func registerCompletions(root *cobra.Command) {
 		}
 	}
 	walk(root)
+}
+
+// completeLayout completes --layout with the layouts and variants this
+// machine's XKB data lists (xkblayout.ListFile), with their descriptions;
+// variants only once the layout is typed up to its "(", as they are many.
+func completeLayout(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	none := cobra.ShellCompDirectiveNoFileComp
+	f, err := os.Open(xkblayout.ListFile)
+	if err != nil {
+		return nil, none
+	}
+	defer f.Close()
+	entries, err := xkblayout.ParseList(f)
+	if err != nil {
+		return nil, none
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name, toComplete) && (strings.Contains(toComplete, "(") || !strings.Contains(e.Name, "(")) {
+			out = append(out, e.Name+"\t"+e.Desc)
+		}
+	}
+	return out, none
 }
 
 // completeHotkey completes the key name after the last + of --hotkey: the

@@ -85,3 +85,25 @@ func TestFlagValuesComplete(t *testing.T) {
 		})
 	}
 }
+
+// TestLayoutCompletes: recv --layout completes with the layouts this
+// machine's XKB data lists, and a layout's variants once its "(" is typed;
+// never file names.
+func TestLayoutCompletes(t *testing.T) {
+	if _, err := os.Stat("/usr/share/X11/xkb/rules/evdev.lst"); err != nil {
+		t.Skip("no XKB data (apt-get install xkb-data)")
+	}
+	for _, tc := range []struct {
+		typed       string
+		has, hasNot string
+	}{
+		{"d", "de", "de(nodeadkeys)"},
+		{"de(", "de(nodeadkeys)", "fr"},
+		{"us(in", "us(intl)", "us"},
+	} {
+		values, directive := complete(t, "recv", "--layout", tc.typed)
+		if !slices.Contains(values, tc.has) || slices.Contains(values, tc.hasNot) || directive != ":4" {
+			t.Errorf("--layout %s: %q %s; want %s and not %s, directive :4", tc.typed, values, directive, tc.has, tc.hasNot)
+		}
+	}
+}
