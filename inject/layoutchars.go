@@ -26,7 +26,9 @@ var levelModifiers = []keys.Code{keys.ShiftLeft, keys.ShiftRight}
 // strokes, Shift and AltGr (l's ISO_Level3_Shift key) pressed or released
 // to the stroke's level, the key tapped; then Shift and AltGr back as held
 // says they were. With caps (Caps Lock on at the target), Shift is
-// inverted for a letter, as the target's Caps Lock inverts it back. ok is
+// inverted for a letter, as the target's Caps Lock inverts it back, and a
+// key whose level Caps Lock changes otherwise is typed with Caps Lock
+// tapped off and on again around it. ok is
 // false when l lacks r. A pure function of its arguments.
 func charPresses(l *xkblayout.Layout, r rune, held func(keys.Code) bool, caps bool) (presses []keyPress, ok bool) {
 	strokes, ok := l.Strokes(r)
@@ -52,8 +54,15 @@ func charPresses(l *xkblayout.Layout, r rune, held func(keys.Code) bool, caps bo
 		}
 	}
 	for _, s := range strokes {
+		// A key Caps Lock gives another level than Shift's (de's ß
+		// key types ẞ under it) is typed with Caps Lock off: tapped
+		// off before it and on again after, as a person would.
+		capsOff := caps && s.CapsOff && !held(keys.CapsLock)
+		if capsOff {
+			presses = append(presses, keyPress{keys.CapsLock, true}, keyPress{keys.CapsLock, false})
+		}
 		shift := s.Shift
-		if s.Alpha && caps {
+		if s.Alpha && caps && !capsOff {
 			shift = !shift
 		}
 		if !shift {
@@ -74,6 +83,9 @@ func charPresses(l *xkblayout.Layout, r rune, held func(keys.Code) bool, caps bo
 		presses = append(presses, keyPress{s.Key, true}, keyPress{s.Key, false})
 		if held(s.Key) {
 			presses = append(presses, keyPress{s.Key, true})
+		}
+		if capsOff {
+			presses = append(presses, keyPress{keys.CapsLock, true}, keyPress{keys.CapsLock, false})
 		}
 	}
 	// Back as the sender holds them, releases first: the target sees no

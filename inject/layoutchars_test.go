@@ -76,6 +76,8 @@ func TestCharPresses(t *testing.T) {
 		{"Caps Lock: lower case with Shift", "de", 'a', nil, true, "+ShiftLeft +KeyA -KeyA -ShiftLeft"},
 		{"Caps Lock: capital without", "de", 'A', nil, true, "+KeyA -KeyA"},
 		{"Caps Lock leaves digits", "de", '1', nil, true, "+Digit1 -Digit1"},
+		{"Caps Lock off around de's ß key, which types ẞ under it", "de", 'ß', nil, true, "+CapsLock -CapsLock +Minus -Minus +CapsLock -CapsLock"},
+		{"Caps Lock and the letters of AltGr levels (FOUR_LEVEL_ALPHABETIC)", "fr", 'æ', nil, true, "+ShiftLeft +AltRight +KeyQ -KeyQ -ShiftLeft -AltRight"},
 		{"dead key then base", "de", 'é', nil, false, "+Equal -Equal +KeyE -KeyE"},
 		{"Control stays held: Ctrl+C on any layout", "de", 'c', []keys.Code{keys.ControlLeft}, false, "+KeyC -KeyC"},
 		{"held AltGr released for level 1", "de", 'q', []keys.Code{keys.AltRight}, false, "-AltRight +KeyQ -KeyQ +AltRight"},

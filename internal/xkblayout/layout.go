@@ -47,12 +47,15 @@ var ErrUnknown = errors.New("no such XKB layout")
 
 // Stroke is one key press of a character's sequence: Key with Shift
 // and/or AltGr (the layout's ISO_Level3_Shift key) held. Alpha says the
-// key is a letter Caps Lock shifts (its levels 1 and 2 are a lower-case
-// letter and its capital): with Caps Lock on, Shift is inverted.
+// key's type has Caps Lock shift this level (a letter's): with Caps Lock
+// on, Shift is inverted. CapsOff says Caps Lock changes this level some
+// other way: with Caps Lock on, it is typed with Caps Lock tapped off and
+// on again around it.
 type Stroke struct {
 	Key          keys.Code
 	Shift, AltGr bool
 	Alpha        bool
+	CapsOff      bool
 }
 
 // Layout is a named layout's table of characters. Read-only: safe for
@@ -114,7 +117,7 @@ func Load(fsys fs.FS, name string, compose io.Reader) (*Layout, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &resolver{fsys: fsys, files: map[string][]Symbols{}, keys: map[string][]string{}, keypad: map[string]bool{}}
+	r := &resolver{fsys: fsys, files: map[string][]Symbols{}, keys: map[string][]string{}, keypad: map[string]bool{}, types: map[string]string{}}
 	if err := r.include("pc", mergeOverride, 0); err != nil {
 		return nil, fmt.Errorf("reading the pc symbols every layout is used with: %w", err)
 	}
@@ -138,7 +141,8 @@ type resolver struct {
 	files  map[string][]Symbols
 	keys   map[string][]string // key name: Group1 keysym names by level
 	keypad map[string]bool
-	order  []string // key names in the order first defined
+	types  map[string]string // key name: its Group1 type, where named
+	order  []string          // key names in the order first defined
 	desc   string
 }
 
@@ -264,7 +268,12 @@ func (r *resolver) key(st Stmt, m merge) {
 	if !had || m == mergeReplace {
 		r.keys[st.Key] = slices.Clone(st.Syms)
 		r.keypad[st.Key] = st.Keypad
+		r.types[st.Key] = st.Type
 		return
+	}
+	if st.Type != "" && (m == mergeOverride || r.types[st.Key] == "") {
+		r.types[st.Key] = st.Type
+		r.keypad[st.Key] = st.Keypad
 	}
 	syms := old
 	for len(syms) < len(st.Syms) {
@@ -276,9 +285,6 @@ func (r *resolver) key(st Stmt, m merge) {
 		}
 	}
 	r.keys[st.Key] = syms
-	if m == mergeOverride && st.Keypad {
-		r.keypad[st.Key] = true
-	}
 }
 
 // readKeycodes reads keycodes/evdev's <NAME> = N and alias lines, and
@@ -363,9 +369,9 @@ func (l *Layout) build(r *resolver, codes map[string]keys.Code) {
 			continue
 		}
 		syms := r.keys[name]
-		alpha := len(syms) >= 2 && isAlpha(syms[0], syms[1])
+		kt := typeOf(r.types[name], syms)
 		for lv, s := range syms {
-			if lv >= maxLevels || lv >= 2 && l.altgr == 0 {
+			if lv >= kt.levels || lv >= 2 && l.altgr == 0 {
 				break
 			}
 			c, ok := symRune(s)
@@ -379,7 +385,7 @@ func (l *Layout) build(r *resolver, codes map[string]keys.Code) {
 				// layout has the character nowhere else as cheaply.
 				cost += 2
 			}
-			cand := candidate{[]Stroke{{Key: code, Shift: lv&1 != 0, AltGr: lv&2 != 0, Alpha: alpha && lv < 2}}, cost, code}
+			cand := candidate{[]Stroke{{Key: code, Shift: lv&1 != 0, AltGr: lv&2 != 0, Alpha: kt.alpha[lv/2], CapsOff: kt.capsOff[lv]}}, cost, code}
 			if old, ok := best[c]; !ok || better(cand, old) {
 				best[c] = cand
 			}
@@ -388,6 +394,40 @@ func (l *Layout) build(r *resolver, codes map[string]keys.Code) {
 	for c, cand := range best {
 		l.chars[c] = cand.strokes
 	}
+}
+
+// levelType is what a key's type means for typing its levels 1-4: how
+// many of them are reached with Shift (level 2), AltGr (3) and both (4),
+// which pairs Caps Lock shifts, and which levels Caps Lock changes some
+// other way (they are typed with it off).
+type levelType struct {
+	levels  int
+	alpha   [2]bool // levels 1-2, 3-4
+	capsOff [maxLevels]bool
+}
+
+// typeOf is the levelType of a key of type name (its keysyms syms when
+// the layout names none: XKB then picks ALPHABETIC, FOUR_LEVEL_ALPHABETIC
+// or FOUR_LEVEL_SEMIALPHABETIC for a letter and its capital, else
+// ONE_LEVEL, TWO_LEVEL or FOUR_LEVEL: types/ in XKB's data). A type this
+// does not know is trusted for level 1 only, and with Caps Lock off.
+func typeOf(name string, syms []string) levelType {
+	pair := func(i int) bool { return len(syms) > i+1 && isAlpha(syms[i], syms[i+1]) }
+	switch name {
+	case "":
+		a := pair(0)
+		return levelType{levels: maxLevels, alpha: [2]bool{a, a && pair(2)}}
+	case "ONE_LEVEL", "TWO_LEVEL", "THREE_LEVEL", "FOUR_LEVEL", "EIGHT_LEVEL":
+		return levelType{levels: maxLevels}
+	case "ALPHABETIC", "FOUR_LEVEL_SEMIALPHABETIC", "EIGHT_LEVEL_SEMIALPHABETIC":
+		return levelType{levels: maxLevels, alpha: [2]bool{true, false}}
+	case "FOUR_LEVEL_ALPHABETIC", "EIGHT_LEVEL_ALPHABETIC":
+		return levelType{levels: maxLevels, alpha: [2]bool{true, true}}
+	case "FOUR_LEVEL_PLUS_LOCK":
+		// Caps Lock alone is a fifth level (de's ẞ on the ß key).
+		return levelType{levels: maxLevels, capsOff: [maxLevels]bool{true}}
+	}
+	return levelType{levels: 1, capsOff: [maxLevels]bool{true}}
 }
 
 // symRune is the character a keysym name types.
@@ -399,13 +439,19 @@ func symRune(name string) (rune, bool) {
 	return keysym.ToRune(ks)
 }
 
-// isAlpha reports whether a key's first two levels are a letter and its
-// capital, the keys XKB gives an alphabetic type (Caps Lock shifts them).
+// isAlpha reports whether two levels of a key are a lower-case letter
+// and an upper-case one, as XKB picks an alphabetic type for them (Caps
+// Lock shifts them): not necessarily each other's case (de's ſ and ẞ).
 func isAlpha(lower, upper string) bool {
 	l, ok1 := symRune(lower)
 	u, ok2 := symRune(upper)
-	return ok1 && ok2 && l != u && unicode.IsLower(l) && unicode.ToUpper(l) == u
+	return ok1 && ok2 && isLower(l) && isUpper(u)
 }
+
+// isLower and isUpper are X's (XConvertCase): a letter with another
+// case. X pairs ß with ẞ, which Unicode's simple mapping does not.
+func isLower(r rune) bool { return r == 'ß' || unicode.ToLower(r) == r && unicode.ToUpper(r) != r }
+func isUpper(r rune) bool { return unicode.ToUpper(r) == r && unicode.ToLower(r) != r }
 
 // deadCost puts a character typed through a dead key after any typed
 // directly.
@@ -421,14 +467,16 @@ func (l *Layout) addDeadKeys(r *resolver, codes map[string]keys.Code, compose io
 		if !ok || r.keypad[name] || strings.HasPrefix(name, "KP") {
 			continue
 		}
-		for lv, s := range r.keys[name] {
-			if lv >= maxLevels || lv >= 2 && l.altgr == 0 {
+		syms := r.keys[name]
+		kt := typeOf(r.types[name], syms)
+		for lv, s := range syms {
+			if lv >= kt.levels || lv >= 2 && l.altgr == 0 {
 				break
 			}
 			if !strings.HasPrefix(s, "dead_") {
 				continue
 			}
-			cand := candidate{[]Stroke{{Key: code, Shift: lv&1 != 0, AltGr: lv&2 != 0}}, lv, code}
+			cand := candidate{[]Stroke{{Key: code, Shift: lv&1 != 0, AltGr: lv&2 != 0, Alpha: kt.alpha[lv/2], CapsOff: kt.capsOff[lv]}}, lv, code}
 			if old, ok := dead[s]; !ok || better(cand, old) {
 				dead[s] = cand
 			}

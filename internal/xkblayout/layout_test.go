@@ -36,7 +36,7 @@ func TestKnownCharacters(t *testing.T) {
 	ignoreAlpha := func(s []Stroke) []Stroke {
 		out := make([]Stroke, len(s))
 		for i, x := range s {
-			x.Alpha = false
+			x.Alpha, x.CapsOff = false, false
 			out[i] = x
 		}
 		return out
@@ -98,16 +98,23 @@ func equal(a, b []Stroke) bool {
 }
 
 // TestAlphaFollowsCaps: letters are marked so that an injector inverts
-// Shift under Caps Lock; digits and AltGr levels are not.
+// Shift under Caps Lock, digits and AltGr symbols are not, and a key Caps
+// Lock gives another level is marked to be typed with it off.
 func TestAlphaFollowsCaps(t *testing.T) {
 	l := load(t, "de")
 	for _, tc := range []struct {
-		r     rune
-		alpha bool
-	}{{'a', true}, {'A', true}, {'ö', true}, {'1', false}, {'@', false}, {'ß', false}} {
+		r       rune
+		alpha   bool
+		capsOff bool
+	}{{'a', true, false}, {'A', true, false}, {'ö', true, false}, {'1', false, false}, {'@', false, false},
+		// de's ß key types ẞ under Caps Lock (FOUR_LEVEL_PLUS_LOCK).
+		{'ß', false, true},
+		// Caps Lock and AltGr+Shift+S: ſ, not ẞ (FOUR_LEVEL_ALPHABETIC).
+		{'ẞ', true, false},
+	} {
 		s, ok := l.Strokes(tc.r)
-		if !ok || s[len(s)-1].Alpha != tc.alpha {
-			t.Errorf("de: %q: %+v; want Alpha %v", tc.r, s, tc.alpha)
+		if !ok || s[len(s)-1].Alpha != tc.alpha || s[len(s)-1].CapsOff != tc.capsOff {
+			t.Errorf("de: %q: %+v; want Alpha %v, CapsOff %v", tc.r, s, tc.alpha, tc.capsOff)
 		}
 	}
 }

@@ -41,6 +41,9 @@ type Stmt struct {
 	// Syms are the key's Group1 keysym names, level by level ("" where
 	// NoSymbol or a list of several keysyms).
 	Syms []string
+	// Type is the key's Group1 type ("FOUR_LEVEL_SEMIALPHABETIC"), ""
+	// when not named: XKB then picks one by the keysyms.
+	Type string
 	// Keypad is set for a key whose type reads "KEYPAD": its levels
 	// follow Num Lock, not Shift, so it is not used to type characters.
 	Keypad bool
@@ -379,8 +382,9 @@ func (p *parser) key(name string) (Stmt, error) {
 			}
 			if t.text == "type" {
 				v := p.next()
-				if g == 1 && strings.Contains(strings.ToUpper(v.text), "KEYPAD") {
-					st.Keypad = true
+				if g == 1 && v.kind == 's' {
+					st.Type = v.text
+					st.Keypad = strings.Contains(strings.ToUpper(v.text), "KEYPAD")
 				}
 				continue
 			}

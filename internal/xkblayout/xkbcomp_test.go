@@ -4,6 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -65,20 +68,22 @@ func TestAgreesWithXkbcomp(t *testing.T) {
 				oracle[st.Key] = st.Syms
 				keypad[st.Key] = st.Keypad
 			}
-			at := func(s Stroke) string {
+			types := keyTypes(text)
+			// at is the keysym xkbcomp's keymap types for the key of
+			// s pressed with the modifiers an injector holds for it
+			// (Shift inverted for a letter under Caps Lock), by the
+			// key's type: which modifiers give which level.
+			at := func(s Stroke, caps bool) string {
 				for k, c := range codes {
-					if c != s.Key {
+					if c != s.Key || oracle[k] == nil {
 						continue
 					}
-					syms := oracle[k]
-					lv := 0
-					if s.Shift {
-						lv++
+					if s.CapsOff {
+						caps = false // tapped off around it
 					}
-					if s.AltGr {
-						lv += 2
-					}
-					if lv < len(syms) && syms[lv] != "" {
+					mods := map[string]bool{"Shift": s.Shift != (s.Alpha && caps), "LevelThree": s.AltGr, "Lock": caps}
+					lv := types.level(text, k, len(oracle[k]), mods)
+					if syms := oracle[k]; lv < len(syms) && syms[lv] != "" {
 						return syms[lv]
 					}
 				}
@@ -87,14 +92,19 @@ func TestAgreesWithXkbcomp(t *testing.T) {
 			checked := 0
 			for _, r := range l.Chars() {
 				s, _ := l.Strokes(r)
-				switch len(s) {
-				case 1:
-					if c, ok := symRune(at(s[0])); !ok || c != r {
-						t.Errorf("%q: the table says %+v; xkbcomp has %q there", r, s[0], at(s[0]))
-					}
-				case 2:
-					if !strings.HasPrefix(at(s[0]), "dead_") {
-						t.Errorf("%q: the table says dead key %+v; xkbcomp has %q there", r, s[0], at(s[0]))
+				for _, caps := range []bool{false, true} {
+					switch len(s) {
+					case 1:
+						if c, ok := symRune(at(s[0], caps)); !ok || c != r {
+							t.Errorf("%q (Caps Lock %v): the table says %+v; xkbcomp types %q with it", r, caps, s[0], at(s[0], caps))
+						}
+					case 2:
+						if !strings.HasPrefix(at(s[0], caps), "dead_") {
+							t.Errorf("%q (Caps Lock %v): the table says dead key %+v; xkbcomp types %q with it", r, caps, s[0], at(s[0], caps))
+						}
+						if c, ok := symRune(at(s[1], caps)); !ok || c == 0 {
+							t.Errorf("%q (Caps Lock %v): the dead key's base %+v types %q", r, caps, s[1], at(s[1], caps))
+						}
 					}
 				}
 				checked++
@@ -123,4 +133,73 @@ func TestAgreesWithXkbcomp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyType is an XKB key type as xkbcomp writes it: the modifiers it looks
+// at and the level each combination of them gives (Level1 otherwise).
+type keyType struct {
+	mods []string
+	maps map[string]int // "LevelThree+Shift" (sorted): level, 0-based
+}
+
+type keyTypeSet map[string]keyType
+
+var (
+	typeRE    = regexp.MustCompile(`(?s)type "([^"]+)" \{(.*?)\n\s*\};`)
+	typeModRE = regexp.MustCompile(`modifiers= ([^;]+);`)
+	typeMapRE = regexp.MustCompile(`map\[([^\]]+)\]= Level(\d+);`)
+)
+
+// keyTypes reads the xkb_types of xkbcomp's keymap.
+func keyTypes(keymap string) keyTypeSet {
+	out := keyTypeSet{}
+	for _, m := range typeRE.FindAllStringSubmatch(keymap, -1) {
+		kt := keyType{maps: map[string]int{}}
+		if mm := typeModRE.FindStringSubmatch(m[2]); mm != nil && mm[1] != "none" {
+			kt.mods = strings.Split(mm[1], "+")
+		}
+		for _, mp := range typeMapRE.FindAllStringSubmatch(m[2], -1) {
+			n, _ := strconv.Atoi(mp[2])
+			ms := strings.Split(mp[1], "+")
+			slices.Sort(ms)
+			kt.maps[strings.Join(ms, "+")] = n - 1
+		}
+		out[m[1]] = kt
+	}
+	return out
+}
+
+// level is the level key (with n levels) gives with mods held: its type's
+// (xkbcomp names it when it is not the one XKB picks by itself; else
+// ONE_LEVEL, TWO_LEVEL or ALPHABETIC, FOUR_LEVEL... by the keysyms, which
+// agree on Shift and LevelThree).
+func (ts keyTypeSet) level(keymap, key string, n int, mods map[string]bool) int {
+	name := ""
+	re := regexp.MustCompile(`key <` + regexp.QuoteMeta(key) + `> \{\s*type(?:\[Group1\])?= "([^"]+)"`)
+	if m := re.FindStringSubmatch(keymap); m != nil {
+		name = m[1]
+	}
+	kt, ok := ts[name]
+	if !ok {
+		// XKB's automatic types: the level is Shift's and LevelThree's,
+		// Lock shifting only a letter's (not known here: none of the
+		// keys without a named type in de, fr, gb or us(intl) is a
+		// letter's under Caps Lock, or the test fails on it).
+		lv := 0
+		if mods["Shift"] {
+			lv++
+		}
+		if mods["LevelThree"] && n > 2 {
+			lv += 2
+		}
+		return lv
+	}
+	var held []string
+	for _, m := range kt.mods {
+		if mods[m] {
+			held = append(held, m)
+		}
+	}
+	slices.Sort(held)
+	return kt.maps[strings.Join(held, "+")]
 }
