@@ -57,6 +57,33 @@ var keyNames = map[uint16]string{
 	uinput.KeyEnter: "Enter", uinput.KeyUp: "ArrowUp", uinput.KeyF5: "F5", uinput.KeySpace: "Space",
 	uinput.KeyBackspace: "Backspace", uinput.KeyScrolllock: "ScrollLock",
 	uinput.KeyCapslock: "CapsLock", uinput.KeyQ: "Q", uinput.KeyD: "D", uinput.KeyE: "E", uinput.KeyF: "F",
+	uinput.KeyR: "R", uinput.KeyLeftbrace: "BracketLeft", uinput.KeyMinus: "Minus",
+}
+
+// grusseScript types "Grüße €" and a character the de layout lacks.
+const grusseScript = "type \"Grüße €\u0679\"\n"
+
+// grusseDE is what typing "Grüße €" on the de layout presses: Shift+G,
+// r, ü on the key right of P, ß right of 0, e, Space, AltGr+E for €.
+var grusseDE = slices.Concat(
+	[]key{down(uinput.KeyLeftshift)}, tap(uinput.KeyG), []key{up(uinput.KeyLeftshift)},
+	tap(uinput.KeyR, uinput.KeyLeftbrace, uinput.KeyMinus, uinput.KeyE, uinput.KeySpace),
+	[]key{down(uinput.KeyRightalt)}, tap(uinput.KeyE), []key{up(uinput.KeyRightalt)},
+)
+
+// typeScript runs send --script with script against addr, to its end.
+func typeScript(t *testing.T, addr, script string) {
+	t.Helper()
+	path := "/tmp/script.ks"
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	send := start(t, "send", "--insecure", "--to", addr, "--script", path)
+	select {
+	case <-send.done:
+	case <-time.After(arrive):
+		t.Fatalf("send --script did not end within %v:\n%s", arrive, send.output())
+	}
 }
 
 func (k key) String() string {
@@ -571,6 +598,22 @@ func TestGuest(t *testing.T) {
 	if st := recv.stop(t, syscall.SIGTERM); st.ExitCode() != 0 {
 		t.Errorf("recv exited %v on SIGTERM, want 0:\n%s", st, recv.output())
 	}
+
+	t.Run("layout", func(t *testing.T) {
+		// recv --inject uinput --layout de (issue 25 must-have 4, PROTOCOL.md
+		// §3.1): a script's characters come out of recv's keyboard as the
+		// keys the German layout types them with, Shift and AltGr
+		// included; a character de lacks is reported and nothing typed.
+		recv := start(t, "recv", "--insecure", "--listen", "127.0.0.1:0", "--inject", "uinput", "--layout", "de", "--timeout", recvTimeout.String())
+		recv.waitFor(t, "listening on", 1)
+		addr := listenRE.FindStringSubmatch(recv.output())[1]
+		relayed := newReader(t, "recv's uinput keyboard with --layout de", findDevice(t, inject.UinputName))
+		typeScript(t, addr, grusseScript)
+		relayed.expect(t, `type "Grüße €" on de`, grusseDE...)
+		relayed.none(t, "a character de lacks")
+		recv.waitFor(t, "uinput cannot type some characters (the layout de has no key for it", 1)
+		recv.stop(t, syscall.SIGTERM)
+	})
 
 	runHidg(t, src)
 }

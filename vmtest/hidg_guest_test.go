@@ -23,7 +23,7 @@ import (
 const hostKeyboardName = gadget.Manufacturer + " " + gadget.Product
 
 // hidgChecks are TestGuest's checks of recv --inject hidg, in order.
-var hidgChecks = []string{"hidg-setup", "hidg-events", "hidg-rollover", "hidg-locks", "hidg-unconfigured", "hidg-sigterm", "hidg-sigkill", "hidg-recv-exit", "hidg-remove"}
+var hidgChecks = []string{"hidg-setup", "hidg-events", "hidg-rollover", "hidg-locks", "hidg-unconfigured", "hidg-sigterm", "hidg-sigkill", "hidg-recv-exit", "hidg-layout", "hidg-remove"}
 
 // waitDevice waits for an event device named name to appear (the USB host
 // enumerates the gadget on its own time) and returns its path.
@@ -233,6 +233,21 @@ func runHidg(t *testing.T, src *source) {
 		host.expect(t, "recv stopped by SIGTERM", up(uinput.KeyZ))
 		send.stop(t, syscall.SIGTERM)
 		src.play(t, up(uinput.KeyZ))
+	})
+
+	t.Run("hidg-layout", func(t *testing.T) {
+		// recv --inject hidg --layout de (issue 25 must-have 2): the
+		// host's keyboard reports the keys the German layout types
+		// "Grüße €" with, Shift and AltGr in their own reports before
+		// the key; a character de lacks is reported, nothing typed.
+		recv := start(t, "recv", "--insecure", "--listen", "127.0.0.1:0", "--inject", "hidg", "--device", "/dev/hidg0", "--layout", "de", "--timeout", recvTimeout.String())
+		recv.waitFor(t, "listening on", 1)
+		addr := listenRE.FindStringSubmatch(recv.output())[1]
+		typeScript(t, addr, grusseScript)
+		host.expect(t, `type "Grüße €" on de through the gadget`, grusseDE...)
+		host.none(t, "a character de lacks")
+		recv.waitFor(t, "hidg cannot type some characters (the layout de has no key for it", 1)
+		recv.stop(t, syscall.SIGTERM)
 	})
 
 	t.Run("hidg-remove", func(t *testing.T) {

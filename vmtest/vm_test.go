@@ -9,6 +9,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,11 @@ const guestEnv = "KEYRELAY_VMTEST_GUEST"
 
 // checks are TestGuest's subtests, in the order they run (issue 12
 // must-have 5): each is reported as a subtest of TestVM.
-var checks = append([]string{"events", "grab", "keys", "hotkey", "sigterm", "sigkill", "repeat", "leds", "locks"}, hidgChecks...)
+var checks = append([]string{"events", "grab", "keys", "hotkey", "sigterm", "sigkill", "repeat", "leds", "locks", "layout"}, hidgChecks...)
+
+// xkbData are the files recv --layout reads (xkb-data, libx11-data),
+// copied into the guest at the same paths.
+var xkbData = []string{"/usr/share/X11/xkb/symbols", "/usr/share/X11/xkb/keycodes", "/usr/share/X11/locale/en_US.UTF-8/Compose"}
 
 // vmTimeout bounds the whole boot, tests and power-off: a guest that hangs
 // is killed (by PID, through exec.CommandContext) rather than hanging make.
@@ -210,6 +215,7 @@ func buildInitramfs(t *testing.T, v vm) string {
 		}
 		c.file(f.name, 0o755, data)
 	}
+	packXKB(t, c)
 	if err := c.close(); err != nil {
 		t.Fatal(err)
 	}
@@ -218,6 +224,42 @@ func buildInitramfs(t *testing.T, v vm) string {
 		t.Fatal(err)
 	}
 	return initrd
+}
+
+// packXKB copies xkbData into the initramfs, with the directories above.
+func packXKB(t *testing.T, c *cpioWriter) {
+	t.Helper()
+	made := map[string]bool{}
+	mkdirs := func(dir string) {
+		var path string
+		for _, part := range strings.Split(strings.Trim(dir, "/"), "/") {
+			path = filepath.Join(path, part)
+			if !made[path] {
+				made[path] = true
+				c.dir(path)
+			}
+		}
+	}
+	for _, root := range xkbData {
+		if _, err := os.Stat(root); err != nil {
+			missing(t, "no %s for recv --layout (apt-get install xkb-data libx11-data)", root)
+		}
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p) // through a symlink too
+			if err != nil {
+				return err
+			}
+			mkdirs(filepath.Dir(p))
+			c.file(strings.TrimPrefix(p, "/"), 0o644, data)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // boot runs the guest to the end and returns its console output.
