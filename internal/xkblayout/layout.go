@@ -460,8 +460,10 @@ const deadCost = 10
 // addDeadKeys adds the characters the layout types as a dead key and a
 // base key (<dead_acute> <e> : "é"), for those it does not have on a key.
 func (l *Layout) addDeadKeys(r *resolver, codes map[string]keys.Code, compose io.Reader) error {
-	// The dead keys on the layout, and their strokes.
-	dead := map[string]candidate{}
+	// The dead keys on the layout, and their strokes, by keysym: the
+	// Compose file may name one by an alias (dead_perispomeni is
+	// dead_tilde).
+	dead := map[uint32]candidate{}
 	for _, name := range r.order {
 		code, ok := codes[name]
 		if !ok || r.keypad[name] || strings.HasPrefix(name, "KP") {
@@ -473,12 +475,13 @@ func (l *Layout) addDeadKeys(r *resolver, codes map[string]keys.Code, compose io
 			if lv >= kt.levels || lv >= 2 && l.altgr == 0 {
 				break
 			}
-			if !strings.HasPrefix(s, "dead_") {
+			ks, ok := keysym.Parse(s)
+			if !ok || !strings.HasPrefix(s, "dead_") {
 				continue
 			}
 			cand := candidate{[]Stroke{{Key: code, Shift: lv&1 != 0, AltGr: lv&2 != 0, Alpha: kt.alpha[lv/2], CapsOff: kt.capsOff[lv]}}, lv, code}
-			if old, ok := dead[s]; !ok || better(cand, old) {
-				dead[s] = cand
+			if old, ok := dead[ks]; !ok || better(cand, old) {
+				dead[ks] = cand
 			}
 		}
 	}
@@ -490,7 +493,11 @@ func (l *Layout) addDeadKeys(r *resolver, codes map[string]keys.Code, compose io
 		if len(seq) != 2 {
 			return
 		}
-		d, ok := dead[seq[0]]
+		ks, ok := keysym.Parse(seq[0])
+		if !ok {
+			return
+		}
+		d, ok := dead[ks]
 		if !ok {
 			return
 		}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/keyrelay/keyrelay/internal/keysym"
 )
 
 // TestAgreesWithXkbcomp cross-checks every character of the de, fr and
@@ -89,7 +91,24 @@ func TestAgreesWithXkbcomp(t *testing.T) {
 				}
 				return ""
 			}
-			checked := 0
+			// The Compose file's dead-key sequences: what xkbcomp's
+			// keysyms for a dead-key character's two presses compose.
+			composed := map[[2]uint32]string{}
+			sym := func(name string) uint32 {
+				ks, _ := keysym.Parse(name)
+				return ks
+			}
+			f, err := os.Open(ComposeFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			ParseCompose(f, func(seq []string, result string) {
+				if len(seq) == 2 {
+					composed[[2]uint32{sym(seq[0]), sym(seq[1])}] = result
+				}
+			})
+			checked, viaDead := 0, 0
 			for _, r := range l.Chars() {
 				s, _ := l.Strokes(r)
 				for _, caps := range []bool{false, true} {
@@ -102,12 +121,15 @@ func TestAgreesWithXkbcomp(t *testing.T) {
 						if !strings.HasPrefix(at(s[0], caps), "dead_") {
 							t.Errorf("%q (Caps Lock %v): the table says dead key %+v; xkbcomp types %q with it", r, caps, s[0], at(s[0], caps))
 						}
-						if c, ok := symRune(at(s[1], caps)); !ok || c == 0 {
-							t.Errorf("%q (Caps Lock %v): the dead key's base %+v types %q", r, caps, s[1], at(s[1], caps))
+						if got, ok := composed[[2]uint32{sym(at(s[0], caps)), sym(at(s[1], caps))}]; !ok || got != string(r) {
+							t.Errorf("%q (Caps Lock %v): xkbcomp's %s then %s compose %q (%v)", r, caps, at(s[0], caps), at(s[1], caps), got, ok)
 						}
 					}
 				}
 				checked++
+				if len(s) == 2 {
+					viaDead++
+				}
 			}
 			// Every character xkbcomp has on a key, the table has.
 			missing := 0
@@ -127,7 +149,7 @@ func TestAgreesWithXkbcomp(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s: %d characters checked against xkbcomp, %d of xkbcomp's missing", name, checked, missing)
+			t.Logf("%s: %d characters (%d through a dead key) checked against xkbcomp, Caps Lock off and on; %d of xkbcomp's missing", name, checked, viaDead, missing)
 			if checked < 100 {
 				t.Errorf("only %d characters: the table is too small to be %s", checked, name)
 			}
