@@ -287,6 +287,11 @@ func newInjector(choice, device, layout string, stdio IO, logf func(string, ...a
 	if err != nil {
 		return nil, "", err
 	}
+	if l != nil && logf != nil {
+		// Said, as recv cannot see the target: a layout other than
+		// the target's types other characters.
+		logf("characters are typed through the layout %s (%s): the target must use it", l.Name(), l.Description())
+	}
 	inj, err := b.New(inject.Options{Device: device, Layout: l, Out: stdio.Out, Logf: logf})
 	if err != nil {
 		return nil, "", err

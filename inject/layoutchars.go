@@ -28,8 +28,8 @@ var levelModifiers = []keys.Code{keys.ShiftLeft, keys.ShiftRight}
 // says they were. With caps (Caps Lock on at the target), Shift is
 // inverted for a letter, as the target's Caps Lock inverts it back, and a
 // key whose level Caps Lock changes otherwise is typed with Caps Lock
-// tapped off and on again around it. ok is
-// false when l lacks r. A pure function of its arguments.
+// tapped off and on again around it. ok is false when l lacks r. A pure
+// function of its arguments.
 func charPresses(l *xkblayout.Layout, r rune, held func(keys.Code) bool, caps bool) (presses []keyPress, ok bool) {
 	strokes, ok := l.Strokes(r)
 	if !ok {

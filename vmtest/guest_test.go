@@ -606,6 +606,7 @@ func TestGuest(t *testing.T) {
 		// included; a character de lacks is reported and nothing typed.
 		recv := start(t, "recv", "--insecure", "--listen", "127.0.0.1:0", "--inject", "uinput", "--layout", "de", "--timeout", recvTimeout.String())
 		recv.waitFor(t, "listening on", 1)
+		recv.waitFor(t, "characters are typed through the layout de (German): the target must use it", 1)
 		addr := listenRE.FindStringSubmatch(recv.output())[1]
 		relayed := newReader(t, "recv's uinput keyboard with --layout de", findDevice(t, inject.UinputName))
 		typeScript(t, addr, grusseScript)
