@@ -187,7 +187,8 @@ func loadLayout(b inject.Backend, layout string) (*xkblayout.Layout, error) {
 		return nil, nil
 	}
 	if b.NamedLayout == nil {
-		return nil, layoutRefused(b.Name, layout)
+		// --inject auto picked it (validate refused the others).
+		return nil, layoutRefused("auto (which picked "+b.Name+" here)", layout)
 	}
 	var compose io.Reader
 	if f, err := os.Open(xkblayout.ComposeFile); err == nil {
