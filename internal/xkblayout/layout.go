@@ -65,6 +65,29 @@ type Layout struct {
 	desc  string
 	altgr keys.Code // 0: the layout has no level 3
 	chars map[rune][]Stroke
+	// The other way round, for send --keys characters from a source
+	// whose layout is named (charmode.Keymap): each key's keysyms at
+	// levels 1-4, whether Caps Lock shifts levels 1-2, and the Compose
+	// file's dead-key pairs.
+	levels map[keys.Code][4]uint32
+	alpha  map[keys.Code]bool
+	seqs   map[[2]uint32]rune
+}
+
+// Keysyms are the keysyms key c gives at levels 1-4 (alone, Shift,
+// AltGr, Shift+AltGr; 0 where its type has no such level), whether Caps
+// Lock shifts levels 1 and 2, and false for a key the layout lacks. With
+// Compose, a Layout is a charmode.Keymap.
+func (l *Layout) Keysyms(c keys.Code) (syms [4]uint32, alpha bool, ok bool) {
+	syms, ok = l.levels[c]
+	return syms, l.alpha[c], ok
+}
+
+// Compose is the character a dead key's keysym then a base keysym
+// compose, as the Compose file Load read says.
+func (l *Layout) Compose(dead, base uint32) (rune, bool) {
+	r, ok := l.seqs[[2]uint32{dead, base}]
+	return r, ok
 }
 
 // Name is the layout as named ("de", "us(intl)"); Description its
@@ -124,7 +147,8 @@ func Load(fsys fs.FS, name string, compose io.Reader) (*Layout, error) {
 	if err := r.include(name, mergeOverride, 0); err != nil {
 		return nil, err
 	}
-	l := &Layout{name: name, desc: r.desc, chars: map[rune][]Stroke{}}
+	l := &Layout{name: name, desc: r.desc, chars: map[rune][]Stroke{},
+		levels: map[keys.Code][4]uint32{}, alpha: map[keys.Code]bool{}, seqs: map[[2]uint32]rune{}}
 	l.build(r, codes)
 	if compose != nil {
 		if err := l.addDeadKeys(r, codes, compose); err != nil {
@@ -370,6 +394,17 @@ func (l *Layout) build(r *resolver, codes map[string]keys.Code) {
 		}
 		syms := r.keys[name]
 		kt := typeOf(r.types[name], syms)
+		if _, dup := l.levels[code]; !dup {
+			var lvs [4]uint32
+			for lv, s := range syms {
+				if lv >= kt.levels || lv >= 2 && l.altgr == 0 {
+					break
+				}
+				lvs[lv], _ = keysym.Parse(s)
+			}
+			l.levels[code] = lvs
+			l.alpha[code] = kt.alpha[0]
+		}
 		for lv, s := range syms {
 			if lv >= kt.levels || lv >= 2 && l.altgr == 0 {
 				break
@@ -504,6 +539,11 @@ func (l *Layout) addDeadKeys(r *resolver, codes map[string]keys.Code, compose io
 		c, size := utf8.DecodeRuneInString(result)
 		if size != len(result) || c == utf8.RuneError {
 			return
+		}
+		if bs, ok := keysym.Parse(seq[1]); ok {
+			if _, dup := l.seqs[[2]uint32{ks, bs}]; !dup {
+				l.seqs[[2]uint32{ks, bs}] = c
+			}
 		}
 		if _, direct := l.chars[c]; direct {
 			return
