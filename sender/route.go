@@ -3,6 +3,7 @@ package sender
 import (
 	"slices"
 
+	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -14,6 +15,10 @@ type Route struct {
 	Hotkey []keys.Code
 	Map    map[keys.Code]keys.Code
 	Local  []keys.Code
+	// Characters: printable keys go as the characters the sender's
+	// layout gives them (the Router's Translator decides), chords and
+	// keys that print nothing as physical keys.
+	Characters bool
 }
 
 // Routed is one key event for destination To (an index into the routes).
@@ -42,6 +47,8 @@ type Router struct {
 	mirror bool
 	target int
 
+	chars *charmode.Translator // nil: no route is in characters mode
+
 	held      []keys.Key // physical keys down at the source now
 	swallowed []keys.Key // keys down whose release goes nowhere
 	down      []sent     // key-downs routed and not yet released, oldest first
@@ -61,6 +68,11 @@ type sent struct {
 func NewRouter(routes []Route, mirror bool, target int) *Router {
 	return &Router{routes: routes, mirror: mirror, target: target}
 }
+
+// SetTranslator gives the routes in characters mode their translator of
+// the sender's layout (one for every route: it follows the source's
+// modifiers, whatever the target).
+func (r *Router) SetTranslator(t *charmode.Translator) { r.chars = t }
 
 // Target is the current target: a route's index, or Local. In mirror
 // mode, any index means every destination.
@@ -87,6 +99,15 @@ func (r *Router) Held(to int) []keys.Key {
 // Key takes one key event from the source and appends what each
 // destination gets to dst.
 func (r *Router) Key(dst []Routed, k keys.Key, down bool) []Routed {
+	kind, ch := charmode.Physical, rune(0)
+	if code, phys := k.Code(); phys && r.chars != nil {
+		// Told every event, even those that go nowhere, so that it knows
+		// the modifiers held when a key goes somewhere.
+		kind, ch = r.chars.Key(code, down)
+		if kind == charmode.Char && !keys.ValidChar(ch) {
+			kind = charmode.Physical
+		}
+	}
 	if !down {
 		r.held = slices.DeleteFunc(r.held, func(h keys.Key) bool { return h == k })
 		if i := slices.Index(r.swallowed, k); i >= 0 {
@@ -124,19 +145,52 @@ func (r *Router) Key(dst []Routed, k keys.Key, down bool) []Routed {
 		if phys && slices.Contains(r.routes[to].Local, code) {
 			continue
 		}
-		key := k
-		if m, ok := r.routes[to].Map[code]; phys && ok {
-			key = keys.Key(m)
+		if phys && r.chars != nil && r.routes[to].Characters {
+			switch kind {
+			case charmode.Char:
+				// A down and its up at once: the destination holds
+				// nothing for it, so the key's release goes nowhere
+				// and the queue stays balanced (DESIGN.md invariant 1).
+				c := keys.Char(ch)
+				dst = append(dst, Routed{To: to, Key: c, Down: true}, Routed{To: to, Key: c, Down: false})
+				continue
+			case charmode.Level, charmode.Home:
+				continue
+			}
+			// A key that stays physical gets the Shift or AltGr held
+			// with it (Shift+Tab), withheld until now.
+			for _, h := range r.held {
+				hc, _ := h.Code()
+				if h != k && r.chars.IsLevel(hc) && !slices.Contains(r.swallowed, h) && !r.sentFrom(to, h) {
+					dst = r.press(dst, to, h)
+				}
+			}
 		}
-		if r.heldAt(to, key) {
-			// Another key mapped to the same one holds it there already:
-			// a second press would be unbalanced (DESIGN.md invariant 2).
-			continue
-		}
-		r.down = append(r.down, sent{from: k, to: to, key: key})
-		dst = append(dst, Routed{To: to, Key: key, Down: true})
+		dst = r.press(dst, to, k)
 	}
 	return dst
+}
+
+// press routes the press of source key k to destination to, mapped.
+func (r *Router) press(dst []Routed, to int, k keys.Key) []Routed {
+	key := k
+	if code, phys := k.Code(); phys {
+		if m, ok := r.routes[to].Map[code]; ok {
+			key = keys.Key(m)
+		}
+	}
+	if r.heldAt(to, key) {
+		// Another key mapped to the same one holds it there already:
+		// a second press would be unbalanced (DESIGN.md invariant 2).
+		return dst
+	}
+	r.down = append(r.down, sent{from: k, to: to, key: key})
+	return append(dst, Routed{To: to, Key: key, Down: true})
+}
+
+// sentFrom reports whether source key k is down at destination to.
+func (r *Router) sentFrom(to int, k keys.Key) bool {
+	return slices.ContainsFunc(r.down, func(s sent) bool { return s.to == to && s.from == k })
 }
 
 // heldAt reports whether destination to holds key down now.

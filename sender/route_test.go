@@ -7,6 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -102,10 +103,46 @@ func TestRouterSendsToTheTargetOnly(t *testing.T) {
 // 2); and once the source releases everything and one packet per
 // destination arrives, no receiver holds a key (invariant 1).
 func TestRouterPropertyBalancedPerDestination(t *testing.T) {
+	checkRouterBalanced(t, false)
+}
+
+// TestRouterPropertyBalancedWithCharacters is the same property with
+// destinations a and c in characters mode (issue 27 must-have 4): whatever
+// mix of chords, level modifiers, dead keys and characters, every
+// destination's stream stays balanced, a character being a down and its
+// up together.
+func TestRouterPropertyBalancedWithCharacters(t *testing.T) {
+	checkRouterBalanced(t, true)
+}
+
+// testKeymap is a small layout: KeyA a A, KeyQ q Q @ (AltGr), KeyB a dead
+// acute, Digit1 1 !, AltRight AltGr.
+func testKeymap() *charmode.Table {
+	return &charmode.Table{
+		Syms: map[keys.Code][4]uint32{
+			keys.KeyA: {'a', 'A'}, keys.KeyQ: {'q', 'Q', '@'}, keys.KeyB: {0xfe51}, keys.Digit1: {'1', '!'},
+			keys.AltRight: {0xfe03}, keys.Enter: {0xff0d},
+		},
+		Alpha: map[keys.Code]bool{keys.KeyA: true, keys.KeyQ: true},
+		Seqs:  map[[2]uint32]rune{{0xfe51, 'a'}: 'á', {0xfe51, 'A'}: 'Á'},
+	}
+}
+
+func checkRouterBalanced(t *testing.T, chars bool) {
 	pool := []keys.Code{keys.KeyA, keys.KeyB, keys.ShiftLeft, keys.MetaLeft, keys.ControlLeft, keys.ControlRight, keys.Digit1, keys.Digit2, keys.Digit3, keys.AudioVolumeUp}
+	if chars {
+		pool = append(pool, keys.AltRight, keys.KeyQ, keys.CapsLock, keys.Enter)
+	}
 	rapid.Check(t, func(rt *rapid.T) {
 		mirror := rapid.Bool().Draw(rt, "mirror")
-		r := NewRouter(testRoutes(), mirror, rapid.IntRange(Local, 2).Draw(rt, "target"))
+		routes := testRoutes()
+		if chars {
+			routes[0].Characters, routes[2].Characters = true, true
+		}
+		r := NewRouter(routes, mirror, rapid.IntRange(Local, 2).Draw(rt, "target"))
+		if chars {
+			r.SetTranslator(charmode.New(testKeymap()))
+		}
 		type dest struct {
 			q      *eventqueue.Queue
 			rx     eventqueue.Tracker
@@ -197,4 +234,48 @@ func TestRouterPropertyBalancedPerDestination(t *testing.T) {
 			}
 		}
 	})
+}
+
+func ch(to int, r rune, down bool) Routed { return Routed{To: to, Key: keys.Char(r), Down: down} }
+
+// TestRouterCharactersMode checks issue 27 must-have 4 on the router: a
+// destination in characters mode gets a printable key as its character (a
+// down and its up at once), a chord or a key that prints nothing as the
+// physical keys, with the Shift or AltGr held then; a destination in
+// physical mode gets the keys as ever.
+func TestRouterCharactersMode(t *testing.T) {
+	cases := []struct {
+		name  string
+		steps []step
+		want  []Routed
+	}{
+		{"a letter is its character", []step{dn(keys.KeyA), up(keys.KeyA)},
+			[]Routed{ch(0, 'a', true), ch(0, 'a', false), out(1, keys.KeyA, true), out(1, keys.KeyA, false)}},
+		{"Shift level: Shift is withheld", []step{dn(keys.ShiftLeft), dn(keys.KeyA), up(keys.KeyA), up(keys.ShiftLeft)},
+			[]Routed{out(1, keys.ShiftLeft, true), ch(0, 'A', true), ch(0, 'A', false), out(1, keys.KeyA, true), out(1, keys.KeyA, false), out(1, keys.ShiftLeft, false)}},
+		{"AltGr character", []step{dn(keys.AltRight), dn(keys.KeyQ), up(keys.KeyQ), up(keys.AltRight)},
+			[]Routed{out(1, keys.AltRight, true), ch(0, '@', true), ch(0, '@', false), out(1, keys.KeyQ, true), out(1, keys.KeyQ, false), out(1, keys.AltRight, false)}},
+		{"dead key composes", []step{dn(keys.KeyB), up(keys.KeyB), dn(keys.KeyA), up(keys.KeyA)},
+			[]Routed{out(1, keys.KeyB, true), out(1, keys.KeyB, false), ch(0, 'á', true), ch(0, 'á', false), out(1, keys.KeyA, true), out(1, keys.KeyA, false)}},
+		{"a chord stays physical", []step{dn(keys.ControlLeft), dn(keys.KeyA), up(keys.KeyA), up(keys.ControlLeft)},
+			[]Routed{out(0, keys.ControlLeft, true), out(1, keys.ControlLeft, true), out(0, keys.KeyA, true), out(1, keys.KeyA, true),
+				out(0, keys.KeyA, false), out(1, keys.KeyA, false), out(0, keys.ControlLeft, false), out(1, keys.ControlLeft, false)}},
+		{"Shift+Enter: Shift goes ahead of the physical key", []step{dn(keys.ShiftLeft), dn(keys.Enter), up(keys.Enter), up(keys.ShiftLeft)},
+			[]Routed{out(1, keys.ShiftLeft, true), out(0, keys.ShiftLeft, true), out(0, keys.Enter, true), out(1, keys.Enter, true),
+				out(0, keys.Enter, false), out(1, keys.Enter, false), out(1, keys.ShiftLeft, false), out(0, keys.ShiftLeft, false)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			routes := []Route{{Name: "chars", Characters: true}, {Name: "phys"}}
+			r := NewRouter(routes, true, 0)
+			r.SetTranslator(charmode.New(testKeymap()))
+			var got []Routed
+			for _, s := range tc.steps {
+				got = r.Key(got, keys.Key(s.key), s.down)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got  %v\nwant %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -98,22 +98,21 @@ func (t *Translator) IsLevel(c keys.Code) bool {
 
 // Key tells the translator of one event of physical key c and, for a
 // key-down, returns what a destination in characters mode gets: its Kind,
-// and the character when Char. A repeated key-down (auto-repeat) changes
-// nothing and is answered as the first.
+// and the character when Char. A repeated key-down (auto-repeat, which
+// send drops: the receiver repeats on its own) changes nothing and gets
+// Home.
 func (t *Translator) Key(c keys.Code, down bool) (Kind, rune) {
 	if !down {
 		t.held = slices.DeleteFunc(t.held, func(h keys.Code) bool { return h == c })
 		return Physical, 0
 	}
-	repeat := slices.Contains(t.held, c)
-	if !repeat {
-		t.held = append(t.held, c)
+	if slices.Contains(t.held, c) {
+		return Home, 0
 	}
+	t.held = append(t.held, c)
 	switch {
 	case c == keys.CapsLock:
-		if !repeat {
-			t.caps = !t.caps
-		}
+		t.caps = !t.caps
 		return Home, 0
 	case t.IsLevel(c):
 		return Level, 0
