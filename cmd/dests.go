@@ -23,6 +23,9 @@ type destSpec struct {
 	Map map[keys.Code]keys.Code
 	// Local keys are never relayed to this destination: they act here.
 	Local []keys.Code
+	// Characters: printable keys go as the characters the sender's
+	// layout gives them (keys = "characters"; send --keys characters).
+	Characters bool
 }
 
 // destFields are the settings of a [[send.to]] table.
@@ -127,9 +130,9 @@ func parseDestTable(m map[string]any) (destSpec, string, error) {
 		return d, "keys", err
 	case kind == "" || kind == "physical":
 	case kind == "characters":
-		return d, "keys", fmt.Errorf(`keys = "characters" of %q: not supported yet by this build (only "physical": physical keys, the receiver's layout decides the character)`, d.Name)
+		d.Characters = true
 	default:
-		return d, "keys", fmt.Errorf(`keys = %q of %q: want "physical"%s`, kind, d.Name, suggest(kind, []string{"physical", "characters"}))
+		return d, "keys", fmt.Errorf(`keys = %q of %q: want "physical" (the receiver's layout decides the character) or "characters" (the sender's does)%s`, kind, d.Name, suggest(kind, []string{"physical", "characters"}))
 	}
 	if v, ok := m["map"]; ok {
 		mm, ok := v.(map[string]any)
@@ -356,6 +359,9 @@ func (v toValue) toml() string {
 				l = append(l, tomlString(c.String()))
 			}
 			parts = append(parts, "local-keys = ["+strings.Join(l, ", ")+"]")
+		}
+		if d.Characters {
+			parts = append(parts, `keys = "characters"`)
 		}
 		items = append(items, "{ "+strings.Join(parts, ", ")+" }")
 	}

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,12 +114,13 @@ addr = "mac.lan:7001"
 hotkey = "ControlRight+Digit1"
 map = { MetaLeft = "ControlLeft", AltLeft = "MetaLeft" }
 local-keys = ["AudioVolumeUp", "AudioVolumeDown"]
+keys = "characters"
 `)
 	var out, stderr bytes.Buffer
 	if code := Run([]string{"config"}, IO{Out: &out, Err: &stderr}); code != ExitOK {
 		t.Fatalf("config exited %d: %s", code, stderr.String())
 	}
-	want := `to = [{ name = "mac", addr = "mac.lan:7001", hotkey = "ControlRight+Digit1", map = { "AltLeft" = "MetaLeft", "MetaLeft" = "ControlLeft" }, local-keys = ["AudioVolumeUp", "AudioVolumeDown"] }]`
+	want := `to = [{ name = "mac", addr = "mac.lan:7001", hotkey = "ControlRight+Digit1", map = { "AltLeft" = "MetaLeft", "MetaLeft" = "ControlLeft" }, local-keys = ["AudioVolumeUp", "AudioVolumeDown"], keys = "characters" }]`
 	if !strings.Contains(out.String(), want) {
 		t.Fatalf("keyrelay config printed:\n%s\nwant a line with\n%s", out.String(), want)
 	}
@@ -128,7 +130,59 @@ local-keys = ["AudioVolumeUp", "AudioVolumeDown"]
 		t.Fatal(err)
 	}
 	d, _, err := parseDestTable(m["to"].([]any)[0].(map[string]any))
-	if err != nil || d.Name != "mac" || d.Map[keys.AltLeft] != keys.MetaLeft || len(d.Local) != 2 {
+	if err != nil || d.Name != "mac" || d.Map[keys.AltLeft] != keys.MetaLeft || len(d.Local) != 2 || !d.Characters {
 		t.Errorf("read back as %+v, %v", d, err)
+	}
+}
+
+// TestSendKeysCharactersSettings checks issue 27 must-have 4's settings:
+// keys = "characters" in a [[send.to]] table, --keys for every
+// destination, and --layout, which characters mode needs for a source
+// that cannot ask the keyboard's layout (evdev); mistakes are usage
+// errors that say what to write.
+func TestSendKeysCharactersSettings(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	writeFile(t, cfg, "[[send.to]]\nname = \"mac\"\naddr = \"127.0.0.1:7001\"\nkeys = \"characters\"\n[[send.to]]\nname = \"pc\"\naddr = \"127.0.0.1:7002\"\n")
+	cases := []struct {
+		name  string
+		args  []string
+		chars []bool // per destination; nil: a usage error with err
+		err   string
+	}{
+		{"per destination from the table", []string{"--config", cfg, "--script", "-", "--layout", "de"}, []bool{true, false}, ""},
+		{"--keys characters for every destination", []string{"--config", cfg, "--script", "-", "--keys", "characters", "--layout", "de"}, []bool{true, true}, ""},
+		{"--keys physical for every destination", []string{"--config", cfg, "--script", "-", "--keys", "physical"}, []bool{false, false}, ""},
+		{"an unknown --keys", []string{"--to", "127.0.0.1:1", "--script", "-", "--keys", "character"}, nil, `--keys "character": unknown (choose "physical" or "characters")`},
+		{"evdev cannot tell its layout", []string{"--to", "127.0.0.1:1", "--input", "evdev", "--keys", "characters"}, nil, "characters mode with --input evdev needs this keyboard's layout"},
+		{"--layout without characters", []string{"--to", "127.0.0.1:1", "--script", "-", "--layout", "de"}, nil, "no destination gets characters: add --keys characters"},
+		{"--layout that is no layout name", []string{"--to", "127.0.0.1:1", "--script", "-", "--keys", "characters", "--layout", "de de"}, nil, `"de de" is not a layout name`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got *SendOptions
+			c := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.validate() })
+			c.SetArgs(append(tc.args, "--insecure"))
+			c.SilenceErrors, c.SilenceUsage = true, true
+			err := c.Execute()
+			if tc.chars == nil {
+				var ue usageError
+				if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want a usage error with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var chars []bool
+			for _, d := range got.dests {
+				chars = append(chars, d.Characters)
+			}
+			// A destination in characters mode is routed through a
+			// Router, which holds the translator.
+			if !slices.Equal(chars, tc.chars) || got.routed() != slices.Contains(tc.chars, true) {
+				t.Errorf("characters per destination %v (routed %v), want %v", chars, got.routed(), tc.chars)
+			}
+		})
 	}
 }

@@ -40,6 +40,8 @@ type SendOptions struct {
 	Switch    bool
 	Hotkey    string
 	Devices   []string
+	Keys      string // --keys: physical or characters, for every destination
+	Layout    string // --layout: the sender's XKB layout, for --keys characters
 	Key       KeyOptions
 	Identity  string // --identity
 	Peers     string // --peers
@@ -177,6 +179,8 @@ missed key events, or the final state).`,
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11, evdev, windows or macos): keys reach the receiver only; --hotkey switches to local use and back")
 	f.BoolVar(&opts.Switch, "switch", false, "send keys to one destination at a time (the first, until a destination's hotkey or 'keyrelay switch NAME|local' picks another) instead of to every destination (mirror); on whenever a [[send.to]] destination has a hotkey")
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it on the command line): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
+	f.StringVar(&opts.Keys, "keys", "", `what every destination gets: "physical" keys (the receiver's layout decides the character), or "characters": printable keys as the characters this machine's layout gives them, chords with Control/Alt/Super and keys that print nothing as physical keys (default: each [[send.to]]'s keys, else physical)`)
+	f.StringVar(&opts.Layout, "layout", "", "with characters: this keyboard's XKB layout, LAYOUT or LAYOUT(VARIANT) (de, fr, us(intl)); needed for --input evdev, which cannot ask for it; --input x11 reads the X server's keymap without it")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
 	opts.Key.register(f)
 	registerIdentityFlag(f, &opts.Identity)
@@ -375,6 +379,9 @@ func (o *SendOptions) validate() error {
 		if err := capture.CheckHotkey(d.Hotkey, o.Input); err != nil {
 			return involving(fmt.Errorf("destination %q's hotkey: %w (a hotkey is %s)", d.Name, err, capture.HotkeyForm), "to", "input")
 		}
+	}
+	if err := o.validateKeys(b); err != nil {
+		return err
 	}
 	if len(o.Devices) > 0 && !b.Caps.Devices {
 		return involving(errors.New("--device needs "+sourcesWith(func(c capture.SourceCaps) bool { return c.Devices })), "device", "input")

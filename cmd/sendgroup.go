@@ -9,6 +9,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
@@ -23,7 +24,7 @@ func (o *SendOptions) routed() bool {
 		return true
 	}
 	for _, d := range o.dests {
-		if len(d.Map) > 0 || len(d.Local) > 0 {
+		if len(d.Map) > 0 || len(d.Local) > 0 || d.Characters {
 			return true
 		}
 	}
@@ -49,7 +50,7 @@ func (o *SendOptions) switching() bool {
 func (o *SendOptions) routes() []sender.Route {
 	out := make([]sender.Route, len(o.dests))
 	for i, d := range o.dests {
-		out[i] = sender.Route{Name: d.Name, Hotkey: []keys.Code(d.Hotkey), Map: d.Map, Local: d.Local}
+		out[i] = sender.Route{Name: d.Name, Hotkey: []keys.Code(d.Hotkey), Map: d.Map, Local: d.Local, Characters: d.Characters}
 	}
 	return out
 }
@@ -95,6 +96,13 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	// Switching starts at the first destination, until a hotkey or
 	// keyrelay switch picks another; mirror's target is every one.
 	router := sender.NewRouter(o.routes(), !o.switching(), 0)
+	if o.characters() {
+		km, err := o.keymap()
+		if err != nil {
+			return err
+		}
+		router.SetTranslator(charmode.New(km))
+	}
 	g, err := sender.NewGroup(cfgs, router)
 	if err != nil {
 		return err
