@@ -1,0 +1,79 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCharactersFromGermanDesktop is issue 27 must-have 4: a German Xvfb
+// desktop is the sender (send --input x11, reading it with RECORD, --keys
+// characters), xdotool types "Zyklop öäü ß @" there as the physical keys a
+// German typist presses (Shift, AltGr), and a US and a French Xvfb
+// receiver (recv --inject x11, an xterm as the probe) get exactly that
+// text, which their own layouts would have typed otherwise ("Yzklop ;'[ - q"
+// on us). A third receiver logs what it gets (recv --inject log): Ctrl+A on
+// the sender stays physical there, ControlLeft and KeyA, so shortcuts keep
+// working, and the text arrives as characters.
+func TestCharactersFromGermanDesktop(t *testing.T) {
+	needX(t, "setxkbmap", "xterm", "xdotool")
+	sendDisplay := startXvfb(t)
+	setLayout(t, sendDisplay, "de")
+	type target struct {
+		layout string
+		term   *termFile
+		recv   *proc
+	}
+	var targets []target
+	var to []string
+	for _, layout := range []string{"us", "fr"} {
+		display := startXvfb(t)
+		setLayout(t, display, layout)
+		term := startXterm(t, display)
+		recv := startWithEnv(t, []string{"DISPLAY=" + display}, "recv", "--inject", "x11", "--listen", "127.0.0.1:0")
+		targets = append(targets, target{layout, term, recv})
+		to = append(to, layout+"="+recv.addr)
+	}
+	logRecv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	to = append(to, "log="+logRecv.addr)
+	send := startWithEnv(t, []string{"DISPLAY=" + sendDisplay}, "send", "--to", strings.Join(to, ","), "--input", "x11", "--keys", "characters")
+	if !send.waitStderr("capturing keys", 10*time.Second) {
+		t.Fatalf("send did not start capturing:\n%s", send.stderr)
+	}
+	const text = "Zyklop öäü ß @"
+	xdotool(t, sendDisplay, "type", "--delay", "20", text)
+	for _, tg := range targets {
+		if got := tg.term.text(t, text); got != text {
+			t.Errorf("the xterm on %s got %q, want %q", tg.layout, got, text)
+		}
+	}
+	var want []string
+	for _, r := range text {
+		q := "'" + string(r) + "'"
+		want = append(want, q+" down", q+" up")
+	}
+	logRecv.expectKeys(t, want...)
+	xdotool(t, sendDisplay, "key", "ctrl+a")
+	logRecv.expectKeys(t, "ControlLeft down", "KeyA down")
+	// xdotool releases the modifier first: the ups come in either order.
+	var ups []string
+	for range 2 {
+		l, ok := logRecv.next(10 * time.Second)
+		for ok && l.Key == "" {
+			l, ok = logRecv.next(10 * time.Second)
+		}
+		ups = append(ups, l.String())
+	}
+	slices.Sort(ups)
+	if !slices.Equal(ups, []string{"ControlLeft up", "KeyA up"}) {
+		t.Errorf("after Ctrl+A's presses the log receiver got %v, want ControlLeft up and KeyA up", ups)
+	}
+	send.stopWith(syscall.SIGTERM)
+	for _, tg := range targets {
+		stopRecv(t, tg.recv)
+	}
+}
