@@ -41,6 +41,9 @@ type destStatus struct {
 	Addr  string `json:"addr"`
 	State string `json:"state"` // live, silent 1.2s, no answer yet
 	Live  bool   `json:"live"`
+	// Keys is what it gets: "physical" keys, or "characters" (send
+	// --keys characters, keys = "characters").
+	Keys string `json:"keys"`
 }
 
 // controlHandler answers requests: send's side.
@@ -245,7 +248,11 @@ send through its control socket, as keyrelay switch does.`,
 				if d.Name == ans.Target || ans.Target == "all" {
 					mark = "*"
 				}
-				fmt.Fprintf(stdio.Out, "%s %-12s %-24s %s\n", mark, d.Name, d.Addr, d.State)
+				keysNote := ""
+				if d.Keys == "characters" {
+					keysNote = " (characters)"
+				}
+				fmt.Fprintf(stdio.Out, "%s %-12s %-24s %s%s\n", mark, d.Name, d.Addr, d.State, keysNote)
 			}
 			return nil
 		},

@@ -83,3 +83,33 @@ func TestControlSocketOnlyItsOwnerOpens(t *testing.T) {
 		t.Errorf("a directory others can open was taken: %v", err)
 	}
 }
+
+// charsControl is a running send with a destination in characters mode.
+type charsControl struct{ fakeControl }
+
+func (f *charsControl) Status() controlAnswer {
+	return controlAnswer{Target: "mac", Dests: []destStatus{
+		{Name: "mac", Addr: "127.0.0.1:1", State: "live", Live: true, Keys: "characters"},
+		{Name: "pc", Addr: "127.0.0.1:2", State: "no answer yet", Keys: "physical"}}}
+}
+
+// TestDoctorShowsTheRunningSend checks issue 27 must-have 5 for doctor:
+// with a send with named destinations running, doctor names its target
+// and each destination, its state and whether it gets characters; with
+// none, it says so without failing.
+func TestDoctorShowsTheRunningSend(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	if c := runningSend(); c.skipped == "" || c.err != nil {
+		t.Errorf("no send running: %+v, want skipped", c)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := listenControl(ctx, controlPath(), &charsControl{}); err != nil {
+		t.Fatal(err)
+	}
+	c := runningSend()
+	want := "target mac; destinations mac 127.0.0.1:1 (live, characters), pc 127.0.0.1:2 (no answer yet)"
+	if c.err != nil || c.ok != want {
+		t.Errorf("running send: %+v\nwant ok %q", c, want)
+	}
+}

@@ -44,6 +44,9 @@ type DoctorOptions struct {
 	// To are send's destinations ([send] to, $KEYRELAY_SEND_TO, --to):
 	// with the send role, each unicast one is probed as --peer is.
 	To []string
+	// toNames are the destinations' names (NAME=HOST[:PORT], [[send.to]]
+	// tables), "" for an unnamed one, parallel to To after validation.
+	toNames []string
 	// Identity and Peers are --identity and --peers (sharedPath resolves
 	// them into identityPath and peersPath).
 	Identity, Peers         string
@@ -253,8 +256,11 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	}
 	// send's destinations as send reads them, when they are to be probed.
 	o.To = splitList(o.To)
+	o.toNames = make([]string, len(o.To))
 	for i, a := range o.To {
-		_, o.To[i] = splitNamed(a) // a destination's name is send's business
+		// The name is for people reading the checks; the probe needs
+		// the address.
+		o.toNames[i], o.To[i] = splitNamed(a)
 	}
 	if doSend && o.Peer == "" {
 		for _, a := range o.To {
@@ -379,12 +385,19 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 			forRole(roleSend, "round trip to "+transport.WithDefaultPort(to, DefaultPort)+" ("+o.origin(o.toFrom, "--to")+")", nil)
 		}
 	default:
-		for _, to := range o.To {
-			for _, c := range o.roundTrip(ctx, to, o.origin(o.toFrom, "--to"), key) {
+		for i, to := range o.To {
+			from := o.origin(o.toFrom, "--to")
+			if o.toNames[i] != "" {
+				from = "destination " + o.toNames[i] + ", " + from
+			}
+			for _, c := range o.roundTrip(ctx, to, from, key) {
 				add(c)
 			}
 		}
 	}
+	// The send running now, if any: its target and destinations, as
+	// keyrelay status shows them.
+	forRole(roleSend, "running send", func() check { return runningSend() })
 
 	failed := 0
 	for _, c := range checks {
@@ -694,4 +707,23 @@ func (o *DoctorOptions) configPath() string {
 		return o.config.Path
 	}
 	return displayDefaultConfigPath()
+}
+
+// runningSend is doctor's look at the keyrelay send with named
+// destinations running as this user: its target and each destination's
+// state. None running is no failure: send may not be started yet.
+func runningSend() check {
+	ans, err := askControl(controlRequest{Op: "status"})
+	if err != nil {
+		return check{name: "running send", skipped: "none with named destinations runs as this user now (keyrelay switch and status talk to one)"}
+	}
+	var ds []string
+	for _, d := range ans.Dests {
+		k := ""
+		if d.Keys == "characters" {
+			k = ", characters"
+		}
+		ds = append(ds, fmt.Sprintf("%s %s (%s%s)", d.Name, d.Addr, d.State, k))
+	}
+	return check{name: "running send", ok: "target " + ans.Target + "; destinations " + strings.Join(ds, ", ")}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/charmode"
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
@@ -58,10 +59,19 @@ func (o *SendOptions) routes() []sender.Route {
 // groupRun is one destination of a routed send: its own socket and
 // Sender (its own balanced queue and session).
 type groupRun struct {
-	name string
-	dest destination
-	conn *transport.Conn
-	s    *sender.Sender
+	name  string
+	chars bool // gets characters (keys = "characters")
+	dest  destination
+	conn  *transport.Conn
+	s     *sender.Sender
+}
+
+// keys is what the destination gets, as status says it.
+func (r *groupRun) keys() string {
+	if r.chars {
+		return "characters"
+	}
+	return "physical"
 }
 
 // runGroup is runSend's end for routed destinations: a Sender per
@@ -81,7 +91,7 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 		if err != nil {
 			return err
 		}
-		r := &groupRun{name: o.dests[i].Name, dest: d, conn: conn}
+		r := &groupRun{name: o.dests[i].Name, chars: o.dests[i].Characters, dest: d, conn: conn}
 		runs = append(runs, r)
 		cfg := sender.Config{
 			Conn: conn, Dests: senderDests([]destination{d}), QueueLen: o.Queue, Interval: o.Interval,
@@ -96,12 +106,17 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	// Switching starts at the first destination, until a hotkey or
 	// keyrelay switch picks another; mirror's target is every one.
 	router := sender.NewRouter(o.routes(), !o.switching(), 0)
+	layoutNote := ""
 	if o.characters() {
 		km, err := o.keymap()
 		if err != nil {
 			return err
 		}
 		router.SetTranslator(charmode.New(km))
+		layoutNote = "this X display's keymap"
+		if l, ok := km.(*xkblayout.Layout); ok {
+			layoutNote = fmt.Sprintf("the layout %s (%s)", l.Name(), l.Description())
+		}
 	}
 	g, err := sender.NewGroup(cfgs, router)
 	if err != nil {
@@ -135,7 +150,11 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 			mode = "switching: keys go to " + g.Target() + " (its hotkey or 'keyrelay switch NAME|local' changes that)"
 		}
 		for _, r := range runs {
-			logf("session %016x: sending to %s (%s; queue %d, every %v)", r.s.Session(), r.name, r.dest.addr, o.Queue, o.Interval)
+			keysNote := ""
+			if r.chars {
+				keysNote = "; characters through " + layoutNote
+			}
+			logf("session %016x: sending to %s (%s%s; queue %d, every %v)", r.s.Session(), r.name, r.dest.addr, keysNote, o.Queue, o.Interval)
 		}
 		logf("%s", mode)
 	}
@@ -150,11 +169,15 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 		attrs := [][]any{{"target", g.Target()}}
 		for i, st := range statuses {
 			t, a := st()
+			name := runs[i].name
+			if runs[i].chars {
+				name += " (characters)"
+			}
 			for _, l := range t {
-				text = append(text, runs[i].name+" "+l)
+				text = append(text, name+" "+l)
 			}
 			for _, x := range a {
-				attrs = append(attrs, append([]any{"destination", runs[i].name}, x...))
+				attrs = append(attrs, append([]any{"destination", runs[i].name, "keys", runs[i].keys()}, x...))
 			}
 		}
 		return text, attrs
@@ -215,7 +238,7 @@ func (h *groupControl) Switch(name string) error { return h.g.Switch(name) }
 func (h *groupControl) Status() controlAnswer {
 	ans := controlAnswer{Target: h.g.Target()}
 	for _, r := range h.runs {
-		d := destStatus{Name: r.name, Addr: r.dest.addr.String(), State: "no answer yet"}
+		d := destStatus{Name: r.name, Addr: r.dest.addr.String(), State: "no answer yet", Keys: r.keys()}
 		for _, p := range r.s.Peers() {
 			if p.Addr != d.Addr {
 				continue

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -13,12 +14,13 @@ import (
 // TestCharactersFromGermanDesktop is issue 27 must-have 4: a German Xvfb
 // desktop is the sender (send --input x11, reading it with RECORD, --keys
 // characters), xdotool types "Zyklop öäü ß @" there as the physical keys a
-// German typist presses (Shift, AltGr), and a US and a French Xvfb
-// receiver (recv --inject x11, an xterm as the probe) get exactly that
-// text, which their own layouts would have typed otherwise ("Yzklop ;'[ - q"
-// on us). A third receiver logs what it gets (recv --inject log): Ctrl+A on
-// the sender stays physical there, ControlLeft and KeyA, so shortcuts keep
-// working, and the text arrives as characters.
+// German typist presses (Shift, AltGr), then the dead acute and e; a US and
+// a French Xvfb receiver (recv --inject x11, an xterm as the probe) get
+// exactly that text and é, where their own layouts would have typed other
+// characters ("Yzklop ;'[ - q" on us). A third receiver logs what it gets
+// (recv --inject log): the text as characters, and Ctrl+A as ControlLeft
+// and KeyA, physical, so shortcuts keep working. Must-have 5: send's line
+// for each destination says it gets characters, and from what keymap.
 func TestCharactersFromGermanDesktop(t *testing.T) {
 	needX(t, "setxkbmap", "xterm", "xdotool")
 	sendDisplay := startXvfb(t)
@@ -44,15 +46,25 @@ func TestCharactersFromGermanDesktop(t *testing.T) {
 	if !send.waitStderr("capturing keys", 10*time.Second) {
 		t.Fatalf("send did not start capturing:\n%s", send.stderr)
 	}
+	// Each destination's line says it gets characters, and from what
+	// (issue 27 must-have 5).
+	for _, name := range []string{"us", "fr", "log"} {
+		if !send.waitStderr("sending to "+name+" (", 5*time.Second) || !regexp.MustCompile(`sending to `+name+` \([^;]+; characters through this X display's keymap;`).MatchString(send.stderr.String()) {
+			t.Errorf("send does not say %s gets characters:\n%s", name, send.stderr)
+		}
+	}
 	const text = "Zyklop öäü ß @"
 	xdotool(t, sendDisplay, "type", "--delay", "20", text)
+	// de's dead acute (the key right of ß) then e: é, composed on the
+	// sender's side as the Compose file says.
+	xdotool(t, sendDisplay, "key", "--delay", "20", "dead_acute", "e")
 	for _, tg := range targets {
-		if got := tg.term.text(t, text); got != text {
-			t.Errorf("the xterm on %s got %q, want %q", tg.layout, got, text)
+		if got := tg.term.text(t, text+"é"); got != text+"é" {
+			t.Errorf("the xterm on %s got %q, want %q", tg.layout, got, text+"é")
 		}
 	}
 	var want []string
-	for _, r := range text {
+	for _, r := range text + "é" {
 		q := "'" + string(r) + "'"
 		want = append(want, q+" down", q+" up")
 	}
