@@ -18,6 +18,7 @@ import (
 var flagValues = map[string][]string{
 	"role":       {"auto\tfrom the config file's tables and the settings given", "send\tthis machine sends", "recv\tthis machine receives", "both\tthis machine sends and receives"},
 	"log-format": {"text\tlines for people", "json\tone JSON object a line"},
+	"keys":       {"physical\tthe receiver's layout decides the character", "characters\tprintable keys as this machine's layout types them"},
 }
 
 // registerCompletions gives every command's --input, --inject, --role,

@@ -1,0 +1,81 @@
+package capture
+
+import (
+	"testing"
+
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/keyrelay/keyrelay/keys"
+)
+
+// deCoreMapping is part of the core keyboard mapping Xvfb gives for
+// setxkbmap de (xmodmap -pke), 7 keysyms a keycode: keycode 24 q Q q Q @
+// Greek_OMEGA, 29 z Z z Z leftarrow yen, 21 dead_acute dead_grave ...,
+// 36 Return, 108 ISO_Level3_Shift.
+var deCoreMapping = map[xproto.Keycode][]xproto.Keysym{
+	24:  {'q', 'Q', 'q', 'Q', '@', 0x7d9, 0},
+	29:  {'z', 'Z', 'z', 'Z', 0x8fb, 0xa5, 0},
+	21:  {0xfe51, 0xfe50, 0xfe51, 0xfe50, 0xfe5b, 0xfe59, 0},
+	36:  {0xff0d, 0, 0xff0d, 0, 0, 0, 0},
+	108: {0xfe03, 0, 0xfe03, 0, 0, 0, 0},
+}
+
+func flatten(first, last xproto.Keycode, per int, m map[xproto.Keycode][]xproto.Keysym) []xproto.Keysym {
+	out := make([]xproto.Keysym, 0, int(last-first+1)*per)
+	for kc := int(first); kc <= int(last); kc++ {
+		row := make([]xproto.Keysym, per)
+		copy(row, m[xproto.Keycode(kc)])
+		out = append(out, row...)
+	}
+	return out
+}
+
+// TestX11TableLevels checks X11Keymap's reading of the core mapping for
+// send --keys characters (issue 27 must-have 4): levels 1 and 2 are the
+// first two keysyms, levels 3 and 4 (AltGr) the fifth and sixth (the
+// second pair is group 2's); a keycode is its evdev code + 8; a letter's
+// key is alphabetic (Caps Lock shifts it), another is not.
+func TestX11TableLevels(t *testing.T) {
+	tb := x11Table(8, 7, flatten(8, 255, 7, deCoreMapping))
+	tests := []struct {
+		code  keys.Code
+		want  [4]uint32
+		alpha bool
+	}{
+		{keys.KeyQ, [4]uint32{'q', 'Q', '@', 0x7d9}, true},
+		{keys.KeyY, [4]uint32{'z', 'Z', 0x8fb, 0xa5}, true},
+		{keys.Equal, [4]uint32{0xfe51, 0xfe50, 0xfe5b, 0xfe59}, false},
+		{keys.Enter, [4]uint32{0xff0d}, false},
+		{keys.AltRight, [4]uint32{0xfe03}, false},
+	}
+	for _, tt := range tests {
+		got, alpha, ok := tb.Keysyms(tt.code)
+		if !ok || got != tt.want || alpha != tt.alpha {
+			t.Errorf("%v: %x alpha %v (ok %v), want %x alpha %v", tt.code, got, alpha, ok, tt.want, tt.alpha)
+		}
+	}
+	if _, _, ok := tb.Keysyms(keys.KeyA); ok {
+		t.Errorf("KeyA, whose keycode has no keysyms, is in the table")
+	}
+}
+
+// FuzzX11Table: any core mapping (keysyms per keycode, first keycode,
+// keysyms) the X server might send makes a table without panicking, and
+// every key in it has a level-1 or other keysym.
+func FuzzX11Table(f *testing.F) {
+	f.Add(byte(8), byte(7), []byte{0x71, 0, 0, 0, 0x51, 0, 0, 0})
+	f.Add(byte(0), byte(0), []byte{})
+	f.Add(byte(8), byte(1), []byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, first, per byte, raw []byte) {
+		syms := make([]xproto.Keysym, len(raw)/4)
+		for i := range syms {
+			syms[i] = xproto.Keysym(uint32(raw[4*i]) | uint32(raw[4*i+1])<<8 | uint32(raw[4*i+2])<<16 | uint32(raw[4*i+3])<<24)
+		}
+		tb := x11Table(xproto.Keycode(first), int(per), syms)
+		for c, lv := range tb.Syms {
+			if lv == [4]uint32{} {
+				t.Fatalf("%v has no keysym but is in the table", c)
+			}
+		}
+	})
+}
