@@ -89,3 +89,19 @@ func TestCharactersFromGermanDesktop(t *testing.T) {
 		stopRecv(t, tg.recv)
 	}
 }
+
+// TestCharactersThroughNamedLayout is issue 27 must-have 4 for a source
+// that cannot ask the keyboard's layout (evdev; here a script of physical
+// keys, which takes the same path): send --keys characters --layout de
+// turns German keys into the characters de gives them (Shift+KeyY Z, KeyZ
+// y, AltGr+KeyQ @, dead acute then e é), a chord stays physical, and
+// every character is a down and its up.
+func TestCharactersThroughNamedLayout(t *testing.T) {
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	keys := script(t, "down ShiftLeft\ntap KeyY\nup ShiftLeft\ntap KeyZ\ndown AltRight\ntap KeyQ\nup AltRight\ntap Equal\ntap KeyE\ndown ControlLeft\ntap KeyA\nup ControlLeft\n")
+	if code, _, stderr := run(t, "", "send", "--to", "de="+recv.addr, "--script", keys, "--keys", "characters", "--layout", "de"); code != 0 {
+		t.Fatalf("send exited %d:\n%s", code, stderr)
+	}
+	recv.expectKeys(t, "'Z' down", "'Z' up", "'y' down", "'y' up", "'@' down", "'@' up", "'é' down", "'é' up",
+		"ControlLeft down", "KeyA down", "KeyA up", "ControlLeft up")
+}
