@@ -53,8 +53,8 @@ const (
 // ISO_Level3_Shift and Mode_switch are the keysyms of the keys that select
 // levels 3 and 4 (AltGr).
 const (
-	symLevel3    = 0xfe03
-	symModeSwich = 0xff7e
+	symLevel3     = 0xfe03
+	symModeSwitch = 0xff7e
 )
 
 // Translator follows the sender's modifiers, Caps Lock and pending dead key
@@ -85,7 +85,7 @@ func (t *Translator) isAltGr(c keys.Code) bool {
 		return v
 	}
 	syms, _, ok := t.km.Keysyms(c)
-	v := ok && (syms[0] == symLevel3 || syms[0] == symModeSwich)
+	v := ok && (syms[0] == symLevel3 || syms[0] == symModeSwitch)
 	t.altgr[c] = v
 	return v
 }
