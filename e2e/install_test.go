@@ -44,6 +44,8 @@ var installed = []string{
 	"share/man/man1/keyrelay-peers.1",
 	"share/man/man1/keyrelay-recv.1",
 	"share/man/man1/keyrelay-send.1",
+	"share/man/man1/keyrelay-status.1",
+	"share/man/man1/keyrelay-switch.1",
 	"share/man/man1/keyrelay-version.1",
 	"share/man/man1/keyrelay.1",
 	"share/man/man5/keyrelay-script.5",
