@@ -17,6 +17,33 @@ import (
 	"github.com/keyrelay/keyrelay/wire"
 )
 
+// rxAddr is the receiver's address as the sender's destination.
+const rxAddr = "10.0.0.1:7575"
+
+// pairedRig is a receiver (its socket captured) with an identity that
+// pairs the sender's, the two ends of a handshaken session (PROTOCOL.md
+// §8), for tests that carry the packets between them by hand.
+type pairedRig struct {
+	from       net.Addr // the sender's address, as the receiver sees it
+	conn       *capConn
+	rec        *fake.Recorder
+	rxID, txID *identity.Identity
+	r          *receiver.Receiver
+	paired     func([32]byte) (string, bool)
+}
+
+func newPairedRig(t *testing.T, psk []byte) pairedRig {
+	t.Helper()
+	g := pairedRig{from: net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.2:40000")), conn: &capConn{}, rec: &fake.Recorder{}, rxID: newID(t), txID: newID(t)}
+	g.paired = func(k [32]byte) (string, bool) { return "tx", k == g.txID.Public() }
+	r, err := receiver.New(receiver.Config{Conn: g.conn, Injector: g.rec, PSK: psk, Timeout: time.Hour, Identity: g.rxID, Peer: g.paired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.r = r
+	return g
+}
+
 // capConn is the receiver's socket: what it sends is kept for the test to
 // deliver (or drop).
 type capConn struct {
@@ -43,16 +70,8 @@ func TestUnansweredHandshakeFailsClosed(t *testing.T) {
 	for i := range psk {
 		psk[i] = byte(i + 7)
 	}
-	const rxAddr = "10.0.0.1:7575"
-	from := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.2:40000"))
-	conn := &capConn{}
-	rec := &fake.Recorder{}
-	rxID, txID := newID(t), newID(t)
-	paired := func(k [32]byte) (string, bool) { return "tx", k == txID.Public() }
-	r, err := receiver.New(receiver.Config{Conn: conn, Injector: rec, PSK: psk, Timeout: time.Hour, Identity: rxID, Peer: paired})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rig := newPairedRig(t, psk)
+	from, conn, rec, rxID, txID, r, paired := rig.from, rig.conn, rig.rec, rig.rxID, rig.txID, rig.r, rig.paired
 	var pending, recording [][]byte
 	c, err := sender.NewCore(sender.CoreConfig{PSK: psk, Feedback: true, Identity: txID, Dests: []sender.Dest{{Addr: rxAddr, PeerKey: rxID.Public()}},
 		Output: func(b []byte, _ int) {
@@ -184,16 +203,8 @@ func newID(t testing.TB) *identity.Identity {
 // all-released state acked before the session is done.
 func TestResponseAfterPeerTimeoutStillTypes(t *testing.T) {
 	psk := make([]byte, wire.KeyLen)
-	const rxAddr = "10.0.0.1:7575"
-	from := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.2:40000"))
-	conn := &capConn{}
-	rec := &fake.Recorder{}
-	rxID, txID := newID(t), newID(t)
-	paired := func(k [32]byte) (string, bool) { return "tx", k == txID.Public() }
-	r, err := receiver.New(receiver.Config{Conn: conn, Injector: rec, PSK: psk, Timeout: time.Hour, Identity: rxID, Peer: paired})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rig := newPairedRig(t, psk)
+	from, conn, rec, rxID, txID, r := rig.from, rig.conn, rig.rec, rig.rxID, rig.txID, rig.r
 	var pending [][]byte
 	c, err := sender.NewCore(sender.CoreConfig{PSK: psk, Feedback: true, Identity: txID, Dests: []sender.Dest{{Addr: rxAddr, PeerKey: rxID.Public()}},
 		Linger: 500 * time.Millisecond, PeerTimeout: 2 * time.Second, Outage: 5 * time.Second,
