@@ -25,7 +25,7 @@ VERSION_LDFLAGS := -X github.com/keyrelay/keyrelay/cmd.buildDate=$(BUILD_DATE) \
 export RAPID_CHECKS ?= 1000
 # Counted, not timed: Go 1.26's fuzz coordinator can fail a timed run with a
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
-FUZZTIME ?= 300000x
+FUZZTIME ?= 100000x
 
 .PHONY: all build deps test unit e2e wine-test vmtest fuzz bench bench-peers measure lint demo clean robotgo-bench cross dist man readme x11-soak install install-files uninstall
 
@@ -86,17 +86,10 @@ wine-test:
 vmtest:
 	set -o pipefail; $(GO) test -count=1 -tags vmtest -v -run '^TestVM$$' ./vmtest/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'
 
-# Each fuzz target for FUZZTIME executions, from the checked-in corpus.
-# Each run logs to its own temporary file (two runs may overlap), removed
-# at the end.
+# Each fuzz target for FUZZTIME executions, from the checked-in corpus
+# (scripts/fuzz.sh: two at a time).
 fuzz:
-	@set -e; log=$$(mktemp "$${TMPDIR:-/tmp}/keyrelay-fuzz.XXXXXX"); trap 'rm -f "$$log"' EXIT; \
-	for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >"$$log" 2>&1 || { cat "$$log"; exit 1; }; \
-	  done; \
-	done
+	GO='$(GO)' FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh
 
 # macOS and Windows keep building (robotgo's pure-Go backends with -tags
 # purego; on those systems a cgo build works too). Nothing is run there.
