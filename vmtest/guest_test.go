@@ -272,6 +272,29 @@ func (r *reader) expectLED(t *testing.T, led uint16, on bool) {
 // checkLockSync checks that Caps Lock follows the sender's through recv's
 // keyboard, read by r, and that recv reads the keyboard's LEDs back: it
 // taps Caps Lock only where they differ. It leaves the lock off.
+// checkKilledSendReleases (DESIGN.md invariant 5): with KeyK held through
+// send, send is killed by SIGKILL; r, the keyboard recv types into, sees
+// KeyK released by recv's stuck-key timeout, not sooner.
+func checkKilledSendReleases(t *testing.T, src *source, r *reader, send *proc) {
+	t.Helper()
+	src.play(t, down(uinput.KeyK))
+	r.expect(t, "held", down(uinput.KeyK))
+	send.stop(t, syscall.SIGKILL)
+	killed := time.Now()
+	// The session's last packet came at most send's resend interval
+	// (100ms) before the kill: a release much sooner than recv's --timeout
+	// would not be the timeout's; one much later (the bound leaves room
+	// for software emulation) would not be either.
+	if r.expectWithin(t, recvTimeout+2*time.Second, "send killed by SIGKILL", up(uinput.KeyK)) {
+		elapsed := time.Since(killed)
+		if elapsed < recvTimeout/2 {
+			t.Errorf("released %v after the kill, before recv's --timeout %v", elapsed, recvTimeout)
+		}
+		t.Logf("released %v after the kill (recv --timeout %v)", elapsed.Round(time.Millisecond), recvTimeout)
+	}
+	src.play(t, up(uinput.KeyK))
+}
+
 func checkLockSync(t *testing.T, src *source, r *reader, startSend func(*testing.T) *proc) {
 	t.Helper()
 	src.setCapsLED(t, true)
@@ -531,22 +554,7 @@ func TestGuest(t *testing.T) {
 		// nothing more; recv releases the key once the session has been
 		// silent for its --timeout.
 		send := startSend(t)
-		src.play(t, down(uinput.KeyK))
-		relayed.expect(t, "held", down(uinput.KeyK))
-		send.stop(t, syscall.SIGKILL)
-		killed := time.Now()
-		// The session's last packet came at most send's resend interval
-		// (100ms) before the kill: a release much sooner than recv's
-		// --timeout would not be the timeout's; one much later (the
-		// bound leaves room for software emulation) would not be either.
-		if relayed.expectWithin(t, recvTimeout+2*time.Second, "send killed by SIGKILL", up(uinput.KeyK)) {
-			elapsed := time.Since(killed)
-			if elapsed < recvTimeout/2 {
-				t.Errorf("released %v after the kill, before recv's --timeout %v", elapsed, recvTimeout)
-			}
-			t.Logf("released %v after the kill (recv --timeout %v)", elapsed.Round(time.Millisecond), recvTimeout)
-		}
-		src.play(t, up(uinput.KeyK))
+		checkKilledSendReleases(t, src, relayed, send)
 	})
 
 	t.Run("repeat", func(t *testing.T) {

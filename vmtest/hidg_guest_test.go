@@ -206,18 +206,7 @@ func runHidg(t *testing.T, src *source) {
 		// DESIGN.md invariant 5 through the gadget: recv's stuck-key
 		// timeout releases the key of a killed sender.
 		send = startSend(t)
-		src.play(t, down(uinput.KeyK))
-		host.expect(t, "held", down(uinput.KeyK))
-		send.stop(t, syscall.SIGKILL)
-		killed := time.Now()
-		if host.expectWithin(t, recvTimeout+2*time.Second, "send killed by SIGKILL", up(uinput.KeyK)) {
-			elapsed := time.Since(killed)
-			if elapsed < recvTimeout/2 {
-				t.Errorf("released %v after the kill, before recv's --timeout %v", elapsed, recvTimeout)
-			}
-			t.Logf("released %v after the kill (recv --timeout %v)", elapsed.Round(time.Millisecond), recvTimeout)
-		}
-		src.play(t, up(uinput.KeyK))
+		checkKilledSendReleases(t, src, host, send)
 	})
 
 	t.Run("hidg-recv-exit", func(t *testing.T) {
