@@ -494,8 +494,13 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	// Locks first, so the keys of this packet are typed with them: when a
 	// session starts or comes back, and when the sender (re)starts relaying
 	// (its lock state or epoch changes). PROTOCOL.md §3.2.
-	if l := r.pkt.Locks; l.Known() && (s.counter == 0 || resumed || l != s.locks) {
+	if l := r.pkt.Locks; l.Known() && (s.counter == 0 || l != s.locks) {
 		r.setLocks(s, l)
+		news = true
+	} else if l.Known() && resumed {
+		// The sender sampled l when relaying started; lock keys typed
+		// since have toggled the OS, and want counts them.
+		r.applyLocks(s, s.want)
 		news = true
 	}
 	r.paced(s, h.Counter, r.pkt.Clock, now)
@@ -562,6 +567,14 @@ func (r *Receiver) inject(s *session, code keys.Key, down bool, cause eventqueue
 		r.osHeld[code]++
 		if r.osHeld[code] == 1 {
 			r.send(sink.Event{Key: code, Down: true, Cause: cause, Session: s.id})
+			if s.want.Known() {
+				switch code {
+				case keys.Key(keys.CapsLock):
+					s.want ^= keys.LockCaps
+				case keys.Key(keys.NumLock):
+					s.want ^= keys.LockNum
+				}
+			}
 		}
 		return
 	}
@@ -577,9 +590,15 @@ func (r *Receiver) inject(s *session, code keys.Key, down bool, cause eventqueue
 	}
 }
 
-// setLocks makes the OS lock state l, through an injector that can.
+// setLocks makes the OS lock state l, the sender's, through an injector
+// that can.
 func (r *Receiver) setLocks(s *session, l keys.Locks) {
-	s.locks = l
+	s.locks, s.want = l, l
+	r.applyLocks(s, l)
+}
+
+// applyLocks makes the OS lock state l, through an injector that can.
+func (r *Receiver) applyLocks(s *session, l keys.Locks) {
 	ls, ok := r.cfg.Injector.(LockSetter)
 	if !ok {
 		if !r.locksNoted {

@@ -276,10 +276,10 @@ func (l *lockRecorder) SetLocks(locks keys.Locks, session uint64) error {
 }
 
 // TestLocksFollowTheSender: the receiver matches the sender's Caps Lock and
-// Num Lock when a session starts, when it comes back after a timeout, and
-// when the sender's lock state or epoch changes (it resumed relaying), before
-// the packet's keys; an unknown state changes nothing (PROTOCOL.md §3.2,
-// issue 12 must-have 3).
+// Num Lock when a session starts, when it comes back after a timeout (to
+// the sender's state as the lock keys typed since left it), and when the
+// sender's lock state or epoch changes (it resumed relaying), before the
+// packet's keys; an unknown state changes nothing (PROTOCOL.md §3.2).
 func TestLocksFollowTheSender(t *testing.T) {
 	inj := &lockRecorder{}
 	r, err := New(Config{Insecure: true, Conn: nopConn{}, Injector: inj, Timeout: time.Second})
@@ -330,6 +330,27 @@ func TestLocksFollowTheSender(t *testing.T) {
 	r.Handle(packet(t, 2, 1, 10, dn(kB, 5)), addr2, t0.Add(3*time.Second))
 	if n, _, _ := sets(); n != 0 {
 		t.Errorf("locks unknown: %d sets, want none", n)
+	}
+
+	// Caps Lock typed through the session turned the OS's off (the sender
+	// sampled on when relaying started, and samples again only when it
+	// resumes): after a timeout the session comes back to that, not to
+	// the sample, or the next letters would come out in the wrong case.
+	capsKey := keys.Key(keys.CapsLock)
+	r.Handle(pkt(5, 3100, caps|keys.LockEpoch, up(capsKey, 8), dn(capsKey, 7), up(kA, 6), dn(kA, 5)), addr1, t0.Add(3*time.Second))
+	if n, _, _ := sets(); n != 0 {
+		t.Errorf("Caps Lock typed: %d sets, want none (the key does it)", n)
+	}
+	r.Expire(t0.Add(5 * time.Second))
+	inj.Take()
+	r.Handle(pkt(6, 5000, caps|keys.LockEpoch, up(capsKey, 8), dn(capsKey, 7), up(kA, 6), dn(kA, 5)), addr1, t0.Add(6*time.Second))
+	if n, last, first := sets(); n != 1 || last != keys.LocksKnown|keys.LockEpoch || !first {
+		t.Errorf("back after a timeout, Caps Lock typed since the sample: %d sets, last %v (first %v), want one, Caps Lock off", n, last, first)
+	}
+	// Relaying resumed: the sender's new sample is the state again.
+	r.Handle(pkt(7, 5100, keys.LocksKnown|keys.LockCaps, up(capsKey, 8), dn(capsKey, 7), up(kA, 6), dn(kA, 5)), addr1, t0.Add(6*time.Second))
+	if n, last, _ := sets(); n != 1 || last != caps {
+		t.Errorf("relaying resumed with Caps Lock on: %d sets, last %v, want one, %v", n, last, caps)
 	}
 }
 

@@ -69,6 +69,12 @@ type session struct {
 	newestAt   time.Time  // when the newest packet arrived
 	packets    int        // packets applied
 	locks      keys.Locks // the sender's lock state last matched
+	// want is the lock state the OS should have by this session: locks,
+	// toggled by each Caps Lock or Num Lock press typed for it since. A
+	// session that comes back after a timeout is matched to want, not to
+	// locks, so that a lock key relayed before the silence stays in effect
+	// (PROTOCOL.md §3.2).
+	want keys.Locks
 }
 
 // newSession starts session id from address from in mode m: at its first
