@@ -591,7 +591,8 @@ func TestGuest(t *testing.T) {
 			if t.Failed() {
 				st, _ := relayed.d.LEDState()
 				sst, _ := local.d.LEDState()
-				t.Logf("LEDs lit: recv's keyboard %v, the source %v\nrecv:\n%s\nsend:\n%s", st.Set(), sst.Set(), recv.output(), send.output())
+				// The LEDs last: CI shows the end of a failing run's output.
+				t.Logf("recv:\n%s\nsend:\n%s\nLEDs lit: recv's keyboard %v, the source %v", recv.output(), send.output(), st.Set(), sst.Set())
 			}
 		})
 		for _, on := range []bool{true, false} {
