@@ -160,3 +160,27 @@ func TestUinputTypesThroughLayout(t *testing.T) {
 		})
 	}
 }
+
+// TestUinputCannotTypeCharacters: the kernel has no layout, so without
+// --layout uinput reports characters once, naming none, types nothing in their place (it never touches
+// the device for it) and returns ErrCannotType each time, for the receiver
+// to count (PROTOCOL.md §3.1).
+func TestUinputCannotTypeCharacters(t *testing.T) {
+	var logged []string
+	u := &Uinput{logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}
+	for range 3 {
+		for _, down := range []bool{true, false} {
+			if err := u.Inject(Event{Key: keys.Char('é'), Down: down}); !errors.Is(err, ErrCannotType) {
+				t.Fatalf("Inject('é') = %v, want ErrCannotType", err)
+			}
+		}
+	}
+	if err := u.Inject(Event{Key: keys.Char('ß'), Down: true}); !errors.Is(err, ErrCannotType) {
+		t.Fatalf("Inject('ß') = %v, want ErrCannotType", err)
+	}
+	// One line for all characters, naming none of them (a character may be
+	// a password's: inject.skipped), and the fix.
+	if len(logged) != 1 || strings.Contains(logged[0], "'é'") || strings.Contains(logged[0], "'ß'") || !strings.Contains(logged[0], "recv --layout") {
+		t.Errorf("logged %q, want one line naming recv --layout and no character", logged)
+	}
+}

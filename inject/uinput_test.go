@@ -2,7 +2,6 @@ package inject
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"runtime"
@@ -56,32 +55,5 @@ func TestUinputErrors(t *testing.T) {
 	// A path that opens but is no uinput device fails cleanly, not with a panic.
 	if _, err := NewUinput(t.TempDir(), nil); !errors.Is(err, ErrNoUinput) {
 		t.Errorf("directory as device: %v", err)
-	}
-}
-
-// TestUinputCannotTypeCharacters: the kernel has no layout, so without
-// --layout uinput reports characters once, naming none, types nothing in their place (it never touches
-// the device for it) and returns ErrCannotType each time, for the receiver
-// to count (issue 11 must-have 2).
-func TestUinputCannotTypeCharacters(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("uinput is Linux only")
-	}
-	var logged []string
-	u := &Uinput{logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}
-	for range 3 {
-		for _, down := range []bool{true, false} {
-			if err := u.Inject(Event{Key: keys.Char('é'), Down: down}); !errors.Is(err, ErrCannotType) {
-				t.Fatalf("Inject('é') = %v, want ErrCannotType", err)
-			}
-		}
-	}
-	if err := u.Inject(Event{Key: keys.Char('ß'), Down: true}); !errors.Is(err, ErrCannotType) {
-		t.Fatalf("Inject('ß') = %v, want ErrCannotType", err)
-	}
-	// One line for all characters, naming none of them (a character may be
-	// a password's: inject.skipped), and the fix.
-	if len(logged) != 1 || strings.Contains(logged[0], "'é'") || strings.Contains(logged[0], "'ß'") || !strings.Contains(logged[0], "recv --layout") {
-		t.Errorf("logged %q, want one line naming recv --layout and no character", logged)
 	}
 }
