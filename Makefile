@@ -96,8 +96,11 @@ fuzz:
 cross:
 	GOOS=darwin GOARCH=arm64 $(GO) build -tags purego -o /dev/null .
 	GOOS=windows GOARCH=amd64 $(GO) build -tags purego -o /dev/null .
-	# Every package for Windows: internal/win32 and the Wine test programs.
+	# Every package for Windows: internal/win32 and the Wine test programs;
+	# vet (which also type-checks the tests) for both.
 	GOOS=windows GOARCH=amd64 $(GO) build -tags purego ./...
+	GOOS=windows GOARCH=amd64 $(GO) vet -tags purego ./...
+	GOOS=darwin GOARCH=arm64 $(GO) vet -tags purego ./...
 
 # Static release binaries (no cgo: robotgo's X11 backend, the hook and uinput
 # are pure Go) for the usual receivers and senders, each also as a tarball
