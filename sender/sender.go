@@ -139,9 +139,16 @@ type Stats struct {
 	Mismatched  int // version notices (and other packets of another protocol version) for this session, PROTOCOL.md §10
 }
 
+// String is send's summary line. Bytes count the handshake's initiations
+// too, which are not queue packets: they are named when there were any, so
+// that "0 packets, 1328 bytes" to a receiver that never answered adds up.
 func (s Stats) String() string {
-	return fmt.Sprintf("%d events (%d queued, %d dropped), %d packets, %d bytes, %d send errors, %d acks",
+	out := fmt.Sprintf("%d events (%d queued, %d dropped), %d packets, %d bytes, %d send errors, %d acks",
 		s.Events, s.Queued, s.Dropped, s.Packets, s.Bytes, s.SendErrors, s.Acks)
+	if s.Initiations > 0 {
+		out += fmt.Sprintf(", %d handshake initiations", s.Initiations)
+	}
+	return out
 }
 
 // Sender runs one session: the thin loop around a Core. It is not safe

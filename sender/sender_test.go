@@ -210,3 +210,20 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsStringNamesInitiations: send's summary counts the handshake's
+// initiations in its bytes (PROTOCOL.md §8.2), so it names them when there
+// were any; a one-way or plaintext session's line is as before.
+func TestStatsStringNamesInitiations(t *testing.T) {
+	for _, tt := range []struct {
+		s    Stats
+		want string
+	}{
+		{Stats{Events: 2, Queued: 2, Bytes: 1328, Initiations: 8}, "2 events (2 queued, 0 dropped), 0 packets, 1328 bytes, 0 send errors, 0 acks, 8 handshake initiations"},
+		{Stats{Events: 2, Queued: 2, Packets: 46, Bytes: 4408}, "2 events (2 queued, 0 dropped), 46 packets, 4408 bytes, 0 send errors, 0 acks"},
+	} {
+		if got := tt.s.String(); got != tt.want {
+			t.Errorf("%+v: got %q, want %q", tt.s, got, tt.want)
+		}
+	}
+}
