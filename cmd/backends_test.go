@@ -324,3 +324,20 @@ func TestRecvLayoutFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestRecvLayoutCheckedFirst: a layout XKB lacks is refused before recv
+// says anything else (its identity, its peers), so the usage error is the
+// whole of what a sealed recv prints.
+func TestRecvLayoutCheckedFirst(t *testing.T) {
+	if _, err := os.Stat("/usr/share/X11/xkb/symbols/de"); err != nil {
+		t.Skip("no XKB data (apt-get install xkb-data)")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", home)
+	var out, errb bytes.Buffer
+	code := Run([]string{"recv", "--listen", "127.0.0.1:0", "--inject", "uinput", "--layout", "qq"}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+	if code != ExitUsage || !strings.HasPrefix(errb.String(), `keyrelay: --layout: no such XKB layout "qq"`) {
+		t.Errorf("exit %d, stderr %q; want %d and only the layout's error", code, errb.String(), ExitUsage)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/wire"
@@ -302,6 +304,13 @@ func newInjector(choice, device, layout string, stdio IO, logf func(string, ...a
 func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	if err := o.validate(); err != nil {
 		return err
+	}
+	if o.Layout != "" {
+		// A misspelt layout is a usage error, said before anything else
+		// (the identity, the peers); newInjector loads it for real.
+		if _, err := xkblayout.Load(os.DirFS(xkblayout.Dir), o.Layout, nil); errors.Is(err, xkblayout.ErrUnknown) {
+			return involving(fmt.Errorf("--layout: %w", err), "layout")
+		}
 	}
 	logfAll, logger := newLogf(stdio.Err, "recv", o.LogFormat)
 	// Status: one line per session, redrawn on a terminal, logged every
