@@ -62,13 +62,23 @@ type Evdev struct {
 	Status io.Writer
 
 	sys      evdevSystem // nil: the system's (tests put a fake here)
-	relaying atomic.Bool
+	relaying mode
 	locks    atomic.Uint32
 }
 
 // Relaying reports whether keys go to the receiver now. Safe for
 // concurrent use.
 func (e *Evdev) Relaying() bool { return e.relaying.Load() }
+
+// SetRelaying asks the grabbing source to relay (grab the keyboards) or
+// go to local use (let them go), as the hotkey does, from another
+// goroutine (keyrelay switch). It does not wait (ModeChanged tells when
+// the mode changes); a request made before the last one was taken
+// replaces it. Without Grab it does nothing.
+func (e *Evdev) SetRelaying(on bool) { e.relaying.request(on) }
+
+// ModeChanged is closed at the next change of Relaying after the call.
+func (e *Evdev) ModeChanged() <-chan struct{} { return e.relaying.Changed() }
 
 // Locks is the lock state the receiver should have (keys.Locks): Caps and
 // Num Lock from the keyboards' LEDs as relaying starts or resumes, with the
@@ -394,6 +404,16 @@ func (e *Evdev) Play(ctx context.Context, emit func(keys.Key, bool) error) error
 			}
 		case <-r.retryC:
 			r.retryC = nil
+			if err := r.tryGrab(); err != nil {
+				return err
+			}
+		case on := <-e.relaying.requests():
+			if r.sw == nil || on == r.sw.Relaying() {
+				continue
+			}
+			if err := r.sw.Toggle(); err != nil {
+				return err
+			}
 			if err := r.tryGrab(); err != nil {
 				return err
 			}

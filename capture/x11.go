@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,41 +51,24 @@ type X11 struct {
 	Grab   bool
 	Hotkey Hotkey
 
-	relaying atomic.Bool
+	relaying mode
 	locks    atomic.Uint32
 	display  string
 	ctrl     *xgb.Conn
 	root     xproto.Window
 	numMask  uint16 // the modifier bit of Num Lock
 	modOf    map[xproto.Keycode]uint16
-
-	reqOnce sync.Once
-	req     chan bool // SetRelaying's newest request, for Play's loop
 }
 
 // SetRelaying asks the grabbing source to relay (take the keyboard) or
 // go to local use (give it back), as the hotkey does, from another
-// goroutine (keyrelay switch). It does not wait; a request made before
-// the last one was taken replaces it. Without Grab it does nothing.
-func (x *X11) SetRelaying(on bool) {
-	ch := x.requests()
-	for {
-		select {
-		case ch <- on:
-			return
-		default:
-			select {
-			case <-ch:
-			default:
-			}
-		}
-	}
-}
+// goroutine (keyrelay switch). It does not wait (ModeChanged tells when
+// the mode changes); a request made before the last one was taken
+// replaces it. Without Grab it does nothing.
+func (x *X11) SetRelaying(on bool) { x.relaying.request(on) }
 
-func (x *X11) requests() chan bool {
-	x.reqOnce.Do(func() { x.req = make(chan bool, 1) })
-	return x.req
-}
+// ModeChanged is closed at the next change of Relaying after the call.
+func (x *X11) ModeChanged() <-chan struct{} { return x.relaying.Changed() }
 
 // Relaying reports whether keys go to the receiver now.
 func (x *X11) Relaying() bool { return x.relaying.Load() }
@@ -215,9 +197,12 @@ func (x *X11) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	if err := x.own(true, grabs); err != nil {
 		return err
 	}
+	// Relaying from the start, not from the first key: keyrelay switch
+	// NAME at once must find the mode it asks for.
+	x.relaying.Store(true)
 	x.status("relaying to %s: the keyboard is grabbed (%v for local use; Ctrl+C or SIGTERM ends)", x.Label, hotkey)
 	defer x.own(false, nil)
-	req := x.requests()
+	req := x.relaying.requests()
 	next := func() x11Event {
 		select {
 		case <-ctx.Done():
