@@ -48,7 +48,7 @@ type destStatus struct {
 
 // controlHandler answers requests: send's side.
 type controlHandler interface {
-	Switch(name string) error
+	Switch(ctx context.Context, name string) error
 	Status() controlAnswer
 }
 
@@ -134,7 +134,11 @@ func serveControl(c net.Conn, h controlHandler) {
 	case err != nil:
 		ans.Error = "unreadable request: " + err.Error()
 	case req.Op == "switch":
-		if err := h.Switch(req.To); err != nil {
+		// The asker waits 5s for the answer: the switch gives up sooner.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := h.Switch(ctx, req.To)
+		cancel()
+		if err != nil {
 			ans = h.Status()
 			ans.Error = err.Error()
 			break

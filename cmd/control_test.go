@@ -12,7 +12,7 @@ import (
 // fakeControl is a running send's side of the control socket.
 type fakeControl struct{ target string }
 
-func (f *fakeControl) Switch(name string) error {
+func (f *fakeControl) Switch(_ context.Context, name string) error {
 	if name != "a" && name != "local" {
 		return errors.New(`no such destination "` + name + `"`)
 	}

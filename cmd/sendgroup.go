@@ -233,7 +233,7 @@ type groupControl struct {
 	timeout time.Duration
 }
 
-func (h *groupControl) Switch(name string) error { return h.g.Switch(name) }
+func (h *groupControl) Switch(ctx context.Context, name string) error { return h.g.Switch(ctx, name) }
 
 func (h *groupControl) Status() controlAnswer {
 	ans := controlAnswer{Target: h.g.Target()}

@@ -87,33 +87,85 @@ var ErrNoSuchDestination = errors.New("no such destination")
 
 // ModeSource is a SwitchSource that can be told to relay or to go to
 // local use from another goroutine (send --grab: the keyboard is taken or
-// given back, as the hotkey does).
+// given back, as the hotkey does), and that says when its mode changes,
+// so that a switch waits for it without polling. Every method must be
+// safe for concurrent use with Play.
 type ModeSource interface {
 	SwitchSource
+	// Grabbing reports whether the source owns the keyboard (--grab):
+	// only then has it a mode to switch, and SetRelaying does anything.
+	Grabbing() bool
+	// SetRelaying asks for a mode and returns at once; the source
+	// switches in its own time, as its hotkey would.
 	SetRelaying(on bool)
+	// ModeChanged is closed at the next change of Relaying after the
+	// call.
+	ModeChanged() <-chan struct{}
+}
+
+// ModeWait is how long a switch waits for a ModeSource to follow: a
+// grab is taken or given back within a round trip to the X server or a
+// system call, so a source still in the old mode after a second is stuck.
+const ModeWait = time.Second
+
+// ErrModeNotFollowed is the error of a switch whose source did not reach
+// the mode asked for within ModeWait.
+var ErrModeNotFollowed = errors.New("the key source did not switch")
+
+// SetMode asks ms for a mode (relaying, or local use) and waits until
+// ms is in it: at once when it is already, else until ModeChanged says
+// so, ctx is done or ModeWait passed.
+func SetMode(ctx context.Context, ms ModeSource, relaying bool) error {
+	ms.SetRelaying(relaying)
+	return waitMode(ctx, ms, relaying)
+}
+
+// waitMode waits until ms is in the mode asked for (SetMode).
+func waitMode(ctx context.Context, ms ModeSource, relaying bool) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, ModeWait, ErrModeNotFollowed)
+	defer cancel()
+	for {
+		// The channel first, then the mode: a change in between closes
+		// the channel taken, so it is not missed.
+		changed := ms.ModeChanged()
+		if ms.Relaying() == relaying {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			if context.Cause(ctx) == ErrModeNotFollowed {
+				return fmt.Errorf("%w within %v: it is still in %s (its keyboard grab may be stuck; send's status lines say more)", ErrModeNotFollowed, ModeWait, modeName(!relaying))
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// modeName names a mode as send's status does.
+func modeName(relaying bool) string {
+	if relaying {
+		return "relaying"
+	}
+	return "local use"
 }
 
 // Switch makes the destination named name (or "local") the target: what
 // the old target holds is released there first (Router.Switch). A source
-// that owns the keyboard (ModeSource) follows: "local" gives the keyboard
-// back, as its hotkey does, and leaves the target as it was, so that the
-// hotkey resumes relaying to it; a name takes the keyboard again.
+// that owns the keyboard (ModeSource with Grabbing) follows: "local" gives
+// the keyboard back, as its hotkey does, and leaves the target as it was,
+// so that the hotkey resumes relaying to it; a name takes the keyboard
+// again.
 //
-// With a ModeSource, Switch returns once the source is in the mode asked
-// for, or after a second (the answer's Target says which).
-func (g *Group) Switch(name string) error {
+// With such a source, Switch returns once the source is in the mode asked
+// for (at once if it is already), or with ErrModeNotFollowed after
+// ModeWait, or ctx's error.
+func (g *Group) Switch(ctx context.Context, name string) error {
 	ms, err := g.switchTo(name)
 	if err != nil || ms == nil {
 		return err
 	}
-	want := name != "local"
-	for range 100 {
-		if ms.Relaying() == want {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return nil
+	return waitMode(ctx, ms, name != "local")
 }
 
 // switchTo is Switch but for the wait: the source that was asked to
@@ -126,6 +178,11 @@ func (g *Group) switchTo(name string) (ModeSource, error) {
 		return nil, fmt.Errorf("%w %q", ErrNoSuchDestination, name)
 	}
 	ms, _ := g.src.(ModeSource)
+	if ms != nil && !ms.Grabbing() {
+		// Without a grab the keyboard acts here anyway: the router
+		// alone switches.
+		ms = nil
+	}
 	if ms != nil {
 		ms.SetRelaying(to != Local)
 		if to == Local {

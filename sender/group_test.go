@@ -2,8 +2,10 @@ package sender_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -67,7 +69,7 @@ func TestGroupSwitchesUnderLoss(t *testing.T) {
 				}
 				sw := func(name string) {
 					time.Sleep(50 * time.Millisecond)
-					if err := g.Switch(name); err != nil {
+					if err := g.Switch(context.Background(), name); err != nil {
 						t.Error(err)
 					}
 				}
@@ -109,4 +111,144 @@ func TestGroupSwitchesUnderLoss(t *testing.T) {
 			})
 		})
 	}
+}
+
+// followingSource is a source that owns the keyboard (a ModeSource with
+// Grabbing), switching mode delay after it is asked to, when it follows
+// at all; its Play runs the test's steps.
+type followingSource struct {
+	steps func(ctx context.Context)
+
+	mu      sync.Mutex
+	on      bool
+	follows bool
+	delay   time.Duration
+	changed chan struct{}
+	asked   int // requests made: a newer one replaces an older, as in capture
+}
+
+func (f *followingSource) Play(ctx context.Context, _ func(keys.Key, bool) error) error {
+	f.steps(ctx)
+	return nil
+}
+
+func (f *followingSource) Grabbing() bool { return true }
+
+func (f *followingSource) Relaying() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.on
+}
+
+func (f *followingSource) SetRelaying(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.follows {
+		return
+	}
+	f.asked++
+	n := f.asked
+	time.AfterFunc(f.delay, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if n != f.asked {
+			return // a newer request replaced it
+		}
+		if f.on != on && f.changed != nil {
+			close(f.changed)
+			f.changed = nil
+		}
+		f.on = on
+	})
+}
+
+func (f *followingSource) ModeChanged() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.changed
+}
+
+// TestGroupSwitchWaitsForTheSourceToFollow checks keyrelay switch with a
+// source that owns the keyboard (issue 27 must-have 2, "the grab
+// follows"): Switch answers at once when the source is in the mode asked
+// for already, returns the moment the source says it switched (35 ms of
+// virtual time, which a 10 ms poll would have rounded up to 40), and
+// reports a source that never follows after ModeWait, or the caller's
+// context ending, without waiting longer.
+func TestGroupSwitchWaitsForTheSourceToFollow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nw := netsim.NewNetwork(netsim.Config{Delay: time.Millisecond})
+		var (
+			senders []*sender.Sender
+			routes  []sender.Route
+			relays  []*relaytest.Relay
+		)
+		for i := range 2 {
+			rc, err := nw.Listen(fmt.Sprintf("10.0.0.%d:7575", 10+i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := nw.Listen(fmt.Sprintf("10.0.0.1:%d", 40000+i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rl := relaytest.Start(t, relaytest.Config{RecvConn: rc, SendConn: sc, Insecure: true, Feedback: true,
+				Receiver: receiver.Config{Timeout: 2 * time.Second},
+				Sender:   sender.Config{Linger: 100 * time.Millisecond}})
+			relays = append(relays, rl)
+			senders, routes = append(senders, rl.Sender), append(routes, sender.Route{Name: string(rune('a' + i))})
+		}
+		g, err := sender.GroupOf(senders, sender.NewRouter(routes, false, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const delay = 35 * time.Millisecond
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		steps := []struct {
+			name       string
+			to         string
+			follows    bool
+			ctx        context.Context
+			wantTook   time.Duration
+			wantErr    error
+			wantTarget string
+		}{
+			{"already relaying: at once", "b", true, context.Background(), 0, nil, "b"},
+			{"to local use: when the source says", "local", true, context.Background(), delay, nil, "local"},
+			{"already in local use: at once", "local", true, context.Background(), 0, nil, "local"},
+			{"back to relaying: when the source says", "a", true, context.Background(), delay, nil, "a"},
+			{"a source that never follows: after ModeWait", "local", false, context.Background(), sender.ModeWait, sender.ErrModeNotFollowed, "a"},
+			{"the caller gives up: at once", "local", false, cancelled, 0, context.Canceled, "a"},
+			{"an unknown name: at once", "d", true, context.Background(), 0, sender.ErrNoSuchDestination, "a"},
+		}
+		src := &followingSource{on: true, delay: delay}
+		src.steps = func(context.Context) {
+			for _, st := range steps {
+				src.mu.Lock()
+				src.follows = st.follows
+				src.mu.Unlock()
+				start := time.Now()
+				err := g.Switch(st.ctx, st.to)
+				if took := time.Since(start); took != st.wantTook {
+					t.Errorf("%s: Switch(%q) took %v, want %v", st.name, st.to, took, st.wantTook)
+				}
+				if !errors.Is(err, st.wantErr) {
+					t.Errorf("%s: Switch(%q) = %v, want %v", st.name, st.to, err, st.wantErr)
+				}
+				if got := g.Target(); got != st.wantTarget {
+					t.Errorf("%s: target %q after Switch(%q), want %q", st.name, got, st.to, st.wantTarget)
+				}
+			}
+		}
+		if _, err := g.Run(context.Background(), src); err != nil {
+			t.Fatal(err)
+		}
+		for _, rl := range relays {
+			rl.Stop()
+		}
+	})
 }
