@@ -10,17 +10,24 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/keyrelay/keyrelay/sender"
 )
 
-// The control socket: a running send with named destinations listens on a
-// unix socket that only its owner can open (a 0700 directory of the
-// user's, the socket 0600), for keyrelay switch and keyrelay status from
-// another shell or a script. One JSON request per connection, one JSON
-// answer.
+// The control socket: every running send listens on a unix socket that
+// only its owner can open (a 0700 directory of the user's, the socket
+// 0600), for keyrelay switch and keyrelay status from another shell or a
+// script. Each send has its own, named by its process id (send-PID.sock),
+// so that several sends of one user run side by side; status lists them
+// all, and switch talks to the one that has the destination named (or
+// --pid). One JSON request per connection, one JSON answer.
 
 // controlRequest is what keyrelay switch and status ask.
 type controlRequest struct {
@@ -30,10 +37,28 @@ type controlRequest struct {
 
 // controlAnswer is what the running send answers.
 type controlAnswer struct {
-	Error  string       `json:"error,omitempty"`
-	Target string       `json:"target"` // a name, "local", or "all" (mirror)
-	Dests  []destStatus `json:"destinations"`
+	Error string `json:"error,omitempty"`
+	// Code sorts Error for keyrelay switch's exit status: "no_such_destination"
+	// (a usage error), "cannot_switch" or "not_followed".
+	Code   string `json:"code,omitempty"`
+	PID    int    `json:"pid"`
+	Input  string `json:"input"`  // send's --input
+	Target string `json:"target"` // a name, "local", or "all" (mirror)
+	Mode   string `json:"mode"`   // "relaying" or "local" (a grabbing source in local use)
+	Grab   bool   `json:"grab"`   // the source owns the keyboard while relaying (--grab)
+	// CanSwitch: keyrelay switch works here; Switch says what it does,
+	// or why it cannot.
+	CanSwitch bool         `json:"can_switch"`
+	Switch    string       `json:"switch"`
+	Dests     []destStatus `json:"destinations"`
 }
+
+// The codes of a controlAnswer's error.
+const (
+	codeNoSuchDestination = "no_such_destination"
+	codeCannotSwitch      = "cannot_switch"
+	codeNotFollowed       = "not_followed"
+)
 
 // destStatus is one destination in keyrelay status.
 type destStatus struct {
@@ -52,15 +77,45 @@ type controlHandler interface {
 	Status() controlAnswer
 }
 
-// controlPath is the control socket's path: $XDG_RUNTIME_DIR/keyrelay/
+// errCannotSwitch is wrapped by a send's answer to a switch it cannot
+// make: its source has no keyboard to give back or take.
+var errCannotSwitch = errors.New("this send cannot switch")
+
+// controlDir is the control sockets' directory: $XDG_RUNTIME_DIR/keyrelay/
 // (a directory only the user can open), else a directory of the user's
 // own in the system's temporary directory.
-func controlPath() string {
+func controlDir() string {
 	dir := os.Getenv("XDG_RUNTIME_DIR")
 	if dir == "" {
-		return filepath.Join(os.TempDir(), fmt.Sprintf("keyrelay-%d", os.Getuid()), "send.sock")
+		return filepath.Join(os.TempDir(), fmt.Sprintf("keyrelay-%d", os.Getuid()))
 	}
-	return filepath.Join(dir, "keyrelay", "send.sock")
+	return filepath.Join(dir, "keyrelay")
+}
+
+// controlSeq counts the control sockets this process opened: a test
+// runs several sends in one process, and each needs its own.
+var controlSeq atomic.Int32
+
+// controlPath is a new control socket's path for this process:
+// send-PID.sock, then send-PID.2.sock and on for more sends in it.
+func controlPath() string {
+	pid := os.Getpid()
+	if n := controlSeq.Add(1); n > 1 {
+		return filepath.Join(controlDir(), fmt.Sprintf("send-%d.%d.sock", pid, n))
+	}
+	return filepath.Join(controlDir(), fmt.Sprintf("send-%d.sock", pid))
+}
+
+// controlPID is the process id in a control socket's name, if it is one.
+func controlPID(path string) (int, bool) {
+	name := filepath.Base(path)
+	if !strings.HasPrefix(name, "send-") || !strings.HasSuffix(name, ".sock") {
+		return 0, false
+	}
+	id := strings.TrimSuffix(strings.TrimPrefix(name, "send-"), ".sock")
+	id, _, _ = strings.Cut(id, ".")
+	pid, err := strconv.Atoi(id)
+	return pid, err == nil && pid > 0
 }
 
 // checkControlDir makes the socket's directory, or checks the one there:
@@ -86,8 +141,8 @@ func checkControlDir(dir string) error {
 }
 
 // listenControl opens the control socket at path for h until ctx is
-// done. Another send answering there is an error (one control socket per
-// user); a socket left by one that ended is replaced.
+// done, and removes the sockets left by sends that died (a SIGKILL leaves
+// its socket behind). Another send answering at path is an error.
 func listenControl(ctx context.Context, path string, h controlHandler) error {
 	if err := checkControlDir(filepath.Dir(path)); err != nil {
 		return err
@@ -99,6 +154,7 @@ func listenControl(ctx context.Context, path string, h controlHandler) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("unable to remove the old control socket: %w", err)
 	}
+	removeDeadSockets(filepath.Dir(path))
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		return fmt.Errorf("unable to open the control socket: %w", err)
@@ -120,6 +176,18 @@ func listenControl(ctx context.Context, path string, h controlHandler) error {
 	return nil
 }
 
+// removeDeadSockets removes the control sockets in dir of sends whose
+// process is gone. Only a process that no longer exists loses its
+// socket: a send just starting has its socket before it answers.
+func removeDeadSockets(dir string) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "send-*.sock"))
+	for _, p := range paths {
+		if pid, ok := controlPID(p); ok && processGone(pid) {
+			os.Remove(p)
+		}
+	}
+}
+
 // serveControl answers one request on c.
 func serveControl(c net.Conn, h controlHandler) {
 	defer c.Close()
@@ -138,32 +206,39 @@ func serveControl(c net.Conn, h controlHandler) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := h.Switch(ctx, req.To)
 		cancel()
-		if err != nil {
-			ans = h.Status()
-			ans.Error = err.Error()
-			break
-		}
 		ans = h.Status()
+		if err != nil {
+			ans.Error = err.Error()
+			switch {
+			case errors.Is(err, sender.ErrNoSuchDestination):
+				ans.Code = codeNoSuchDestination
+			case errors.Is(err, errCannotSwitch):
+				ans.Code = codeCannotSwitch
+			case errors.Is(err, sender.ErrModeNotFollowed):
+				ans.Code = codeNotFollowed
+			}
+		}
 	case req.Op == "status":
 		ans = h.Status()
 	default:
 		ans.Error = fmt.Sprintf("unknown request %q", req.Op)
 	}
+	ans.PID = os.Getpid()
 	json.NewEncoder(c).Encode(ans)
 }
 
-// askControl sends req to the running send and returns its answer.
-func askControl(req controlRequest) (controlAnswer, error) {
-	path := controlPath()
+// askControl sends req to the send answering on path and returns its
+// answer.
+func askControl(path string, req controlRequest) (controlAnswer, error) {
 	c, err := net.DialTimeout("unix", path, 2*time.Second)
 	if err != nil {
-		return controlAnswer{}, fmt.Errorf("no keyrelay send with named destinations is running as this user (nothing answers on %s: start one, with --switch or destinations with a hotkey): %w", path, err)
+		return controlAnswer{}, fmt.Errorf("nothing answers on %s: %w", path, err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	b, _ := json.Marshal(req)
 	if _, err := c.Write(append(b, '\n')); err != nil {
-		return controlAnswer{}, fmt.Errorf("unable to ask the running send: %w", err)
+		return controlAnswer{}, fmt.Errorf("unable to ask the running send on %s: %w", path, err)
 	}
 	var ans controlAnswer
 	if err := json.NewDecoder(c).Decode(&ans); err != nil {
@@ -172,9 +247,96 @@ func askControl(req controlRequest) (controlAnswer, error) {
 	return ans, nil
 }
 
+// runningSend is a send that answered keyrelay status.
+type runningSendAt struct {
+	path string
+	ans  controlAnswer
+}
+
+// runningSends asks every send of this user that answers on its control
+// socket for its status, in process id order; with pid > 0, that send
+// only. None answering is an error that says how to start one.
+func runningSends(pid int) ([]runningSendAt, error) {
+	dir := controlDir()
+	paths, _ := filepath.Glob(filepath.Join(dir, "send-*.sock"))
+	type found struct {
+		pid  int
+		path string
+	}
+	var fs []found
+	for _, p := range paths {
+		if n, ok := controlPID(p); ok {
+			fs = append(fs, found{n, p})
+		}
+	}
+	slices.SortFunc(fs, func(a, b found) int { return a.pid - b.pid })
+	var out []runningSendAt
+	var pids []string
+	for _, f := range fs {
+		ans, err := askControl(f.path, controlRequest{Op: "status"})
+		if err != nil {
+			continue // a send that died, or is just starting
+		}
+		pids = append(pids, strconv.Itoa(f.pid))
+		if pid > 0 && f.pid != pid {
+			continue
+		}
+		out = append(out, runningSendAt{f.path, ans})
+	}
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case pid > 0 && len(pids) > 0:
+		return nil, fmt.Errorf("no keyrelay send with pid %d runs as this user: the ones running have pid %s (keyrelay status lists them)", pid, strings.Join(pids, ", "))
+	case pid > 0:
+		return nil, fmt.Errorf("no keyrelay send with pid %d runs as this user, nor any other (no control socket answers in %s)", pid, dir)
+	}
+	return nil, fmt.Errorf("no keyrelay send runs as this user (no control socket answers in %s): start one, then ask again", dir)
+}
+
+// pickSend is the running send a keyrelay switch to name is for: the
+// only one running, else the only one with a destination of that name
+// (for "local", the only one that can switch). Several fit: --pid says
+// which.
+func pickSend(sends []runningSendAt, name string) (runningSendAt, error) {
+	if len(sends) == 1 {
+		return sends[0], nil
+	}
+	var fit []runningSendAt
+	var pids []string
+	for _, s := range sends {
+		ok := false
+		if name == "local" {
+			ok = s.ans.CanSwitch
+		}
+		for _, d := range s.ans.Dests {
+			ok = ok || d.Name == name
+		}
+		if ok {
+			fit = append(fit, s)
+			pids = append(pids, strconv.Itoa(s.ans.PID))
+		}
+	}
+	switch len(fit) {
+	case 1:
+		return fit[0], nil
+	case 0:
+		var all []string
+		for _, s := range sends {
+			all = append(all, strconv.Itoa(s.ans.PID))
+		}
+		if name == "local" {
+			return runningSendAt{}, fmt.Errorf("none of the %d keyrelay sends running (pid %s) can switch: 'keyrelay status' says why for each", len(sends), strings.Join(all, ", "))
+		}
+		return runningSendAt{}, usagef("none of the %d keyrelay sends running (pid %s) has a destination %q: 'keyrelay status' lists their destinations", len(sends), strings.Join(all, ", "), name)
+	}
+	return runningSendAt{}, usagef("%d keyrelay sends running can switch to %q (pid %s): say which with --pid", len(fit), name, strings.Join(pids, ", "))
+}
+
 // NewCmdSwitch builds `keyrelay switch NAME|local`.
 func NewCmdSwitch(stdio IO) *cobra.Command {
-	return &cobra.Command{
+	var pid int
+	c := &cobra.Command{
 		Use:   "switch NAME|local",
 		Short: "Send the keys of the running send to one destination, or keep them here",
 		Long: `Make the destination NAME of the running keyrelay send (one of its named
@@ -183,84 +345,137 @@ gets keys, as its hotkey does; 'local' sends keys to none. What the old
 target holds is released there first, and a key held across the switch
 reaches the new target only when pressed again.
 
-It talks to the send of the same user on this machine through its control
-socket ($XDG_RUNTIME_DIR/keyrelay/send.sock, which only that user can
-open). With --input x11 --grab the grab follows: 'local' gives the
+It talks to a send of the same user on this machine through its control
+socket ($XDG_RUNTIME_DIR/keyrelay/send-PID.sock, which only that user can
+open): the only one running, else the one with a destination NAME (or,
+for 'local', the one that can switch), else the one --pid names.
+
+With --input x11 or evdev and --grab the grab follows: 'local' gives the
 keyboard back, as send's --hotkey does (which then resumes relaying to
-the same target), and NAME takes it again; other sources that grab keep
-the keyboard after 'local' (their --hotkey gives it back).`,
+the same target), and NAME takes it again; switch answers once the source
+has switched. A send with one destination, or mirroring every key to
+every destination, switches that way only: there 'local' gives the
+keyboard back and NAME takes it again (with several destinations, for all
+of them), and a send whose source owns no keyboard (a script, a terminal,
+a source without --grab) cannot switch and says so (exit status 1).
+Windows and macOS sources keep the keyboard after 'local' in a send with
+--switch (their --hotkey gives it back).`,
 		Example: `  # With a send running: keyrelay send --switch --to a=HOST,b=HOST2 ...
   #   keyrelay switch b       # keys go to b only
-  #   keyrelay switch local   # keys go nowhere`,
+  #   keyrelay switch local   # keys go nowhere
+  # Several sends running:
+  #   keyrelay switch --pid 4242 local`,
 		Args: cobra.ExactArgs(1),
-		// Completion asks the running send for its destinations' names.
+		// Completion asks the running sends for their destinations' names.
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
 			names := []string{"local"}
-			if ans, err := askControl(controlRequest{Op: "status"}); err == nil {
-				for _, d := range ans.Dests {
-					names = append(names, d.Name)
+			sends, _ := runningSends(pid)
+			for _, s := range sends {
+				for _, d := range s.ans.Dests {
+					if !slices.Contains(names, d.Name) {
+						names = append(names, d.Name)
+					}
 				}
 			}
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			ans, err := askControl(controlRequest{Op: "switch", To: args[0]})
+			sends, err := runningSends(pid)
 			if err != nil {
 				return err
 			}
-			if ans.Error != "" {
+			s, err := pickSend(sends, args[0])
+			if err != nil {
+				return err
+			}
+			ans, err := askControl(s.path, controlRequest{Op: "switch", To: args[0]})
+			if err != nil {
+				return err
+			}
+			switch {
+			case ans.Error == "":
+			case ans.Code == codeNoSuchDestination:
 				var names []string
 				for _, d := range ans.Dests {
 					names = append(names, d.Name)
 				}
 				return usagef("%s (the destinations: %s, or local)%s", ans.Error, strings.Join(names, ", "), suggest(args[0], append(names, "local")))
+			default:
+				return fmt.Errorf("keyrelay send (pid %d): %s", ans.PID, ans.Error)
 			}
 			fmt.Fprintf(stdio.Out, "target: %s\n", ans.Target)
 			return nil
 		},
 	}
+	c.Flags().IntVar(&pid, "pid", 0, "the process id of the send to switch, when several run (keyrelay status lists them)")
+	return c
 }
 
 // NewCmdStatus builds `keyrelay status`.
 func NewCmdStatus(stdio IO) *cobra.Command {
 	var asJSON bool
+	var pid int
 	c := &cobra.Command{
 		Use:   "status",
-		Short: "Show the running send's target and its destinations",
-		Long: `Show the target of the running keyrelay send with named destinations (a
-name, local, or all in mirror mode) and each destination: its address and
-whether it answers (live, silent for how long, no answer yet). It asks that
-send through its control socket, as keyrelay switch does.`,
+		Short: "Show each running send's target, mode and destinations",
+		Long: `Show every keyrelay send running as this user on this machine (or the one
+--pid names): its process id and key source, its target (a name, local,
+or all in mirror mode), its mode (relaying, or local use with a grabbing
+source), whether keyrelay switch can switch it, and each destination: its
+address and whether it answers (live, silent for how long, no answer
+yet). It asks each send through its control socket, as keyrelay switch
+does.`,
 		Example: `  # With a send running: keyrelay send --switch --to a=HOST,b=HOST2 ...
   #   keyrelay status
-  #   keyrelay status --json | jq -r .target`,
+  #   keyrelay status --json | jq -r .target    # one object per send
+  #   keyrelay status --pid 4242`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			ans, err := askControl(controlRequest{Op: "status"})
+			sends, err := runningSends(pid)
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return json.NewEncoder(stdio.Out).Encode(ans)
-			}
-			fmt.Fprintf(stdio.Out, "target: %s\n", ans.Target)
-			for _, d := range ans.Dests {
-				mark := " "
-				if d.Name == ans.Target || ans.Target == "all" {
-					mark = "*"
+			for i, s := range sends {
+				ans := s.ans
+				if asJSON {
+					if err := json.NewEncoder(stdio.Out).Encode(ans); err != nil {
+						return err
+					}
+					continue
 				}
-				keysNote := ""
-				if d.Keys == "characters" {
-					keysNote = " (characters)"
+				if i > 0 {
+					fmt.Fprintln(stdio.Out)
 				}
-				fmt.Fprintf(stdio.Out, "%s %-12s %-24s %s%s\n", mark, d.Name, d.Addr, d.State, keysNote)
+				fmt.Fprintf(stdio.Out, "send %d (--input %s)\n", ans.PID, ans.Input)
+				fmt.Fprintf(stdio.Out, "target: %s\n", ans.Target)
+				mode := ans.Mode
+				switch {
+				case ans.Grab && ans.Mode == "relaying":
+					mode += " (the keyboard is grabbed)"
+				case ans.Grab:
+					mode += " (keys act here)"
+				}
+				fmt.Fprintf(stdio.Out, "mode: %s\n", mode)
+				fmt.Fprintf(stdio.Out, "switch: %s\n", ans.Switch)
+				for _, d := range ans.Dests {
+					mark := " "
+					if d.Name == ans.Target || ans.Target == "all" {
+						mark = "*"
+					}
+					keysNote := ""
+					if d.Keys == "characters" {
+						keysNote = " (characters)"
+					}
+					fmt.Fprintf(stdio.Out, "%s %-12s %-24s %s%s\n", mark, d.Name, d.Addr, d.State, keysNote)
+				}
 			}
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the answer as one JSON object")
+	c.Flags().BoolVar(&asJSON, "json", false, "print each send's answer as one JSON object, one line each")
+	c.Flags().IntVar(&pid, "pid", 0, "show only the send with this process id")
 	return c
 }

@@ -15,3 +15,9 @@ func ownerOf(fi fs.FileInfo) (int, bool) {
 	}
 	return int(st.Uid), true
 }
+
+// processGone reports whether no process has the id pid (a signal 0 to
+// it finds none); one of another user's is not gone.
+func processGone(pid int) bool {
+	return syscall.Kill(pid, 0) == syscall.ESRCH
+}

@@ -709,21 +709,29 @@ func (o *DoctorOptions) configPath() string {
 	return displayDefaultConfigPath()
 }
 
-// runningSend is doctor's look at the keyrelay send with named
-// destinations running as this user: its target and each destination's
-// state. None running is no failure: send may not be started yet.
+// runningSend is doctor's look at the keyrelay sends running as this
+// user: each one's target and each destination's state. None running is
+// no failure: send may not be started yet.
 func runningSend() check {
-	ans, err := askControl(controlRequest{Op: "status"})
+	sends, err := runningSends(0)
 	if err != nil {
-		return check{name: "running send", skipped: "none with named destinations runs as this user now (keyrelay switch and status talk to one)"}
+		return check{name: "running send", skipped: "none runs as this user now (keyrelay switch and status talk to one)"}
 	}
-	var ds []string
-	for _, d := range ans.Dests {
-		k := ""
-		if d.Keys == "characters" {
-			k = ", characters"
+	var all []string
+	for _, s := range sends {
+		var ds []string
+		for _, d := range s.ans.Dests {
+			k := ""
+			if d.Keys == "characters" {
+				k = ", characters"
+			}
+			ds = append(ds, fmt.Sprintf("%s %s (%s%s)", d.Name, d.Addr, d.State, k))
 		}
-		ds = append(ds, fmt.Sprintf("%s %s (%s%s)", d.Name, d.Addr, d.State, k))
+		line := "target " + s.ans.Target + "; destinations " + strings.Join(ds, ", ")
+		if len(sends) > 1 {
+			line = fmt.Sprintf("pid %d: %s", s.ans.PID, line)
+		}
+		all = append(all, line)
 	}
-	return check{name: "running send", ok: "target " + ans.Target + "; destinations " + strings.Join(ds, ", ")}
+	return check{name: "running send", ok: strings.Join(all, "; ")}
 }

@@ -339,7 +339,7 @@ func TestDoctorProbesSendTo(t *testing.T) {
 			want: []string{"ok    role: send only (from flag --input, flag --to,", "ok    round trip to LIVE (--to): a recv answered"}},
 		{name: "a named destination is checked under its name (issue 27 must-have 5)", args: []string{"--to", "mac=LIVE", "--input", "script"},
 			want: []string{"ok    round trip to LIVE (destination mac, --to): a recv answered",
-				"--    running send: none with named destinations runs as this user now"}},
+				"--    running send: none runs as this user now"}},
 		{name: "a [[send.to]] table is checked under its name", config: "[send]\nscript = \"keys.txt\"\n[[send.to]]\nname = \"pc\"\naddr = \"LIVE\"\nkeys = \"characters\"\n",
 			want: []string{"ok    round trip to LIVE (destination pc, "}},
 		{name: "a name that does not resolve: the fix is about the name", args: []string{"--to", "no such host!", "--input", "script"}, fail: true,

@@ -516,6 +516,17 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 			return err
 		}
 	}
+	// Every send answers keyrelay status, and switch where its source
+	// can switch; one that cannot open its socket runs without.
+	var names []string
+	for _, d := range o.dests {
+		names = append(names, d.Name)
+	}
+	ctrlCtx, stopCtrl := context.WithCancel(ctx)
+	defer stopCtrl()
+	if err := listenControl(ctrlCtx, controlPath(), &plainControl{s: s, src: src, input: o.Input, names: names, addrs: dests}); err != nil {
+		errf("no keyrelay switch or status for this send: %v", err)
+	}
 	if !o.Quiet {
 		if script, ok := src.(*capture.Script); ok && len(script.HeldAtEnd) > 0 {
 			what := fmt.Sprintf("%d keys", len(script.HeldAtEnd))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"time"
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
@@ -138,7 +137,7 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 			return err
 		}
 	}
-	h := &groupControl{g: g, runs: runs, timeout: o.Timeout}
+	h := &groupControl{g: g, runs: runs, src: src, input: o.Input, mirror: !o.switching()}
 	ctrlCtx, stopCtrl := context.WithCancel(ctx)
 	defer stopCtrl()
 	if err := listenControl(ctrlCtx, controlPath(), h); err != nil {
@@ -227,31 +226,33 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 }
 
 // groupControl answers keyrelay switch and status for a routed send.
+// Safe for concurrent use: Group is, and the rest is set before the
+// control socket opens.
 type groupControl struct {
-	g       *sender.Group
-	runs    []*groupRun
-	timeout time.Duration
+	g      *sender.Group
+	runs   []*groupRun
+	src    sender.Source
+	input  string
+	mirror bool
 }
 
 func (h *groupControl) Switch(ctx context.Context, name string) error { return h.g.Switch(ctx, name) }
 
 func (h *groupControl) Status() controlAnswer {
-	ans := controlAnswer{Target: h.g.Target()}
+	ans := controlAnswer{Target: h.g.Target(), CanSwitch: true}
+	sourceMode(&ans, h.src, h.input)
+	switch {
+	case h.mirror:
+		ans.Switch = "local sends keys to no destination; a destination's name to every one again (mirror)"
+	default:
+		ans.Switch = "a destination's name sends keys to it alone; local to none"
+	}
+	if grabbingSource(h.src) != nil {
+		ans.Switch += "; the grab follows"
+	}
 	for _, r := range h.runs {
-		d := destStatus{Name: r.name, Addr: r.dest.addr.String(), State: "no answer yet", Keys: r.keys()}
-		for _, p := range r.s.Peers() {
-			if p.Addr != d.Addr {
-				continue
-			}
-			d.Live = p.Live
-			d.State = "live"
-			if !p.Live {
-				d.State = fmt.Sprintf("silent %v", time.Since(p.LastHeard).Round(100*time.Millisecond))
-			}
-			if p.SRTT > 0 {
-				d.State += " rtt " + p.SRTT.Round(10*time.Microsecond).String()
-			}
-		}
+		d := destStatus{Name: r.name, Addr: r.dest.addr.String(), Keys: r.keys()}
+		d.State, d.Live = destState(r.s, d.Addr)
 		ans.Dests = append(ans.Dests, d)
 	}
 	return ans
