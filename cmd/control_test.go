@@ -353,6 +353,8 @@ func TestPlainSendSwitchesOnlyAGrabbingSource(t *testing.T) {
 			[]string{"local", "mac"}, []string{"local", "all"}, []string{"", ""}},
 		{"x11 without --grab", &modeFake{on: true}, "x11", []string{"pc"},
 			[]string{"local"}, []string{"pc"}, []string{"cannot switch: --input x11 without --grab does not own the keyboard"}},
+		{"a terminal", fakeScript{}, "terminal", []string{"pc"},
+			[]string{"local"}, []string{"pc"}, []string{"cannot switch: --input terminal reads keys typed in send's terminal"}},
 		{"a script", fakeScript{}, "script", []string{"pc"},
 			[]string{"local", "pc"}, []string{"pc", "pc"}, []string{"cannot switch: --input script plays a script", "cannot switch: --input script"}},
 	} {

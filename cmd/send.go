@@ -97,6 +97,13 @@ released there, and a key held across a switch reaches the new target only
 when pressed again. A destination's map and local-keys apply to what it
 gets. Name a destination with --to NAME=HOST[:PORT].
 
+Every send answers 'keyrelay status' (its target, mode and destinations)
+through a control socket of its own, only its user can open. Without
+--switch, a map, local keys or characters (one queue to every
+destination), 'keyrelay switch local' gives a grabbed keyboard back and
+'keyrelay switch NAME' takes it again (--input x11 or evdev with --grab);
+a send that owns no keyboard (a script, a terminal, no --grab) refuses.
+
 When the source ends, or on SIGINT, SIGTERM, SIGHUP (the terminal closing) or
 SIGQUIT, send releases every key it holds, resends the final queue for a short
 linger and prints a summary to standard error.
