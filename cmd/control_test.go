@@ -388,3 +388,26 @@ func TestPlainSendSwitchesOnlyAGrabbingSource(t *testing.T) {
 type fakeScript struct{}
 
 func (fakeScript) Play(context.Context, func(keys.Key, bool) error) error { return nil }
+
+// FuzzControlPID reads control socket names as keyrelay status finds
+// them in the directory: a name it takes has a positive pid, and the
+// names send makes (send-PID.sock, send-PID.N.sock) give their pid back.
+func FuzzControlPID(f *testing.F) {
+	for _, s := range []string{"send-4242.sock", "send-4242.2.sock", "send.sock", "send-.sock", "send-0.sock", "send--1.sock", "send-99999999999999999999.sock", "other"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		pid, ok := controlPID(filepath.Join("/run/keyrelay", name))
+		if ok && pid <= 0 {
+			t.Errorf("controlPID(%q) = %d, true: want a positive pid", name, pid)
+		}
+		if !ok {
+			return
+		}
+		for _, made := range []string{fmt.Sprintf("send-%d.sock", pid), fmt.Sprintf("send-%d.3.sock", pid)} {
+			if got, ok := controlPID(made); !ok || got != pid {
+				t.Errorf("controlPID(%q) = %d, %v: want %d", made, got, ok, pid)
+			}
+		}
+	})
+}
