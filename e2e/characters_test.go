@@ -105,3 +105,40 @@ func TestCharactersThroughNamedLayout(t *testing.T) {
 	recv.expectKeys(t, "'Z' down", "'Z' up", "'y' down", "'y' up", "'@' down", "'@' up", "'é' down", "'é' up",
 		"ControlLeft down", "KeyA down", "KeyA up", "ControlLeft up")
 }
+
+// TestCharactersWithCapsLockOnAtStart is characters mode's lock state
+// (PROTOCOL.md §3.2): Caps Lock is on on the German desktop before send
+// starts, so its letter keys type capitals there, and send, which reads
+// the lock state from the X server as it starts, sends them as capitals:
+// "zyklop" typed as German keys arrives as "ZYKLOP", in a US xterm (whose
+// own Caps Lock send turns on) and at a log receiver.
+func TestCharactersWithCapsLockOnAtStart(t *testing.T) {
+	needX(t, "setxkbmap", "xterm", "xdotool")
+	sendDisplay := startXvfb(t)
+	setLayout(t, sendDisplay, "de")
+	xdotool(t, sendDisplay, "key", "Caps_Lock")
+	usDisplay := startXvfb(t)
+	setLayout(t, usDisplay, "us")
+	term := startXterm(t, usDisplay)
+	usRecv := startWithEnv(t, []string{"DISPLAY=" + usDisplay}, "recv", "--inject", "x11", "--listen", "127.0.0.1:0")
+	logRecv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	send := startWithEnv(t, []string{"DISPLAY=" + sendDisplay}, "send", "--to", "us="+usRecv.addr+",log="+logRecv.addr, "--input", "x11", "--keys", "characters")
+	if !send.waitStderr("capturing keys", 10*time.Second) {
+		t.Fatalf("send did not start capturing:\n%s", send.stderr)
+	}
+	// The keysyms of de's level 1: xdotool presses KeyY for z, with no
+	// Shift, and the desktop's Caps Lock makes it Z.
+	xdotool(t, sendDisplay, "key", "--delay", "20", "z", "y", "k", "l", "o", "p")
+	const want = "ZYKLOP"
+	if got := term.text(t, want); got != want {
+		t.Errorf("the US xterm got %q, want %q", got, want)
+	}
+	var keys []string
+	for _, r := range want {
+		q := "'" + string(r) + "'"
+		keys = append(keys, q+" down", q+" up")
+	}
+	logRecv.expectKeys(t, keys...)
+	send.stopWith(syscall.SIGTERM)
+	stopRecv(t, usRecv)
+}

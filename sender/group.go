@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -17,7 +18,7 @@ import (
 // its Sender keeps resending its (all-released) queue, so that it stays
 // live and its receiver releases nothing it should hold.
 //
-// Run must be called once; Switch, Target and Senders are safe for
+// Run must be called once; Switch, SetKeymap, Target and Senders are safe for
 // concurrent use with it.
 type Group struct {
 	senders []*Sender
@@ -168,6 +169,16 @@ func (g *Group) Switch(ctx context.Context, name string) error {
 	return waitMode(ctx, ms, name != "local")
 }
 
+// SetKeymap makes km the sender's layout for the destinations in
+// characters mode from the next key on (Router.SetKeymap), between two
+// keys: the source's layout changed (setxkbmap on X). Safe to call from
+// another goroutine than the source's.
+func (g *Group) SetKeymap(km charmode.Keymap) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.router.SetKeymap(km)
+}
+
 // switchTo is Switch but for the wait: the source that was asked to
 // follow, if any.
 func (g *Group) switchTo(name string) (ModeSource, error) {
@@ -259,6 +270,12 @@ func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 		err := src.Play(playCtx, func(k keys.Key, down bool) error {
 			g.mu.Lock()
 			defer g.mu.Unlock()
+			if l, ok := src.(LockSource); ok {
+				// Read before the key, so that the first key after
+				// relaying (re)starts is translated under the locks
+				// the source read then.
+				g.router.Locks(l.Locks())
+			}
 			buf = g.router.Key(buf[:0], k, down)
 			g.hand(buf)
 			return nil

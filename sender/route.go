@@ -48,6 +48,9 @@ type Router struct {
 	target int
 
 	chars *charmode.Translator // nil: no route is in characters mode
+	// epoch is the lock state's epoch bit and LocksKnown the Translator
+	// was last told of (Locks); 0: none yet.
+	epoch keys.Locks
 
 	held      []keys.Key // physical keys down at the source now
 	swallowed []keys.Key // keys down whose release goes nowhere
@@ -73,6 +76,29 @@ func NewRouter(routes []Route, mirror bool, target int) *Router {
 // the sender's layout (one for every route: it follows the source's
 // modifiers, whatever the target).
 func (r *Router) SetTranslator(t *charmode.Translator) { r.chars = t }
+
+// Locks tells the router the source's lock state (PROTOCOL.md §3.2), as
+// every packet carries it. A state read from the keyboard with a new epoch
+// (relaying started or resumed) sets the Translator's Caps Lock and Num
+// Lock; between epochs the Translator follows the lock keys it is told,
+// since a source reads its locks again only as relaying resumes.
+func (r *Router) Locks(l keys.Locks) {
+	if r.chars == nil || !l.Known() {
+		return
+	}
+	if e := l & (keys.LockEpoch | keys.LocksKnown); e != r.epoch {
+		r.epoch = e
+		r.chars.SetLocks(l&keys.LockCaps != 0, l&keys.LockNum != 0)
+	}
+}
+
+// SetKeymap makes km the layout of the routes in characters mode from the
+// next key on (the source's layout changed).
+func (r *Router) SetKeymap(km charmode.Keymap) {
+	if r.chars != nil {
+		r.chars.SetKeymap(km)
+	}
+}
 
 // Target is the current target: a route's index, or Local. In mirror
 // mode, any index means every destination.

@@ -279,3 +279,51 @@ func TestRouterCharactersMode(t *testing.T) {
 		})
 	}
 }
+
+// TestRouterTakesLocksAsRelayingResumes checks that the lock state the
+// source read (PROTOCOL.md §3.2) sets the characters' Caps Lock when its
+// epoch is new (relaying started or resumed), and that the same epoch
+// again, which every key-down carries, leaves the Caps Lock the keys
+// toggled since as it is.
+func TestRouterTakesLocksAsRelayingResumes(t *testing.T) {
+	const (
+		e0  = keys.LocksKnown
+		e1  = keys.LocksKnown | keys.LockEpoch
+		cap = keys.LockCaps
+	)
+	type tap struct {
+		locks keys.Locks // the source's lock state as the key is pressed
+		key   keys.Code
+	}
+	cases := []struct {
+		name string
+		taps []tap
+		want string
+	}{
+		{"nothing known: Caps Lock off", []tap{{0, keys.KeyA}}, "a"},
+		{"on as send starts: a capital", []tap{{e0 | cap, keys.KeyA}}, "A"},
+		{"on as send starts, Caps Lock pressed: off in the same epoch", []tap{{e0 | cap, keys.KeyA}, {e0 | cap, keys.CapsLock}, {e0 | cap, keys.KeyA}}, "Aa"},
+		{"toggled in local use: the resumed epoch's state wins", []tap{{e0 | cap, keys.KeyA}, {e1, keys.KeyA}, {e1, keys.KeyA}}, "Aaa"},
+		{"pressed off, resumed with it on", []tap{{e0 | cap, keys.CapsLock}, {e0 | cap, keys.KeyA}, {e1 | cap, keys.KeyA}}, "aA"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRouter([]Route{{Name: "chars", Characters: true}}, true, 0)
+			r.SetTranslator(charmode.New(testKeymap()))
+			var got []rune
+			for _, tp := range tc.taps {
+				r.Locks(tp.locks)
+				for _, down := range []bool{true, false} {
+					for _, o := range r.Key(nil, keys.Key(tp.key), down) {
+						if c, ok := o.Key.Char(); ok && o.Down {
+							got = append(got, c)
+						}
+					}
+				}
+			}
+			if string(got) != tc.want {
+				t.Errorf("typed %q, want %q", string(got), tc.want)
+			}
+		})
+	}
+}

@@ -57,21 +57,39 @@ const (
 	symModeSwitch = 0xff7e
 )
 
-// Translator follows the sender's modifiers, Caps Lock and pending dead key
-// through the key events it is told, and says what each key-down is. The
-// zero value is not usable: make it with New. Not safe for concurrent use.
+// Translator follows the sender's modifiers, Caps Lock, Num Lock and
+// pending dead key through the key events it is told, and says what each
+// key-down is. The zero value is not usable: make it with New. Not safe
+// for concurrent use.
 type Translator struct {
 	km    Keymap
 	held  []keys.Code // keys down now
 	caps  bool
+	num   bool
 	dead  uint32 // the dead key's keysym waiting for its base key; 0: none
 	altgr map[keys.Code]bool
 }
 
-// New makes a Translator for layout km, with Caps Lock off: a Caps Lock on
-// as send starts is only known once it is pressed.
+// New makes a Translator for layout km, with Caps Lock and Num Lock off
+// until SetLocks says otherwise.
 func New(km Keymap) *Translator {
 	return &Translator{km: km, altgr: map[keys.Code]bool{}}
+}
+
+// SetLocks sets Caps Lock and Num Lock as the source read them from the
+// keyboard, as relaying starts or resumes: a lock turned on before, or
+// toggled in local use, where the translator sees no keys, would
+// otherwise be taken for off (or for what it was) until pressed.
+func (t *Translator) SetLocks(caps, num bool) { t.caps, t.num = caps, num }
+
+// SetKeymap makes km the sender's layout from the next key on (the
+// source's layout changed: setxkbmap on X). A dead key pending under the
+// old layout is dropped, as the X server's own compose state is when its
+// keymap changes.
+func (t *Translator) SetKeymap(km Keymap) {
+	t.km = km
+	t.dead = 0
+	clear(t.altgr)
 }
 
 // chord modifiers make a key a shortcut: it stays physical.
@@ -114,6 +132,13 @@ func (t *Translator) Key(c keys.Code, down bool) (Kind, rune) {
 	case c == keys.CapsLock:
 		t.caps = !t.caps
 		return Home, 0
+	case c == keys.NumLock:
+		// It stays physical, so that the receiver's Num Lock follows
+		// for the keypad keys that stay physical too (KP_Enter,
+		// arrows with Num Lock off).
+		t.num = !t.num
+		t.dead = 0
+		return Physical, 0
 	case t.IsLevel(c):
 		return Level, 0
 	case slices.Contains(chord, c):
@@ -126,7 +151,7 @@ func (t *Translator) Key(c keys.Code, down bool) (Kind, rune) {
 			return Physical, 0
 		}
 	}
-	sym, ok := t.keysym(c)
+	sym, keypad, ok := t.keysym(c)
 	if !ok {
 		t.dead = 0
 		return Physical, 0
@@ -145,6 +170,9 @@ func (t *Translator) Key(c keys.Code, down bool) (Kind, rune) {
 		return Home, 0
 	}
 	r, ok := keysym.ToRune(sym)
+	if keypad {
+		r, ok = keypadRunes[sym]
+	}
 	if !ok || !(unicode.IsGraphic(r) || r == ' ') {
 		t.dead = 0
 		return Physical, 0
@@ -162,16 +190,26 @@ func (t *Translator) Key(c keys.Code, down bool) (Kind, rune) {
 	return Char, r
 }
 
-// keysym is the keysym c gives under the modifiers held and Caps Lock.
-func (t *Translator) keysym(c keys.Code) (uint32, bool) {
+// keysym is the keysym c gives under the modifiers held, Caps Lock and Num
+// Lock, and whether Num Lock chose it (a keypad key's digit).
+func (t *Translator) keysym(c keys.Code) (uint32, bool, bool) {
 	syms, alpha, ok := t.km.Keysyms(c)
 	if !ok {
-		return 0, false
+		return 0, false, false
 	}
 	shift, altgr := false, false
 	for _, h := range t.held {
 		shift = shift || slices.Contains(shifts, h)
 		altgr = altgr || t.isAltGr(h)
+	}
+	if _, kp := keypadRunes[syms[1]]; kp && syms[0] != syms[1] {
+		// XKB's KEYPAD type: Num Lock picks level 2 (KP_1, de's
+		// KP_Separator), and Shift undoes it; without Num Lock the key
+		// is a cursor key (KP_End), which stays physical.
+		if t.num != shift {
+			return syms[1], true, true
+		}
+		return syms[0], false, syms[0] != 0
 	}
 	if t.caps && alpha && !altgr {
 		shift = !shift
@@ -188,7 +226,17 @@ func (t *Translator) keysym(c keys.Code) (uint32, bool) {
 		// modifiers its type ignores to level 1).
 		lv = 0
 	}
-	return syms[lv], syms[lv] != 0
+	return syms[lv], false, syms[lv] != 0
+}
+
+// keypadRunes are the characters of the keypad keysyms Num Lock selects
+// (keysymdef.h's KP_ block), as X's XLookupString types them: a German
+// keypad's decimal key is KP_Separator, a comma, where a US one types a
+// period.
+var keypadRunes = map[uint32]rune{
+	0xffac: ',', 0xffae: '.', // KP_Separator, KP_Decimal
+	0xffb0: '0', 0xffb1: '1', 0xffb2: '2', 0xffb3: '3', 0xffb4: '4',
+	0xffb5: '5', 0xffb6: '6', 0xffb7: '7', 0xffb8: '8', 0xffb9: '9',
 }
 
 // isDead reports whether ks is a dead key's keysym (keysymdef.h's

@@ -134,3 +134,102 @@ func TestZyklopOnGerman(t *testing.T) {
 		t.Errorf("got %q, want %q", string(got), "Zyklop öäü ß @")
 	}
 }
+
+// Keysyms of a few keys as the X server's core mapping of de and fr gives
+// them: enough for the lock and layout-change tests, without XKB data.
+const (
+	ksKPEnd, ksKPDelete, ksKPSeparator, ksKPDecimal, ksKP1 = 0xff9c, 0xff9f, 0xffac, 0xffae, 0xffb1
+)
+
+func table(syms map[keys.Code][4]uint32) *charmode.Table {
+	t := &charmode.Table{Syms: syms, Alpha: map[keys.Code]bool{}}
+	for c, s := range syms {
+		t.Alpha[c] = s[0] >= 'a' && s[0] <= 'z' && s[1] == s[0]-'a'+'A'
+	}
+	return t
+}
+
+var (
+	deTable = table(map[keys.Code][4]uint32{
+		keys.KeyY: {'z', 'Z'}, keys.KeyQ: {'q', 'Q', '@'}, keys.Digit1: {'1', '!'},
+		keys.Numpad1: {ksKPEnd, ksKP1}, keys.NumpadDecimal: {ksKPDelete, ksKPSeparator},
+		keys.NumpadAdd: {0xffab, 0xffab}, keys.AltRight: {0xfe03},
+	})
+	frTable = table(map[keys.Code][4]uint32{
+		keys.KeyY: {'y', 'Y'}, keys.KeyQ: {'a', 'A', 0xe6}, keys.Digit1: {'&', '1'},
+		keys.Numpad1: {ksKPEnd, ksKP1}, keys.NumpadDecimal: {ksKPDelete, ksKPDecimal},
+		keys.AltRight: {0xfe03},
+	})
+)
+
+// chars tells tr events and returns the characters of its Char answers,
+// and "<phys>" for each key-down that stays physical.
+func chars(tr *charmode.Translator, evs []ev) string {
+	var out []rune
+	for _, e := range evs {
+		k, r := tr.Key(e.key, e.down)
+		switch {
+		case !e.down:
+		case k == charmode.Char:
+			out = append(out, r)
+		case k == charmode.Physical:
+			out = append(out, []rune("<phys>")...)
+		}
+	}
+	return string(out)
+}
+
+// TestLocksFromTheSource checks that the lock state the source read from
+// the keyboard (PROTOCOL.md §3.2's Caps and Num Lock, as relaying starts
+// or resumes) decides the characters from the first key on: a Caps Lock
+// on before send started shifts letters, Num Lock makes the keypad type
+// digits and de's decimal key a comma, and pressing a lock key toggles
+// from there.
+func TestLocksFromTheSource(t *testing.T) {
+	tests := []struct {
+		name      string
+		caps, num bool
+		events    []ev
+		want      string
+	}{
+		{"locks off: a small letter", false, false, press(keys.KeyY), "z"},
+		{"Caps Lock on at the start: a capital", true, false, press(keys.KeyY), "Z"},
+		{"Caps Lock on and Shift: a small letter", true, false, press(keys.ShiftLeft, keys.KeyY), "z"},
+		{"Caps Lock on does not shift digits", true, false, press(keys.Digit1), "1"},
+		{"Caps Lock on does not shift AltGr's level", true, false, press(keys.AltRight, keys.KeyQ), "@"},
+		{"Caps Lock on, pressed: off again", true, false, append(press(keys.CapsLock), press(keys.KeyY)...), "z"},
+		{"Num Lock on: the keypad types digits", false, true, press(keys.Numpad1), "1"},
+		{"Num Lock on: de's decimal key is a comma", false, true, press(keys.NumpadDecimal), ","},
+		{"Num Lock on and Shift: a cursor key, physical", false, true, press(keys.ShiftLeft, keys.Numpad1), "<phys>"},
+		{"Num Lock off: the keypad stays physical", false, false, press(keys.Numpad1), "<phys>"},
+		{"Num Lock off, pressed: physical itself, then digits", false, false, append(press(keys.NumLock), press(keys.Numpad1)...), "<phys>1"},
+		{"Num Lock on, pressed: cursor keys again", false, true, append(press(keys.NumLock), press(keys.Numpad1)...), "<phys><phys>"},
+		{"a keypad key Num Lock does not change stays physical", false, true, press(keys.NumpadAdd), "<phys>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := charmode.New(deTable)
+			tr.SetLocks(tt.caps, tt.num)
+			if got := chars(tr, tt.events); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSetKeymapFollowsALayoutChange checks that characters follow the
+// sender's new layout from the key after SetKeymap (setxkbmap de, then
+// fr, mid-session), with the locks and held modifiers kept.
+func TestSetKeymapFollowsALayoutChange(t *testing.T) {
+	tr := charmode.New(deTable)
+	tr.SetLocks(false, true)
+	got := chars(tr, append(append(press(keys.KeyY), press(keys.KeyQ)...), press(keys.NumpadDecimal)...))
+	tr.Key(keys.ShiftLeft, true) // held across the change
+	tr.SetKeymap(frTable)
+	got += chars(tr, press(keys.KeyY))
+	tr.Key(keys.ShiftLeft, false)
+	got += chars(tr, append(append(press(keys.KeyY), press(keys.KeyQ)...), append(press(keys.Digit1), press(keys.NumpadDecimal)...)...))
+	if want := "zq,Yya&."; got != want {
+		t.Errorf("de then fr typed %q, want %q", got, want)
+	}
+}
