@@ -1,10 +1,14 @@
 package capture
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"maps"
+	"os"
 	"unicode"
 
+	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/keyrelay/keyrelay/internal/charmode"
@@ -18,21 +22,18 @@ import (
 // first group, as the core keyboard mapping gives XKB's keymap (level 1
 // and 2, then group 2's, then levels 3 and 4), and the dead-key pairs of
 // compose (the Compose file, which X's own input method reads for the
-// same keys). It is read once, as send starts: a layout changed during
-// the session (setxkbmap) is not followed, nor a second group.
+// same keys). FollowX11Keymap reads it again as it changes; a second
+// group (a layout switched to with a group key) is not read.
 func X11Keymap(compose io.Reader) (*charmode.Table, error) {
 	c, err := dialX11()
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	setup := xproto.Setup(c)
-	first, last := setup.MinKeycode, setup.MaxKeycode
-	m, err := xproto.GetKeyboardMapping(c, first, byte(last-first+1)).Reply()
+	t, err := readX11Table(c)
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading the keymap: %v", ErrNoX11, err)
+		return nil, err
 	}
-	t := x11Table(first, int(m.KeysymsPerKeycode), m.Keysyms)
 	t.Seqs = map[[2]uint32]rune{}
 	err = xkblayout.ParseCompose(compose, func(seq []string, result string) {
 		if len(seq) != 2 || len([]rune(result)) != 1 {
@@ -51,6 +52,82 @@ func X11Keymap(compose io.Reader) (*charmode.Table, error) {
 		return nil, fmt.Errorf("reading the Compose file: %w", err)
 	}
 	return t, nil
+}
+
+// readX11Table reads the core keyboard mapping of c's server.
+func readX11Table(c *xgb.Conn) (*charmode.Table, error) {
+	setup := xproto.Setup(c)
+	first, last := setup.MinKeycode, setup.MaxKeycode
+	m, err := xproto.GetKeyboardMapping(c, first, byte(last-first+1)).Reply()
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the keymap: %v", ErrNoX11, err)
+	}
+	return x11Table(first, int(m.KeysymsPerKeycode), m.Keysyms), nil
+}
+
+// FollowX11Keymap follows the keymap of the X server of $DISPLAY from
+// was, which X11Keymap read: each time the server's keyboard mapping
+// changes (setxkbmap, xmodmap), it reads it again and, if a key's
+// keysyms changed, calls changed with the new table (with was's Compose
+// pairs, which no keymap changes), until ctx is done or the server goes
+// away (then it returns the reason). A change between X11Keymap and this
+// call is caught too: the keymap is read once more as it starts.
+//
+// It learns of a change from the core protocol's MappingNotify, which the
+// server sends every client that has not turned XKB on for itself (an
+// XKB-aware client gets no MappingNotify for a whole new keymap, as
+// setxkbmap loads): the connection is its own, for that reason.
+func FollowX11Keymap(ctx context.Context, was *charmode.Table, changed func(*charmode.Table)) error {
+	c, err := dialX11()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, c.Close)
+	defer stop()
+	display := os.Getenv("DISPLAY")
+	last := was
+	reread := func() error {
+		t, err := readX11Table(c)
+		if err != nil {
+			return err
+		}
+		if maps.Equal(t.Syms, last.Syms) && maps.Equal(t.Alpha, last.Alpha) {
+			return nil
+		}
+		t.Seqs = was.Seqs
+		last = t
+		changed(t)
+		return nil
+	}
+	if err := reread(); err != nil {
+		return err
+	}
+	for {
+		ev, err := c.WaitForEvent()
+		if ev == nil && err == nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return xGone(display)
+		}
+		if n, ok := ev.(xproto.MappingNotifyEvent); !ok || n.Request != xproto.MappingKeyboard {
+			continue
+		}
+		// One setxkbmap sends several: read once they have all come.
+		for {
+			next, err := c.PollForEvent()
+			if next == nil && err == nil {
+				break
+			}
+		}
+		if err := reread(); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+	}
 }
 
 // x11Table turns a core keyboard mapping (per keycode from first, per

@@ -1,10 +1,16 @@
 package capture
 
 import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jezek/xgb/xproto"
 
+	"github.com/keyrelay/keyrelay/internal/charmode"
+	"github.com/keyrelay/keyrelay/internal/xvfbtest"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -78,4 +84,64 @@ func FuzzX11Table(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFollowX11KeymapFollowsSetxkbmap checks FollowX11Keymap on an Xvfb:
+// setxkbmap de, then de again, then fr, gives two new tables (de's KeyY z,
+// then fr's KeyQ a), none for the layout set again, and the follower ends
+// with ctx, then with ErrNoX11 once the server goes away.
+func TestFollowX11KeymapFollowsSetxkbmap(t *testing.T) {
+	if _, err := exec.LookPath("setxkbmap"); err != nil {
+		t.Skip("needs setxkbmap (apt-get install x11-xkb-utils)")
+	}
+	display, stopX := xvfbtest.StartStoppable(t)
+	t.Setenv("DISPLAY", display)
+	setxkbmap := func(layout string) {
+		t.Helper()
+		if out, err := exec.Command("setxkbmap", layout).CombinedOutput(); err != nil {
+			t.Fatalf("setxkbmap %s: %v %s", layout, err, out)
+		}
+	}
+	setxkbmap("us")
+	was, err := X11Keymap(strings.NewReader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	follow := func(ctx context.Context) (<-chan *charmode.Table, <-chan error) {
+		tables, done := make(chan *charmode.Table, 8), make(chan error, 1)
+		go func() { done <- FollowX11Keymap(ctx, was, func(t *charmode.Table) { tables <- t }) }()
+		return tables, done
+	}
+	sym := func(tb *charmode.Table, c keys.Code) uint32 { return tb.Syms[c][0] }
+	ctx, cancel := context.WithCancel(t.Context())
+	tables, done := follow(ctx)
+	for _, step := range []struct {
+		layouts []string
+		key     keys.Code
+		want    uint32
+	}{{[]string{"de"}, keys.KeyY, 'z'}, {[]string{"de", "fr"}, keys.KeyQ, 'a'}} {
+		for _, l := range step.layouts {
+			setxkbmap(l)
+		}
+		select {
+		case tb := <-tables:
+			if got := sym(tb, step.key); got != step.want {
+				t.Errorf("after setxkbmap %v: %v gives %#x, want %q", step.layouts, step.key, got, rune(step.want))
+			}
+		case err := <-done:
+			t.Fatalf("FollowX11Keymap ended: %v", err)
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("FollowX11Keymap returned %v once ctx was done, want context.Canceled", err)
+	}
+	if len(tables) != 0 {
+		t.Errorf("%d more tables than layout changes", len(tables))
+	}
+	_, done = follow(t.Context())
+	stopX()
+	if err := <-done; !errors.Is(err, ErrNoX11) {
+		t.Errorf("FollowX11Keymap returned %v once the X server went away, want ErrNoX11", err)
+	}
 }

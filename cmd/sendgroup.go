@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
@@ -106,9 +107,10 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	// keyrelay switch picks another; mirror's target is every one.
 	router := sender.NewRouter(o.routes(), !o.switching(), 0)
 	layoutNote := ""
+	var km charmode.Keymap
 	if o.characters() {
-		km, err := o.keymap()
-		if err != nil {
+		var err error
+		if km, err = o.keymap(); err != nil {
 			return err
 		}
 		router.SetTranslator(charmode.New(km))
@@ -120,6 +122,25 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	g, err := sender.NewGroup(cfgs, router)
 	if err != nil {
 		return err
+	}
+	if t, ok := km.(*charmode.Table); ok {
+		// The X keymap: follow it, so that characters are the ones the
+		// desktop types after a setxkbmap too.
+		followCtx, stopFollow := context.WithCancel(ctx)
+		followed := make(chan struct{})
+		defer func() { stopFollow(); <-followed }()
+		go func() {
+			defer close(followed)
+			err := capture.FollowX11Keymap(followCtx, t, func(t *charmode.Table) {
+				g.SetKeymap(t)
+				if !o.Quiet {
+					logf("the keymap of DISPLAY=%s changed: characters follow it from the next key", os.Getenv("DISPLAY"))
+				}
+			})
+			if err != nil && followCtx.Err() == nil {
+				errf("characters no longer follow changes of the X keymap (a setxkbmap now leaves them as they were): %v", err)
+			}
+		}()
 	}
 	for i, s := range g.Senders() {
 		runs[i].s = s

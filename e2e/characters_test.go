@@ -142,3 +142,60 @@ func TestCharactersWithCapsLockOnAtStart(t *testing.T) {
 	send.stopWith(syscall.SIGTERM)
 	stopRecv(t, usRecv)
 }
+
+// TestCharactersFollowALayoutChange is characters mode's keymap followed
+// through the session: the source desktop starts as us, becomes de, then
+// fr (setxkbmap, as a user switches layouts) while send runs, and the same
+// physical keys (KeyY, KeyQ, Digit1, tapped through XTEST) arrive at the
+// log receiver as the characters each layout gives them: y q 1, then
+// z q 1, then y a &.
+func TestCharactersFollowALayoutChange(t *testing.T) {
+	needX(t, "setxkbmap")
+	display := startXvfb(t)
+	setLayout(t, display, "us")
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	send := startWithEnv(t, []string{"DISPLAY=" + display}, "send", "--to", "log="+recv.addr, "--input", "x11", "--keys", "characters")
+	if !send.waitStderr("capturing keys", 10*time.Second) {
+		t.Fatalf("send did not start capturing:\n%s", send.stderr)
+	}
+	x := dialXTest(t, display)
+	// X keycodes (evdev + 8) of KeyY, KeyQ and Digit1.
+	const keyY, keyQ, digit1 = 21 + 8, 16 + 8, 2 + 8
+	for i, step := range []struct {
+		layout string
+		want   string
+	}{{"", "yq1"}, {"de", "zq1"}, {"fr", "ya&"}} {
+		if step.layout != "" {
+			setLayout(t, display, step.layout)
+			if !send.waitStderrCount("keymap of DISPLAY="+display+" changed", i, 10*time.Second) {
+				t.Fatalf("send did not say the keymap changed after setxkbmap %s:\n%s", step.layout, send.stderr)
+			}
+		}
+		for _, kc := range []byte{keyY, keyQ, digit1} {
+			x.tap(t, kc)
+		}
+		var want []string
+		for _, r := range step.want {
+			q := "'" + string(r) + "'"
+			want = append(want, q+" down", q+" up")
+		}
+		recv.expectKeys(t, want...)
+	}
+	send.stopWith(syscall.SIGTERM)
+}
+
+// waitStderrCount waits until the process has written want to standard
+// error n times, and reports whether it did within timeout.
+func (p *proc) waitStderrCount(want string, n int, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for strings.Count(p.stderr.String(), want) < n {
+		select {
+		case <-p.stderr.Written():
+		case <-p.done:
+			return strings.Count(p.stderr.String(), want) >= n
+		case <-deadline:
+			return false
+		}
+	}
+	return true
+}
