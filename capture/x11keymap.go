@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"strings"
 	"unicode"
 
 	"github.com/jezek/xgb"
@@ -163,4 +164,46 @@ func x11Table(first xproto.Keycode, per int, syms []xproto.Keysym) *charmode.Tab
 		t.Alpha[code] = ok1 && ok2 && unicode.IsLower(lo) && unicode.IsUpper(up)
 	}
 	return t
+}
+
+// X11LayoutName is the layout the X server of $DISPLAY was last given by
+// name (setxkbmap, the desktop's settings), as its root window's
+// _XKB_RULES_NAMES says: "de", "us,de", "fr(bepo)". Empty when none is
+// recorded (a keymap loaded by xkbcomp or changed by xmodmap has none).
+// doctor names it: the keymap itself is what characters mode reads.
+func X11LayoutName() (string, error) {
+	c, err := dialX11()
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	const name = "_XKB_RULES_NAMES"
+	atom, err := xproto.InternAtom(c, true, uint16(len(name)), name).Reply()
+	if err != nil {
+		return "", fmt.Errorf("%w: reading %s: %v", ErrNoX11, name, err)
+	}
+	if atom.Atom == xproto.AtomNone {
+		return "", nil
+	}
+	root := xproto.Setup(c).DefaultScreen(c).Root
+	p, err := xproto.GetProperty(c, false, root, atom.Atom, xproto.AtomString, 0, 1024).Reply()
+	if err != nil {
+		return "", fmt.Errorf("%w: reading %s: %v", ErrNoX11, name, err)
+	}
+	// rules, model, layout, variant, options: NUL-terminated strings.
+	f := strings.Split(string(p.Value), "\x00")
+	if len(f) < 3 {
+		return "", nil
+	}
+	layouts := strings.Split(f[2], ",")
+	var variants []string
+	if len(f) > 3 {
+		variants = strings.Split(f[3], ",")
+	}
+	for i, l := range layouts {
+		if i < len(variants) && variants[i] != "" {
+			layouts[i] = l + "(" + variants[i] + ")"
+		}
+	}
+	return strings.Join(layouts, ","), nil
 }

@@ -49,9 +49,10 @@ var configSections = map[string][]string{
 // flagSections narrows configSections for a flag whose name two commands
 // use for different things: doctor's --device is send's (evdev devices to
 // read), never recv's (the hidg gadget's device), so [recv] device and
-// KEYRELAY_RECV_DEVICE do not reach it.
+// KEYRELAY_RECV_DEVICE do not reach it; its --layout is send's (this
+// keyboard's, for characters mode), never recv's (the target's).
 var flagSections = map[string]map[string][]string{
-	"doctor": {"device": {"doctor", "send"}},
+	"doctor": {"device": {"doctor", "send"}, "layout": {"doctor", "send"}},
 }
 
 // sectionsFor is where command cmd reads flag from: configSections, or

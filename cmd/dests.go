@@ -37,6 +37,9 @@ var destFields = []string{"name", "addr", "hotkey", "map", "local-keys", "keys"}
 type toValue struct {
 	to     *[]string
 	tables *[]destSpec // nil: doctor, which needs only the addresses
+	// chars (doctor) gets the names of the tables with keys =
+	// "characters", whose layout doctor checks.
+	chars *[]string
 }
 
 func (v toValue) String() string { return "[" + strings.Join(v.GetSlice(), ",") + "]" }
@@ -64,6 +67,9 @@ func (v toValue) Replace(s []string) error {
 	if v.tables != nil {
 		*v.tables = nil
 	}
+	if v.chars != nil {
+		*v.chars = nil
+	}
 	return nil
 }
 
@@ -78,6 +84,9 @@ func (v toValue) setTable(m map[string]any) (string, error) {
 		*v.tables = append(*v.tables, d)
 	} else {
 		*v.to = append(*v.to, d.Name+"="+d.Addr)
+		if d.Characters && v.chars != nil {
+			*v.chars = append(*v.chars, d.Name)
+		}
 	}
 	return "", nil
 }

@@ -41,6 +41,11 @@ type DoctorOptions struct {
 	Insecure bool
 	Peer     string
 	Devices  []string
+	// Keys and Layout are send's --keys and --layout: characters mode,
+	// and this keyboard's layout for it.
+	Keys, Layout string
+	// charDests are the [[send.to]] tables with keys = "characters".
+	charDests []string
 	// To are send's destinations ([send] to, $KEYRELAY_SEND_TO, --to):
 	// with the send role, each unicast one is probed as --peer is.
 	To []string
@@ -60,6 +65,8 @@ type DoctorOptions struct {
 	// toFrom and peerFrom say where To and Peer came from, for people to
 	// find and change them ("[send] to in config.toml:3").
 	toFrom, peerFrom string
+	// keysFrom and layoutFrom say where --keys and --layout came from.
+	keysFrom, layoutFrom string
 	// sendBy and recvBy say what points at each role (a table of the config
 	// file, a flag, a variable), for --role auto.
 	sendBy, recvBy []string
@@ -149,8 +156,10 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 	f.StringArrayVar(&opts.Allow, "allow", nil, "recv's --allow (default [recv] allow): when it leaves out this machine, doctor's probe of a recv running here is dropped, and the port check says so instead of failing")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
 	f.BoolVar(&opts.Insecure, "insecure", false, "send and recv run with --insecure: no key file needed, probes in plaintext")
-	f.Var(toValue{to: &opts.To}, "to", "send's destinations, HOST[:PORT] or NAME=HOST[:PORT] (repeatable or comma-separated; default [send] to or $KEYRELAY_SEND_TO): each is probed with the send role")
+	f.Var(toValue{to: &opts.To, chars: &opts.charDests}, "to", "send's destinations, HOST[:PORT] or NAME=HOST[:PORT] (repeatable or comma-separated; default [send] to or $KEYRELAY_SEND_TO): each is probed with the send role")
 	f.Lookup("to").DefValue = ""
+	f.StringVar(&opts.Keys, "keys", "", `send's --keys: with "characters", doctor checks where this keyboard's layout comes from (default [send] keys; [[send.to]] tables with keys = "characters" are checked too)`)
+	f.StringVar(&opts.Layout, "layout", "", "send's --layout: this keyboard's XKB layout for characters mode, LAYOUT or LAYOUT(VARIANT), checked against this machine's XKB data (default [send] layout)")
 	f.StringVar(&opts.Peer, "peer", "", "a running recv to test a round trip with (HOST[:PORT]), instead of send's destinations")
 	registerConfigFlag(f)
 	c.PreRunE = func(c *cobra.Command, _ []string) error {
@@ -168,6 +177,10 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 				opts.toFrom = s.origin(cf)
 			case "peer":
 				opts.peerFrom = s.origin(cf)
+			case "keys":
+				opts.keysFrom = s.origin(cf)
+			case "layout":
+				opts.layoutFrom = s.origin(cf)
 			}
 		}
 		return nil
@@ -363,6 +376,11 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 			ok, err := b.Check.Run(capture.SourceOptions{Devices: o.Devices})
 			return check{needed: src.Name == b.Name, err: err, ok: ok, fix: b.Check.Fix}
 		})
+	}
+
+	// send: where characters mode takes this keyboard's layout from.
+	if name, run, ok := o.charactersCheck(src); ok {
+		forRole(roleSend, name, run)
 	}
 
 	// recv: the UDP port.

@@ -200,3 +200,30 @@ func TestDoctorWithRecvRunning(t *testing.T) {
 	wantLine(t, out, "FAIL  UDP port for recv: "+taken+" is in use by a program that does not answer a keyrelay probe",
 		"fix: ss -ulpn 'sport = :"+port+"'", "--listen another port")
 }
+
+// TestDoctorCharactersFromTheXKeymap is doctor's check of send's
+// characters mode with --input x11 (README "Characters across layouts"):
+// on a German Xvfb desktop it says the layout comes from the X server's
+// keymap, and which layout that is now, and follows setxkbmap fr; with no
+// X display it fails, saying to run in the X session or name the layout
+// with --layout.
+func TestDoctorCharactersFromTheXKeymap(t *testing.T) {
+	needX(t, "setxkbmap")
+	display := startXvfb(t)
+	args := []string{"--role", "send", "--insecure", "--input", "x11", "--keys", "characters"}
+	for _, layout := range []string{"de", "fr"} {
+		setLayout(t, display, layout)
+		code, out := doctor(t, display, args...)
+		if code != 0 {
+			t.Errorf("on %s: exit %d\n%s", layout, code, out)
+		}
+		wantLine(t, out, "ok    characters mode: every destination (--keys characters): through the X server's keymap",
+			"DISPLAY="+display+", now the layout "+layout+")", "again each time it changes (setxkbmap)")
+	}
+	code, out := doctor(t, "", args...)
+	if code != 1 {
+		t.Errorf("no DISPLAY: exit %d\n%s", code, out)
+	}
+	wantLine(t, out, "FAIL  characters mode: every destination (--keys characters): the X server's keymap cannot be read", "DISPLAY is not set",
+		"fix: run doctor and send in the X session", "--layout LAYOUT")
+}

@@ -1,0 +1,110 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
+)
+
+// charactersCheck is send's characters mode as doctor sees it: which
+// destinations get characters (--keys characters, keys = "characters" in
+// a [[send.to]] table), and where their layout comes from, the X server's
+// keymap (--input x11) or --layout through this machine's XKB data, or
+// why it cannot come from anywhere: the check's name, and run, which
+// reads the layout. ok is false when no destination gets characters and
+// --layout names none: no check then.
+func (o *DoctorOptions) charactersCheck(src capture.SourceBackend) (name string, run func() check, ok bool) {
+	var who string
+	switch o.Keys {
+	case "characters":
+		who = "every destination (" + setting("keys", o.Keys, o.keysFrom) + ")"
+	case "physical":
+		if o.Layout == "" {
+			return "", nil, false
+		}
+		who = "no destination (" + setting("keys", o.Keys, o.keysFrom) + ")"
+	case "":
+		switch {
+		case len(o.charDests) > 0:
+			who = strings.Join(o.charDests, ", ") + ` (keys = "characters" in ` + o.origin(o.toFrom, "[[send.to]]") + ")"
+		case o.Layout != "":
+			who = "no destination"
+		default:
+			return "", nil, false
+		}
+	default:
+		return "characters mode", func() check {
+			return check{needed: true, err: fmt.Errorf("%s: unknown", setting("keys", strconv.Quote(o.Keys), o.keysFrom)),
+				fix: `choose "physical" or "characters"` + suggest(o.Keys, []string{"physical", "characters"})}
+		}, true
+	}
+	return "characters mode: " + who, func() check { return o.readLayout(src, who) }, true
+}
+
+// readLayout is charactersCheck's check of where the layout of who comes
+// from: it reads it as send will.
+func (o *DoctorOptions) readLayout(src capture.SourceBackend, who string) check {
+	c := check{needed: true}
+	if strings.HasPrefix(who, "no destination") {
+		c.err = fmt.Errorf("%s names this keyboard's layout for characters mode, and no destination gets characters", setting("layout", o.Layout, o.layoutFrom))
+		c.fix = `add --keys characters (or keys = "characters" to a [[send.to]]), or drop --layout`
+		return c
+	}
+	compose, err := os.Open(xkblayout.ComposeFile)
+	if err != nil {
+		c.err = fmt.Errorf("dead keys compose through the Compose file: %w", err)
+		c.fix = "apt-get install libx11-data"
+		return c
+	}
+	defer compose.Close()
+	if o.Layout != "" {
+		from := setting("layout", o.Layout, o.layoutFrom)
+		err := xkblayout.CheckName(o.Layout)
+		var l *xkblayout.Layout
+		if err == nil {
+			l, err = xkblayout.Load(os.DirFS(xkblayout.Dir), o.Layout, compose)
+		}
+		switch {
+		case err != nil && (errors.Is(err, xkblayout.ErrUnknown) || xkblayout.CheckName(o.Layout) != nil):
+			c.err = fmt.Errorf("%s: %w", from, err)
+			c.fix = "name the XKB layout this keyboard is used with, as LAYOUT or LAYOUT(VARIANT) (de, fr, us(intl)): " + xkblayout.Dir + "/rules/evdev.lst lists them, and setxkbmap -query shows the one an X desktop uses"
+		case err != nil:
+			c.err = fmt.Errorf("%s: %w", from, err)
+			c.fix = "install the XKB data (apt-get install xkb-data), or name another layout"
+		default:
+			c.ok = fmt.Sprintf("through the layout %s (%s), named by %s, read from this machine's XKB data (%s) as send starts", l.Name(), l.Description(), from, xkblayout.Dir)
+		}
+		return c
+	}
+	if src.Name != "x11" {
+		c.err = fmt.Errorf("--input %s cannot tell this keyboard's layout, and no --layout names it", src.Name)
+		c.fix = `add --layout LAYOUT (layout = "de" in [send]): the XKB layout this keyboard is used with, e.g. --layout de (setxkbmap -query shows it on X); or use --input x11, which reads the X server's keymap`
+		return c
+	}
+	if _, err := capture.X11Keymap(compose); err != nil {
+		c.err = fmt.Errorf("the X server's keymap cannot be read: %w", err)
+		c.fix = "run doctor and send in the X session (DISPLAY set, e.g. DISPLAY=:0), or name this keyboard's layout with --layout LAYOUT"
+		return c
+	}
+	name, _ := capture.X11LayoutName()
+	if name != "" {
+		name = ", now the layout " + name
+	}
+	c.ok = fmt.Sprintf("through the X server's keymap (DISPLAY=%s%s), read as send starts and again each time it changes (setxkbmap)", os.Getenv("DISPLAY"), name)
+	return c
+}
+
+// setting names a send setting doctor checks, and where it came from
+// when not the command line: "--layout de", or "de ([send] layout in
+// config.toml:3)".
+func setting(flag, value, from string) string {
+	if from == "" || from == "default" || from == "--"+flag {
+		return "--" + flag + " " + value
+	}
+	return value + " (" + from + ")"
+}
