@@ -317,7 +317,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	// 10 s elsewhere. Not with --inject log on a terminal: the key log is
 	// on the same screen.
 	showStatus := !o.Quiet && !(writesStdout(o.Inject) && isTerminal(stdio.Out))
-	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger}
+	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger, width: termWidth(stdio.Err)}
 	logfAll = board.wrap(logfAll)
 	if o.Debug {
 		logfAll(debugNote) // even with --quiet: what the log holds must be known

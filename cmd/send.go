@@ -447,7 +447,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	// terminal source, which owns the terminal), logged every 10 s
 	// elsewhere.
 	showStatus := !o.Quiet && !b.Caps.Terminal
-	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger}
+	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger, width: termWidth(stdio.Err)}
 	logf = board.wrap(logf)
 	errf := logf
 	if o.Quiet {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
@@ -184,15 +186,23 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	for _, r := range runs {
 		statuses = append(statuses, sendStatus(r.s, []net.Addr{r.dest.addr}, src, o.Timeout, o.Debug))
 	}
+	// Each line starts with its destination's name, padded to the longest
+	// so that the columns of all destinations line up on a terminal.
+	names := make([]string, len(runs))
+	nameCols := 0
+	for i, r := range runs {
+		names[i] = r.name
+		if r.chars {
+			names[i] += " (characters)"
+		}
+		nameCols = max(nameCols, utf8.RuneCountInString(names[i]))
+	}
 	status := func() ([]string, [][]any) {
 		text := []string{"target: " + g.Target()}
 		attrs := [][]any{{"target", g.Target()}}
 		for i, st := range statuses {
 			t, a := st()
-			name := runs[i].name
-			if runs[i].chars {
-				name += " (characters)"
-			}
+			name := names[i] + strings.Repeat(" ", nameCols-utf8.RuneCountInString(names[i]))
 			for _, l := range t {
 				text = append(text, name+" "+l)
 			}

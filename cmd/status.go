@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 
@@ -101,6 +102,9 @@ type statusBoard struct {
 	w      io.Writer
 	term   bool
 	logger *slog.Logger
+	// width is the terminal's width in columns, 0 when unknown; read at
+	// each paint, so that a resized terminal is followed.
+	width func() int
 
 	mu    sync.Mutex
 	drawn int      // lines of the block on screen
@@ -181,12 +185,44 @@ func (b *statusBoard) clear() {
 }
 
 func (b *statusBoard) paint() {
+	cols := 0
+	if b.width != nil {
+		cols = b.width()
+	}
 	var s strings.Builder
 	for _, l := range b.text {
-		fmt.Fprintf(&s, "%s\n", l)
+		fmt.Fprintf(&s, "%s\n", fit(l, cols))
 	}
 	io.WriteString(b.w, s.String())
 	b.drawn = len(b.text)
+}
+
+// fit cuts line to fewer than cols columns (0: as it is), ending it with
+// an ellipsis: a line the terminal wraps takes two rows, and clear, which
+// moves up a row a line, would leave the block's top on the screen at each
+// redraw (a destination's line in characters mode is over 110 columns).
+// Each rune is taken as one column, as the status lines' are ("→", "µ").
+func fit(line string, cols int) string {
+	if cols < 2 || utf8.RuneCountInString(line) < cols {
+		return line
+	}
+	return string([]rune(line)[:cols-2]) + "…"
+}
+
+// termWidth returns a function reading the width of terminal w in
+// columns, 0 when it is not a terminal or does not say.
+func termWidth(w io.Writer) func() int {
+	f, ok := w.(*os.File)
+	return func() int {
+		if !ok {
+			return 0
+		}
+		cols, _, err := term.GetSize(int(f.Fd()))
+		if err != nil {
+			return 0
+		}
+		return cols
+	}
 }
 
 // heldText says how many keys h holds down ("holds 2 keys"); with

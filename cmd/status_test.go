@@ -275,3 +275,32 @@ func TestStatusCountsKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusBoardFitsTheTerminal: a status line wider than the terminal
+// is cut short of its last column with an ellipsis, so that each line
+// takes one row and a redraw moves up over the whole block; one that fits
+// is left as it is, and with no width known nothing is cut.
+func TestStatusBoardFitsTheTerminal(t *testing.T) {
+	const long = "us (characters) → 127.0.0.1:7575 live rtt 300µs"
+	for _, tc := range []struct {
+		name string
+		cols int
+		want string
+	}{
+		{"wider than the terminal: cut", 20, "us (characters) → …"},
+		{"as wide as the terminal: cut, the last column left free", len([]rune(long)), long[:len(long)-len("300µs")] + "300…"},
+		{"one column narrower: as it is", len([]rune(long)) + 1, long},
+		{"no width known: as it is", 0, long},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			b := &statusBoard{w: &out, term: true, width: func() int { return tc.cols }}
+			b.draw([]string{"target: all", long})
+			b.draw([]string{"target: all", long})
+			block := "target: all\n" + tc.want + "\n"
+			if got, want := out.String(), block+"\x1b[2A\r\x1b[J"+block; got != want {
+				t.Errorf("wrote %q\nwant  %q", got, want)
+			}
+		})
+	}
+}

@@ -207,3 +207,58 @@ func TestSendStatusLine(t *testing.T) {
 	pollPane(t, "a live status line", func() bool { return re.MatchString(pane()) }, pane)
 	recv.stop()
 }
+
+// TestCharactersStatusLineUnderTmux: on an 80-column terminal, send's live
+// status block names a destination in characters mode "NAME (characters)"
+// and a physical one by its name alone (padded, so that the columns line
+// up), while the script relays German keys as characters to one and as
+// keys to the other. Each line fits one
+// row (one longer than the terminal is cut with an ellipsis), so the
+// block is redrawn in place: after several redraws the pane shows it once,
+// not its top left behind at each one.
+func TestCharactersStatusLineUnderTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux missing in CI")
+		}
+		t.Skip("needs tmux")
+	}
+	us := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	pc := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	sock := fmt.Sprintf("keyrelay-chars-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		out, _ := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		return string(out)
+	}
+	t.Cleanup(func() { tmux("kill-server") })
+	cfg := filepath.Join(t.TempDir(), "send.toml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "[[send.to]]\nname = \"us\"\naddr = %q\nkeys = \"characters\"\n[[send.to]]\nname = \"pc\"\naddr = %q\n", us.addr, pc.addr), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keys := script(t, "tap KeyZ\nsleep 2s\ntap KeyY\nsleep 8s\n")
+	tmux("new-session", "-d", "-x", "80", "-y", "24", fmt.Sprintf("%s send --config %s --layout de --script %s; sleep 10", bin, cfg, keys))
+	pane := func() string { return tmux("capture-pane", "-p") }
+	// The names are padded to one width, so that the columns line up.
+	usLine := regexp.MustCompile(`(?m)^us \(characters\) → ` + regexp.QuoteMeta(us.addr) + ` +live +rtt \S+ +loss +[0-9]`)
+	pcLine := regexp.MustCompile(`(?m)^pc {13} → ` + regexp.QuoteMeta(pc.addr) + ` +live +rtt \S+ +loss +[0-9]`)
+	pollPane(t, "live status lines for us (characters) and pc", func() bool { p := pane(); return usLine.MatchString(p) && pcLine.MatchString(p) }, pane)
+	// German keys: KeyZ is y, KeyY z, as characters to us; as keys to pc.
+	us.expectKeys(t, "'y' down", "'y' up", "'z' down", "'z' up")
+	pc.expectKeys(t, "KeyZ down", "KeyZ up", "KeyY down", "KeyY up")
+	// The script's second key came 2 s (four redraws) after the first.
+	p := pane()
+	if n := strings.Count(p, "target: all"); n != 1 {
+		t.Errorf("the pane shows the block's first line %d times, want once (redrawn in place):\n%s", n, p)
+	}
+	for _, l := range strings.Split(p, "\n") {
+		// The log lines above the block may wrap: they are not redrawn.
+		if n := len([]rune(l)); n >= 80 && (strings.HasPrefix(l, "us ") || strings.HasPrefix(l, "pc ")) {
+			t.Errorf("a status line of %d columns on an 80-column terminal: %q", n, l)
+		}
+	}
+	if !usLine.MatchString(p) || !pcLine.MatchString(p) {
+		t.Errorf("the status lines are gone:\n%s", p)
+	}
+	us.stop()
+	pc.stop()
+}
