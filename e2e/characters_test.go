@@ -199,3 +199,41 @@ func (p *proc) waitStderrCount(want string, n int, timeout time.Duration) bool {
 	}
 	return true
 }
+
+// TestCharactersTakeCapsLockAsRelayingResumes is characters mode's lock
+// state through a switch (PROTOCOL.md §3.2's epoch): send --input x11
+// --grab relays a German desktop's keys as characters; in local use
+// (ScrollLock) Caps Lock is turned on there, where send sees no keys, and
+// once relaying resumes the same key (z) arrives as Z; turned off in local
+// use again, as z.
+func TestCharactersTakeCapsLockAsRelayingResumes(t *testing.T) {
+	needX(t, "setxkbmap", "xdotool")
+	display := startXvfb(t)
+	setLayout(t, display, "de")
+	x := dialXTest(t, display)
+	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	send := startWithEnv(t, []string{"DISPLAY=" + display}, "send", "--to", "log="+recv.addr, "--input", "x11", "--grab", "--hotkey", "ScrollLock", "--keys", "characters")
+	waitMode := func(mode string, n int) {
+		t.Helper()
+		if !send.waitStderrCount(mode, n, 10*time.Second) {
+			t.Fatalf("send did not say %q %d times:\n%s", mode, n, send.stderr)
+		}
+	}
+	waitMode("relaying to", 1)
+	for i, caps := range []bool{false, true, false} {
+		if i > 0 {
+			xdotool(t, display, "key", "Scroll_Lock")
+			waitMode("local use", i)
+			x.setCapsLock(t, caps)
+			xdotool(t, display, "key", "Scroll_Lock")
+			waitMode("relaying to", i+1)
+		}
+		xdotool(t, display, "key", "z")
+		want := "'z'"
+		if caps {
+			want = "'Z'"
+		}
+		recv.expectKeys(t, want+" down", want+" up")
+	}
+	send.stopWith(syscall.SIGTERM)
+}
