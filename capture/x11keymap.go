@@ -190,10 +190,17 @@ func X11LayoutName() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: reading %s: %v", ErrNoX11, name, err)
 	}
-	// rules, model, layout, variant, options: NUL-terminated strings.
-	f := strings.Split(string(p.Value), "\x00")
-	if len(f) < 3 {
-		return "", nil
+	return rulesLayout(p.Value), nil
+}
+
+// rulesLayout is the layout an _XKB_RULES_NAMES value names: its rules,
+// model, layout, variant and options are NUL-terminated strings, and the
+// layouts and variants lists by group ("us,de" and ",nodeadkeys" are
+// "us,de(nodeadkeys)"). Empty when the value names none.
+func rulesLayout(v []byte) string {
+	f := strings.Split(string(v), "\x00")
+	if len(f) < 3 || f[2] == "" {
+		return ""
 	}
 	layouts := strings.Split(f[2], ",")
 	var variants []string
@@ -205,5 +212,5 @@ func X11LayoutName() (string, error) {
 			layouts[i] = l + "(" + variants[i] + ")"
 		}
 	}
-	return strings.Join(layouts, ","), nil
+	return strings.Join(layouts, ",")
 }

@@ -145,3 +145,39 @@ func TestFollowX11KeymapFollowsSetxkbmap(t *testing.T) {
 		t.Errorf("FollowX11Keymap returned %v once the X server went away, want ErrNoX11", err)
 	}
 }
+
+// TestRulesLayout checks the reading of _XKB_RULES_NAMES, which doctor
+// names the X keymap's layout by: the layout field, each group's variant
+// in parentheses, nothing for a value that names no layout.
+func TestRulesLayout(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value string
+		want  string
+	}{
+		{"setxkbmap de", "evdev\x00pc105\x00de\x00\x00\x00", "de"},
+		{"a variant", "evdev\x00pc105\x00fr\x00bepo\x00\x00", "fr(bepo)"},
+		{"two groups, a variant for the second", "evdev\x00pc105\x00us,de\x00,nodeadkeys\x00grp:alt_shift_toggle\x00", "us,de(nodeadkeys)"},
+		{"more variants than layouts", "evdev\x00pc105\x00de\x00nodeadkeys,intl\x00", "de(nodeadkeys)"},
+		{"no layout field", "evdev\x00pc105\x00", ""},
+		{"an empty layout", "evdev\x00pc105\x00\x00\x00", ""},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rulesLayout([]byte(tc.value)); got != tc.want {
+				t.Errorf("rulesLayout(%q) = %q, want %q", tc.value, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzRulesLayout: any property value the X server holds is read without
+// a panic, into a layout with no NUL in it.
+func FuzzRulesLayout(f *testing.F) {
+	f.Add([]byte("evdev\x00pc105\x00us,de\x00,nodeadkeys\x00grp:alt_shift_toggle\x00"))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if l := rulesLayout(v); strings.Contains(l, "\x00") {
+			t.Errorf("rulesLayout(%q) = %q, with a NUL", v, l)
+		}
+	})
+}
