@@ -107,16 +107,18 @@ func TestCharactersThroughNamedLayout(t *testing.T) {
 }
 
 // TestCharactersWithCapsLockOnAtStart is characters mode's lock state
-// (PROTOCOL.md §3.2): Caps Lock is on on the German desktop before send
-// starts, so its letter keys type capitals there, and send, which reads
-// the lock state from the X server as it starts, sends them as capitals:
-// "zyklop" typed as German keys arrives as "ZYKLOP", in a US xterm (whose
-// own Caps Lock send turns on) and at a log receiver.
+// (PROTOCOL.md §3.2): Caps Lock and Num Lock are on on the German desktop
+// before send starts, so its letter keys type capitals there and its
+// keypad digits, and send, which reads the lock state from the X server as
+// it starts, sends them so: "zyklop" typed as German keys, then the
+// keypad's 1 and decimal key, arrive as "ZYKLOP1," (de's decimal key is a
+// comma), in a US xterm (whose own Caps Lock send turns on) and at a log
+// receiver.
 func TestCharactersWithCapsLockOnAtStart(t *testing.T) {
 	needX(t, "setxkbmap", "xterm", "xdotool")
 	sendDisplay := startXvfb(t)
 	setLayout(t, sendDisplay, "de")
-	xdotool(t, sendDisplay, "key", "Caps_Lock")
+	xdotool(t, sendDisplay, "key", "Caps_Lock", "Num_Lock")
 	usDisplay := startXvfb(t)
 	setLayout(t, usDisplay, "us")
 	term := startXterm(t, usDisplay)
@@ -129,7 +131,13 @@ func TestCharactersWithCapsLockOnAtStart(t *testing.T) {
 	// The keysyms of de's level 1: xdotool presses KeyY for z, with no
 	// Shift, and the desktop's Caps Lock makes it Z.
 	xdotool(t, sendDisplay, "key", "--delay", "20", "z", "y", "k", "l", "o", "p")
-	const want = "ZYKLOP"
+	// The keypad's keys by keycode (evdev + 8): xdotool would pick a
+	// level by keysym, with Shift, which undoes Num Lock.
+	x := dialXTest(t, sendDisplay)
+	const kp1, kpDecimal = 79 + 8, 83 + 8
+	x.tap(t, kp1)
+	x.tap(t, kpDecimal)
+	const want = "ZYKLOP1,"
 	if got := term.text(t, want); got != want {
 		t.Errorf("the US xterm got %q, want %q", got, want)
 	}
