@@ -115,7 +115,9 @@ func FollowX11Keymap(ctx context.Context, was *charmode.Table, changed func(*cha
 		if n, ok := ev.(xproto.MappingNotifyEvent); !ok || n.Request != xproto.MappingKeyboard {
 			continue
 		}
-		// One setxkbmap sends several: read once they have all come.
+		// One setxkbmap sends several: those already here are taken
+		// with this one, and a later one finds the keymap unchanged
+		// (the server replaces it whole before it notifies).
 		for {
 			next, err := c.PollForEvent()
 			if next == nil && err == nil {

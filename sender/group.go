@@ -18,8 +18,8 @@ import (
 // its Sender keeps resending its (all-released) queue, so that it stays
 // live and its receiver releases nothing it should hold.
 //
-// Run must be called once; Switch, SetKeymap, Target and Senders are safe for
-// concurrent use with it.
+// Run must be called once; Switch, SetKeymap, Target and Senders are safe
+// for concurrent use with it.
 type Group struct {
 	senders []*Sender
 
