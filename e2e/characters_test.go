@@ -156,7 +156,8 @@ func TestCharactersWithCapsLockOnAtStart(t *testing.T) {
 // fr (setxkbmap, as a user switches layouts) while send runs, and the same
 // physical keys (KeyY, KeyQ, Digit1, tapped through XTEST) arrive at the
 // log receiver as the characters each layout gives them: y q 1, then
-// z q 1, then y a &.
+// z q 1, then y a & (DESIGN.md "Named destinations": the layout comes in
+// as a charmode.Keymap, the X server's read again as it changes).
 func TestCharactersFollowALayoutChange(t *testing.T) {
 	needX(t, "setxkbmap")
 	display := startXvfb(t)

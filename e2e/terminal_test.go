@@ -212,8 +212,8 @@ func TestSendStatusLine(t *testing.T) {
 // status block names a destination in characters mode "NAME (characters)"
 // and a physical one by its name alone (padded, so that the columns line
 // up), while the script relays German keys as characters to one and as
-// keys to the other. Each line fits one
-// row (one longer than the terminal is cut with an ellipsis), so the
+// keys to the other (README "Characters across layouts"). Each line fits
+// one row (one longer than the terminal is cut with an ellipsis), so the
 // block is redrawn in place: after several redraws the pane shows it once,
 // not its top left behind at each one.
 func TestCharactersStatusLineUnderTmux(t *testing.T) {

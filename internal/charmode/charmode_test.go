@@ -219,7 +219,8 @@ func TestLocksFromTheSource(t *testing.T) {
 
 // TestSetKeymapFollowsALayoutChange checks that characters follow the
 // sender's new layout from the key after SetKeymap (setxkbmap de, then
-// fr, mid-session), with the locks and held modifiers kept.
+// fr, mid-session), with the locks and held modifiers kept (DESIGN.md
+// "Named destinations": the X server's keymap, read again as it changes).
 func TestSetKeymapFollowsALayoutChange(t *testing.T) {
 	tr := charmode.New(deTable)
 	tr.SetLocks(false, true)
