@@ -54,6 +54,8 @@ type Queue struct {
 	// nchar counts the character events in ev: with none, step 4 needs
 	// no test for characters.
 	nchar int
+	// evicted is the newest stamp of a real event Add pushed out (Evicted).
+	evicted uint64
 }
 
 // New returns a queue of n events, all None and stamped 0.
@@ -142,8 +144,11 @@ func (q *Queue) Add(e Event) (Result, error) {
 	}
 	// 6. Shift the events at 0 .. last-1 over by one (overwriting the event at
 	//    the last shift index).
-	if q.ev[last].Key.IsChar() {
-		q.nchar--
+	if out := q.ev[last]; out.Kind != None {
+		q.evicted = max(q.evicted, out.Stamp)
+		if out.Key.IsChar() {
+			q.nchar--
+		}
 	}
 	copy(q.ev[1:last+1], q.ev[:last])
 	// 7. Put the event at index 0.
@@ -204,6 +209,12 @@ func (q *Queue) lastShiftIndex(e Event) int {
 	//    is dropped (the caller's step 5).
 	return last
 }
+
+// Evicted is the newest stamp of a real event Add has pushed out of the
+// queue (0: none yet). While Evicted is at most a stamp s, every event
+// added after the queue's newest was s is still in the queue: what an
+// abridged packet relies on (Rebuild, PROTOCOL.md §3.3).
+func (q *Queue) Evicted() uint64 { return q.evicted }
 
 // Victim returns the event Add(e) would push out of the queue, and whether
 // Add would add e at all (it does not for a repeat, an unheld key-up, an
