@@ -45,17 +45,29 @@ type Queue struct {
 	// Locks is the Caps Lock and Num Lock state the sender wants the
 	// receiver to have, or unknown (0): PROTOCOL.md §3.2.
 	Locks keys.Locks
-	// Events is the queue, newest first.
+	// Events is the queue, newest first; in an abridged packet only the
+	// entries newer than Base.
 	Events []eventqueue.Event
+	// Abridged (handshaken packets only, PROTOCOL.md §3.3): the sender's
+	// queue is N entries long, and Events are only those newer than Base,
+	// every one a real event (possibly none at all: an idle packet). The
+	// receiver takes the older entries from the queue it applied last
+	// (eventqueue.Rebuilder). A packet carrying all N entries is never
+	// abridged: it decodes as a whole queue, with N and Base 0.
+	Abridged bool
+	N        int
+	Base     uint64
 }
 
 // MaxQueueLen is the largest encoding of a sealed queue packet of n entries:
 // every varint at its longest (10 bytes), every entry a character beyond
 // U+FFFF (4 bytes), plus the AEAD tag. For n = 64 it is
-// 22+12+10+10+1+1+10+64*4+63*10+16 = 968 bytes (with a handshaken link's index), so any
-// 64-entry queue fits in MaxPacketSize.
+// 22+4+10+10+1+1+1+10+64*4+63*10+16 = 961 bytes (a handshaken link's
+// packet: its index and its count of entries carried), so any 64-entry
+// queue fits in MaxPacketSize. An abridged packet carries fewer entries
+// and one more back: never longer.
 func MaxQueueLen(n int) int {
-	const fixed = HeaderLen + IndexLen + 10 + 10 + 1 + 1 + TagLen
+	const fixed = HeaderLen + IndexLen + 10 + 10 + 1 + 1 + 1 + TagLen
 	if n <= 0 {
 		return fixed
 	}
@@ -79,7 +91,14 @@ func (q *Queue) Len() int {
 		}
 	}
 	if Handshaken(q.Header.Flags) {
-		n += IndexLen
+		n += IndexLen + 1 // the index, and the count of entries carried
+	}
+	if q.Abridged {
+		if c := len(q.Events); c == 0 {
+			n += uvarintLen(q.Base)
+		} else {
+			n += uvarintLen(q.Events[c-1].Stamp - q.Base)
+		}
 	}
 	return n
 }
@@ -96,7 +115,11 @@ func (q *Queue) validate() error {
 	if !q.Locks.Valid() {
 		return fmt.Errorf("%w: locks %#02x", ErrQueue, uint8(q.Locks))
 	}
-	if len(q.Events) < 1 || len(q.Events) > MaxEvents {
+	if q.Abridged {
+		if err := q.checkAbridged(); err != nil {
+			return err
+		}
+	} else if len(q.Events) < 1 || len(q.Events) > MaxEvents {
 		return fmt.Errorf("%w: %d entries, want 1..%d", ErrQueue, len(q.Events), MaxEvents)
 	}
 	for i, e := range q.Events {
@@ -115,6 +138,30 @@ func (q *Queue) validate() error {
 		if n := q.Len() + TagLen; n > MaxPacketSize {
 			return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
 		}
+	}
+	return nil
+}
+
+// checkAbridged checks what only an abridged packet must be (PROTOCOL.md
+// §4 rule 8): handshaken, fewer entries than N, every one real and newer
+// than the base.
+func (q *Queue) checkAbridged() error {
+	c := len(q.Events)
+	switch {
+	case !Handshaken(q.Header.Flags):
+		return fmt.Errorf("%w: an abridged queue in a packet that is not handshaken (flags %#02x)", ErrQueue, q.Header.Flags)
+	case q.N < 1 || q.N > MaxEvents:
+		return fmt.Errorf("%w: abridged queue of %d entries, want 1..%d", ErrQueue, q.N, MaxEvents)
+	case c >= q.N:
+		return fmt.Errorf("%w: abridged queue carrying %d of its %d entries (a whole queue is not abridged)", ErrQueue, c, q.N)
+	}
+	for i, e := range q.Events {
+		if e.Kind == eventqueue.None {
+			return fmt.Errorf("%w: entry %d: none entry in an abridged queue", ErrQueue, i)
+		}
+	}
+	if c > 0 && q.Events[c-1].Stamp <= q.Base {
+		return fmt.Errorf("%w: entry %d: stamp %d not newer than the base %d", ErrQueue, c-1, q.Events[c-1].Stamp, q.Base)
 	}
 	return nil
 }
@@ -204,12 +251,25 @@ func (q *Queue) second() uint64 {
 	return q.Wall
 }
 
-// appendBody appends the body of PROTOCOL.md §3.
+// appendBody appends the body of PROTOCOL.md §3 (§3.3: a handshaken
+// packet's count of entries carried, and an abridged packet's base).
 func (q *Queue) appendBody(b []byte) []byte {
 	b = binary.AppendUvarint(b, q.Clock)
 	b = binary.AppendUvarint(b, q.second())
 	b = append(b, byte(q.Locks))
-	b = append(b, byte(len(q.Events)))
+	c := len(q.Events)
+	switch {
+	case q.Abridged:
+		b = append(b, byte(q.N), byte(c))
+		if c == 0 {
+			// An idle packet: the base in top's place.
+			return binary.AppendUvarint(b, q.Base)
+		}
+	case Handshaken(q.Header.Flags):
+		b = append(b, byte(c), byte(c))
+	default:
+		b = append(b, byte(c))
+	}
 	for i, e := range q.Events {
 		if i == 0 {
 			b = binary.AppendUvarint(b, e.Stamp)
@@ -222,6 +282,10 @@ func (q *Queue) appendBody(b []byte) []byte {
 		if i > 0 {
 			b = binary.AppendUvarint(b, q.Events[i-1].Stamp-e.Stamp)
 		}
+	}
+	if q.Abridged {
+		// The base as one more back, from the oldest entry carried.
+		b = binary.AppendUvarint(b, q.Events[c-1].Stamp-q.Base)
 	}
 	return b
 }
@@ -323,14 +387,41 @@ func ParseQueueBody(h Header, p []byte, dst *Queue) error {
 	if count == 0 {
 		return fmt.Errorf("%w: zero entries", ErrQueue)
 	}
+	dst.Abridged, dst.N, dst.Base = false, 0, 0
+	dst.Events = dst.Events[:0]
+	carried := count
+	if Handshaken(h.Flags) {
+		// The count of entries carried (PROTOCOL.md §3.3): all of them,
+		// or fewer, in an abridged packet.
+		if len(p) < 1 {
+			return fmt.Errorf("entries carried: %w", ErrTruncated)
+		}
+		carried = int(p[0])
+		p = p[1:]
+		if carried > count {
+			return fmt.Errorf("%w: %d entries carried of a queue of %d", ErrQueue, carried, count)
+		}
+		dst.Abridged = carried < count
+		if dst.Abridged {
+			dst.N = count
+		}
+		if carried == 0 {
+			if dst.Base, n, err = uvarint(p); err != nil {
+				return fmt.Errorf("base stamp: %w", err)
+			}
+			if len(p) > n {
+				return fmt.Errorf("%w: %d bytes", ErrTrailing, len(p)-n)
+			}
+			return nil
+		}
+	}
 	top, n, err := uvarint(p)
 	if err != nil {
 		return fmt.Errorf("top stamp: %w", err)
 	}
 	p = p[n:]
-	dst.Events = dst.Events[:0]
 	stamp := top
-	for i := range count {
+	for i := range carried {
 		var e eventqueue.Event
 		if len(p) >= keyEntryLen && p[0] <= kindKeyUp {
 			// A key or none entry, the common case, decoded inline.
@@ -355,10 +446,26 @@ func ParseQueueBody(h Header, p []byte, dst *Queue) error {
 			stamp -= back
 		}
 		e.Stamp = stamp
+		if dst.Abridged && e.Kind == eventqueue.None {
+			return fmt.Errorf("%w: entry %d: none entry in an abridged queue", ErrQueue, i)
+		}
 		if err := checkEntry(dst.Events, i, e); err != nil {
 			return err
 		}
 		dst.Events = append(dst.Events, e)
+	}
+	if dst.Abridged {
+		// The base, as a back from the oldest entry carried: every entry
+		// carried is newer than it.
+		back, n, err := uvarint(p)
+		if err != nil {
+			return fmt.Errorf("base stamp: %w", err)
+		}
+		p = p[n:]
+		if back == 0 || back > stamp {
+			return fmt.Errorf("%w: base back %d from stamp %d (want 1..%d)", ErrQueue, back, stamp, stamp)
+		}
+		dst.Base = stamp - back
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("%w: %d bytes", ErrTrailing, len(p))

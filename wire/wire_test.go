@@ -301,11 +301,11 @@ func TestRoundTrip(t *testing.T) {
 // TestSizes backs PROTOCOL.md §5: N=64 always fits; the sizes of typical
 // typing queues.
 func TestSizes(t *testing.T) {
-	if m := MaxQueueLen(64); m != 960 || m > MaxPacketSize {
-		t.Errorf("MaxQueueLen(64) = %d, want 960 (< 1200)", m)
+	if m := MaxQueueLen(64); m != 961 || m > MaxPacketSize {
+		t.Errorf("MaxQueueLen(64) = %d, want 961 (< 1200)", m)
 	}
 	// The worst case is real: 64 characters beyond U+FFFF with stamps 2^63
-	// apart do make a 959-byte packet with a handshaken link's index.
+	// apart do make a 960-byte packet with a handshaken link's index and count.
 	worst := Queue{Header: Header{Type: TypeQueue, Flags: FlagSealed, Session: 1, Counter: 1}, Clock: ^uint64(0), Since: ^uint64(0)}
 	for i := range 64 {
 		worst.Events = append(worst.Events, eventqueue.Event{Key: keys.Char(0x10FFFD - rune(i)), Kind: eventqueue.Down, Stamp: ^uint64(0) - uint64(i)*(1<<57)})
