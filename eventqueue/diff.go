@@ -251,6 +251,11 @@ func (t *Tracker) Release(dst []Dispatch, cause Cause) []Dispatch {
 	return dst
 }
 
+// Previous is the previous queue (the seed's step 7), nil before the
+// first: what an abridged packet builds on (Rebuilder). The slice is the
+// tracker's own, valid until its next Apply.
+func (t *Tracker) Previous() []Event { return t.prev }
+
 // Newest is the stamp of the newest event the session has sent, 0 before the
 // first queue.
 func (t *Tracker) Newest() uint64 {

@@ -140,6 +140,11 @@ func TestNoAllocationPerDatagram(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocations per key event (send, receive and ack paths), want 0", allocs)
 	}
+	// The packets under test are abridged (PROTOCOL.md §3.3): the
+	// receiver rebuilds each whole queue, with no allocation either.
+	if st := p.c.Stats(); st.Abridged < 1000 || p.r.Stats().Unbased != 0 {
+		t.Errorf("%d abridged packets sent, %d dropped unbuilt; want every round trip's abridged and none dropped", st.Abridged, p.r.Stats().Unbased)
+	}
 }
 
 // batch is how many datagrams a benchmark makes with its timer stopped

@@ -161,6 +161,7 @@ type Stats struct {
 	Skewed     int // authenticated one-way packets whose wall clock is too far from ours
 	UnknownIdx int // sealed packets for an index no keypair here has (a restarted receiver's sender, a replay): dropped, not answered
 	Refused    int // one-way packets refused (recv without --one-way), or for a handshaken session
+	Unbased    int // abridged packets that do not build on the session's previous queue (PROTOCOL.md §3.3): dropped, not acked
 	// The handshake (PROTOCOL.md §8.3).
 	Responses    int // handshakes answered (responses sent)
 	Cookies      int // cookie replies sent (under load, an initiation without mac2)
@@ -180,8 +181,8 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d of another protocol version, %d forged, %d replayed, %d clock-skewed, %d for an unknown keypair, %d one-way refused, %d not allowed), %d handshakes answered (%d cookie replies; refused: %d mac1, %d not authenticating, %d unpaired, %d replayed, %d too frequent), %d sessions (%d ended, %d timed out holding keys), %d keys injected (%d failed, %d not typable here), %d acks sent, %d version notices sent",
-		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Mismatched, s.Forged, s.Replayed, s.Skewed, s.UnknownIdx, s.Refused, s.NotAllowed,
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d of another protocol version, %d forged, %d replayed, %d clock-skewed, %d for an unknown keypair, %d one-way refused, %d not allowed, %d abridged without their base), %d handshakes answered (%d cookie replies; refused: %d mac1, %d not authenticating, %d unpaired, %d replayed, %d too frequent), %d sessions (%d ended, %d timed out holding keys), %d keys injected (%d failed, %d not typable here), %d acks sent, %d version notices sent",
+		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Mismatched, s.Forged, s.Replayed, s.Skewed, s.UnknownIdx, s.Refused, s.NotAllowed, s.Unbased,
 		s.Responses, s.Cookies, s.MAC1, s.HandshakeBad, s.Unpaired, s.ReplayedInit, s.Flood,
 		s.Sessions, s.Ended, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks, s.Notices)
 }
@@ -197,6 +198,7 @@ type Receiver struct {
 	osHeld     map[keys.Key]int // how many live sessions hold each key
 	stats      Stats
 	pkt        wire.Queue
+	rebuilder  eventqueue.Rebuilder // abridged packets' whole queues (PROTOCOL.md §3.3)
 	ds         []eventqueue.Dispatch
 	rejects    rejectLog
 	refusals   refusalLog // one-way packets refused (no OneWay)
@@ -426,6 +428,14 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	if s == nil {
 		return
 	}
+	// An abridged packet is made whole from the session's previous queue
+	// before anything about the session changes: one that does not build
+	// on it must not start, replace or move the session, nor be acked as
+	// received (its events would count delivered, PROTOCOL.md §9.1). A
+	// stale one is dropped below as any stale packet.
+	if r.pkt.Abridged && h.Counter > s.counter && !s.replaced && !r.rebuild(s, from, now) {
+		return
+	}
 	// The address as a map key, not a string: a string per datagram was
 	// an allocation per datagram.
 	addr := keyOf(from)
@@ -519,6 +529,24 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	}
 	// Acked once typed: an ack tells the sender what was applied.
 	r.ack(s, now, news || len(r.ds) > 0 || s.tracker.Newest() != stamp)
+}
+
+// rebuild makes r.pkt's abridged queue whole (PROTOCOL.md §3.3): the
+// events it carries, newer than its base, and the older ones of the
+// queue the session applied last. It reports false, the packet counted
+// and dropped, when the session has no previous queue the packet builds
+// on: the sender abridges only to a base this receiver acknowledged under
+// the keypair, so that happens only with a broken sender.
+func (r *Receiver) rebuild(s *session, from net.Addr, now time.Time) bool {
+	events, err := r.rebuilder.Rebuild(s.tracker.Previous(), r.pkt.N, r.pkt.Base, r.pkt.Events)
+	if err != nil {
+		r.stats.Unbased++
+		r.rejects.note(r.cfg.Logf, now, from, fmt.Errorf("session %016x: %w", s.id, err))
+		return false
+	}
+	r.pkt.Events = append(r.pkt.Events[:0], events...)
+	r.pkt.Abridged, r.pkt.N, r.pkt.Base = false, 0, 0
+	return true
 }
 
 var errNotAllowed = errors.New("source address not in --allow")

@@ -588,6 +588,7 @@ func (c *Core) send(now time.Time) {
 		}
 		c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.FlagSealed, Session: c.keys.id, Counter: counter}
 		c.pkt.Since, c.pkt.Wall = l.since, 0
+		c.abridge(l, now)
 		body, err := c.pkt.AppendBody(c.body[:0])
 		if !c.encoded(err) {
 			return
@@ -612,9 +613,37 @@ func (c *Core) send(now time.Time) {
 	c.recordSent(counter, now, top)
 }
 
+// abridge makes c.pkt, the queue to handshaken link l, abridged to the
+// events newer than the newest stamp l's receiver acknowledged under the
+// current keypair, when that is safe (PROTOCOL.md §3.3); else the whole
+// queue:
+//   - an ack under the current keypair gave a base: that receiver applied
+//     the queue whose newest stamp it is, or a newer one, and keeps it;
+//   - every event added to the queue after the base is still in it
+//     (Evicted), so the receiver can replay them (eventqueue.Rebuilder);
+//   - the keypair was acked within restartAfter: a receiver that stopped
+//     acking may have lost its state, and is about to get a new handshake.
+func (c *Core) abridge(l *link, now time.Time) {
+	q := c.queue.Events()
+	c.pkt.Events, c.pkt.Abridged, c.pkt.N, c.pkt.Base = q, false, 0, 0
+	if !l.acked || l.base == 0 || c.queue.Evicted() > l.base || now.Sub(l.ackedAt) >= c.restartAfter() {
+		return
+	}
+	n := 0
+	for n < len(q) && q[n].Kind != eventqueue.None && q[n].Stamp > l.base {
+		n++
+	}
+	if n == len(q) {
+		return // everything is newer: the whole queue
+	}
+	c.pkt.Events, c.pkt.Abridged, c.pkt.N, c.pkt.Base = q[:n], true, len(q), l.base
+	c.stats.Abridged++
+}
+
 // appendOneWay appends the queue as packet counter, one-way sealed, or in
-// plaintext (--insecure), to b.
+// plaintext (--insecure), to b: always the whole queue.
 func (c *Core) appendOneWay(b []byte, counter uint64) ([]byte, error) {
+	c.pkt.Events, c.pkt.Abridged, c.pkt.N, c.pkt.Base = c.queue.Events(), false, 0, 0
 	c.pkt.Wall, c.pkt.Since = c.wall, 0
 	if c.cfg.Insecure {
 		c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: c.keys.id, Counter: counter}

@@ -60,6 +60,7 @@ type link struct {
 	waiting           bool          // wanted a handshake at the last packet: Next counts initAt
 	ackedAt           time.Time     // when the newest ack under current came, or current was taken
 	stamp             uint64        // newest event stamp acked on this link (any keypair)
+	base              uint64        // newest event stamp acked under current: what its packets may be abridged to (PROTOCOL.md §3.3)
 	// why says what the handshake is waiting on, for the user.
 	why  string
 	pace pace // pacing while its receiver is silent (burst.go)
@@ -227,7 +228,10 @@ func (c *Core) take(l *link, k *handshake.Keypair, now time.Time) {
 	l.previous, l.current = l.current, k
 	l.prevSince, l.since = l.since, l.stamp
 	l.first = c.keys.nonce + 1
-	l.acked, l.ackedAt = false, now
+	// A new keypair may be a new receiver (a restart), which has no
+	// queue an abridged packet could build on: whole queues until it acks
+	// one (PROTOCOL.md §3.3).
+	l.acked, l.ackedAt, l.base = false, now, 0
 	l.backoff, l.initAt, l.why, l.waiting = initialBackoff, time.Time{}, "", false
 	c.answered = now
 	if c.phase == lingering && c.maxEnd.Before(now.Add(c.cfg.PeerTimeout)) {

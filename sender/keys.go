@@ -76,6 +76,9 @@ func (c *Core) openAck(m handshake.Message, a *wire.Ack, now time.Time) (l *link
 		if k == l.current {
 			l.acked, l.ackedAt = true, now
 			since = l.since
+			// Only the receiver that holds this keypair applied what the
+			// ack says: the base of its abridged packets (PROTOCOL.md §3.3).
+			l.base = max(l.base, a.Stamp)
 		}
 		l.stamp = max(l.stamp, a.Stamp)
 		if a.Header.Session != c.keys.id {

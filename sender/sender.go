@@ -137,6 +137,7 @@ type Stats struct {
 	Initiations int // handshake initiations sent
 	Cookies     int // cookie replies taken (a receiver under load)
 	Mismatched  int // version notices (and other packets of another protocol version) for this session, PROTOCOL.md §10
+	Abridged    int // handshaken datagrams that carried only the events newer than what their receiver acknowledged (PROTOCOL.md §3.3)
 }
 
 // String is send's summary line. Bytes count the handshake's initiations
