@@ -32,11 +32,15 @@ type ackSlots struct {
 	buf [64][wire.MaxPacketSize]byte
 	len [64]int
 	n   int
+	// sent and bytes count every datagram written (wire bytes, bytes_test.go).
+	sent, bytes int
 }
 
 func (c *ackSlots) WriteTo(b []byte, _ net.Addr) (int, error) {
 	c.len[c.n] = copy(c.buf[c.n][:], b)
 	c.n++
+	c.sent++
+	c.bytes += len(b)
 	return len(b), nil
 }
 
@@ -55,6 +59,8 @@ type path struct {
 	npk  int
 	now  time.Time
 	key  int
+	// sent and bytes count the core's datagrams (wire bytes, bytes_test.go).
+	sent, bytes int
 }
 
 // newPath is a handshaken session, started: the handshake done and its
@@ -76,6 +82,8 @@ func newPath(tb testing.TB) *path {
 			p.pkts[p.npk] = append(p.pkts[p.npk][:0], b...)
 			p.at[p.npk] = p.now
 			p.npk++
+			p.sent++
+			p.bytes += len(b)
 		}}, t0)
 	if err != nil {
 		tb.Fatal(err)

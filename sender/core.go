@@ -617,8 +617,10 @@ func (c *Core) send(now time.Time) {
 // events newer than the newest stamp l's receiver acknowledged under the
 // current keypair, when that is safe (PROTOCOL.md §3.3); else the whole
 // queue:
-//   - an ack under the current keypair gave a base: that receiver applied
-//     the queue whose newest stamp it is, or a newer one, and keeps it;
+//   - an ack under the current keypair gave a base (0 too: a queue of
+//     none entries): that receiver applied the queue whose newest stamp
+//     it is, or a newer one, and keeps it (it acks only once it applied
+//     a queue);
 //   - every event added to the queue after the base is still in it
 //     (Evicted), so the receiver can replay them (eventqueue.Rebuilder);
 //   - the keypair was acked within restartAfter: a receiver that stopped
@@ -626,7 +628,7 @@ func (c *Core) send(now time.Time) {
 func (c *Core) abridge(l *link, now time.Time) {
 	q := c.queue.Events()
 	c.pkt.Events, c.pkt.Abridged, c.pkt.N, c.pkt.Base = q, false, 0, 0
-	if !l.acked || l.base == 0 || c.queue.Evicted() > l.base || now.Sub(l.ackedAt) >= c.restartAfter() {
+	if !l.acked || c.queue.Evicted() > l.base || now.Sub(l.ackedAt) >= c.restartAfter() {
 		return
 	}
 	n := 0
