@@ -6,7 +6,10 @@
 // nothing once a later one arrives and no key can stay stuck down.
 //
 // Queue.Add is the seed's sender steps 1–7 and Diff the receiver steps 1–7,
-// line for line; the step numbers appear in the code. The package is pure: no
+// line for line; the step numbers appear in the code. Rebuilder makes the
+// whole queue of a packet that carries only the events newer than what its
+// receiver acknowledged (PROTOCOL.md §3.3) by replaying Add: the model
+// stays the fixed-length queue. The package is pure: no
 // clocks, I/O, goroutines or globals. Time reaches it only as event stamps.
 //
 // # Choices the seed leaves open

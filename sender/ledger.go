@@ -12,7 +12,8 @@ import (
 // than Outage, or a new instance of it, acks the final state while the
 // events pushed out of the queue meanwhile never reached it. So the core
 // keeps a ledger: each key event the queue took, with the packets that
-// carried it (every packet carries the whole queue, so those from the
+// carried it (every packet stands for the whole queue, abridged ones too:
+// PROTOCOL.md §3.3; so those from the
 // first after it was added to the last before it was pushed out), and the
 // unicast destinations that have not yet acknowledged one of those
 // packets under a keypair that types it. A keypair types an event only if

@@ -1,6 +1,7 @@
 // Package sender is keyrelay's send side: key events from a Source go into
 // the balanced queue, and the whole queue goes out in one UDP packet to every
-// destination on every event and every Interval. Core is the protocol, with
+// destination on every event and every Interval (to a handshaken
+// destination, abridged to what it has not acknowledged: PROTOCOL.md §3.3). Core is the protocol, with
 // time passed in; Sender.Run is the loop around it that owns the socket, the
 // source and the feedback readers, with one select and one timer. How keys
 // are captured is the Source's business; sockets come in as a

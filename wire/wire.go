@@ -32,12 +32,18 @@
 //	 or since        handshaken (SEALED alone): the stamp a joining receiver types after
 //	locks  u8        Caps/Num Lock the receiver should have: bit 7 known, bit 0 caps, bit 1 num
 //	n      u8        queue length N, 1..255
-//	top    uvarint   stamp of entry 0 (the newest)
-//	N entries, newest first:
+//	c      u8        handshaken only: entries carried, C, 0..N; C < N: abridged
+//	top    uvarint   stamp of entry 0 (the newest); abridged with C = 0: the base
+//	N (or C) entries, newest first:
 //	  kind u8        0 none, 1 key-down, 2 key-up, 3 char-down, 4 char-up
 //	  code u16       kinds 0-2: USB HID usage (keyboard page); 0 for none
 //	    or uvarint   kinds 3-4: a Unicode scalar value, not a control character
 //	  back uvarint   entries 1..N-1 only: stamp[i] = stamp[i-1] - back
+//	base   uvarint   abridged with C >= 1 only: base = stamp[C-1] - back, back >= 1
+//
+// An abridged packet (PROTOCOL.md §3.3) carries only the entries newer than
+// the base, which its receiver acknowledged; the receiver takes the others
+// from the queue it applied last (eventqueue.Rebuilder).
 package wire
 
 import (
