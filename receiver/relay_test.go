@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -71,6 +72,13 @@ func (c *counterConn) get() (uint64, time.Time) {
 // and characters (issue 11), 0–90 % loss, bursts, duplication, delay,
 // jitter and reordering, and checks DESIGN.md invariants 1–5.
 func TestRelayUnderLoss(t *testing.T) {
+	relayAbridged.Store(0)
+	defer func() {
+		t.Logf("%d abridged datagrams", relayAbridged.Load())
+		if !t.Failed() && relayAbridged.Load() == 0 {
+			t.Errorf("no datagram was abridged: the runs with feedback say nothing of PROTOCOL.md §3.3")
+		}
+	}()
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := netsim.Config{
 			Loss:      float64(rapid.IntRange(0, 90).Draw(rt, "loss%")) / 100,
@@ -103,6 +111,9 @@ func TestRelayUnderLoss(t *testing.T) {
 		}
 	})
 }
+
+// relayAbridged counts the abridged datagrams of TestRelayUnderLoss's runs.
+var relayAbridged atomic.Int64
 
 // relayAlphabet is the i-th key of a trace: physical keys and characters
 // (issue 11: character events never unbalance a receiver) alternate.
@@ -217,9 +228,11 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []fake.Step, crash, 
 				released("sender killed")
 			}
 		}
-		if _, err := snd.Run(context.Background(), src); err != nil {
+		sst, err := snd.Run(context.Background(), src)
+		if err != nil {
 			fail("sender: %v", err)
 		}
+		relayAbridged.Add(int64(sst.Abridged))
 		// Acks still in flight find the sender's socket closed.
 		sc.Close()
 		// Invariant 6: a clean end sends the all-up state. Once the last
@@ -239,6 +252,11 @@ func runRelay(t *testing.T, cfg netsim.Config, n int, steps []fake.Step, crash, 
 		released("after the sender ended")
 		if err := rl.Stop(); err != nil {
 			fail("receiver: %v", err)
+		}
+		// Through loss, duplication and reordering, the sender abridges
+		// only what the receiver can rebuild (PROTOCOL.md §3.3).
+		if n := rl.Receiver.Stats().Unbased; n != 0 {
+			fail("%d abridged packets did not build on the receiver's queue", n)
 		}
 		problems = append(problems, osk.Problems()...) // invariant 2
 		// Invariant 3: injected key-downs are a subsequence of the sender's.
