@@ -66,6 +66,15 @@ func (h Hotkey) String() string {
 // hotkey's own keys) until it is released and pressed again. OnToggle
 // tells the source to give the keyboard back or take it again.
 //
+// With named destinations (send's sender.Group, a RoutingSource) it also
+// does what the router cannot see: in local use a press that completes a
+// destination's hotkey (Targets) makes it the target (OnTarget) and
+// resumes relaying, its keys reaching no side, as the toggle hotkey does;
+// and while relaying a key the router says acts here (Here: a destination's
+// local keys) is passed to this machine (ActHere) as well as relayed
+// (the router keeps it from the destinations that list it), its release
+// too, so that a held key stays held here (push-to-talk).
+//
 // Switch is not safe for concurrent use; its zero value is not ready: set
 // Hotkey and Emit.
 type Switch struct {
@@ -78,9 +87,20 @@ type Switch struct {
 	// Local starts in local use instead of relaying.
 	Local bool
 
+	// Targets are the destinations' hotkeys, by route index (nil for a
+	// route without one); OnTarget makes route i the target, before
+	// relaying resumes.
+	Targets  []Hotkey
+	OnTarget func(i int) error
+	// Here reports whether a press acts on this machine while relaying
+	// (nil: none does); ActHere passes a key event to this machine.
+	Here    func(keys.Code) bool
+	ActHere func(code keys.Code, down bool) error
+
 	held      []keys.Code // physical keys down now, press order
 	relayed   []keys.Code // keys down at the receiver, press order
 	swallowed []keys.Code // keys down now whose release is not relayed
+	here      []keys.Code // keys passed down to this machine, press order
 }
 
 // Relaying reports whether keys go to the receiver now.
@@ -90,6 +110,12 @@ func (s *Switch) Relaying() bool { return !s.Local }
 func (s *Switch) Key(code keys.Code, down bool) error {
 	if !down {
 		s.held = slices.DeleteFunc(s.held, func(c keys.Code) bool { return c == code })
+		if i := slices.Index(s.here, code); i >= 0 {
+			s.here = slices.Delete(s.here, i, i+1)
+			if err := s.ActHere(code, false); err != nil {
+				return err
+			}
+		}
 		if i := slices.Index(s.swallowed, code); i >= 0 {
 			s.swallowed = slices.Delete(s.swallowed, i, i+1)
 			return nil
@@ -106,11 +132,50 @@ func (s *Switch) Key(code keys.Code, down bool) error {
 	if slices.Contains(s.Hotkey, code) && s.hotkeyHeld() {
 		return s.toggle()
 	}
-	if s.Local || slices.Contains(s.relayed, code) || slices.Contains(s.swallowed, code) {
+	if s.Local {
+		if i, ok := s.targetHeld(code); ok {
+			return s.Target(i)
+		}
 		return nil
+	}
+	if slices.Contains(s.relayed, code) || slices.Contains(s.swallowed, code) {
+		return nil
+	}
+	if s.Here != nil && s.ActHere != nil && s.Here(code) {
+		if err := s.ActHere(code, true); err != nil {
+			return err
+		}
+		s.here = append(s.here, code)
 	}
 	s.relayed = append(s.relayed, code)
 	return s.Emit(keys.Key(code), true)
+}
+
+// targetHeld reports whether the press of code completes a destination's
+// hotkey, and whose (the first in route order).
+func (s *Switch) targetHeld(code keys.Code) (int, bool) {
+	for i, h := range s.Targets {
+		if len(h) > 0 && slices.Contains(h, code) && !slices.ContainsFunc(h, func(c keys.Code) bool { return !slices.Contains(s.held, c) }) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Target makes destination i the target (OnTarget) and resumes relaying,
+// as its hotkey does in local use, for a source that sees the hotkey by
+// other means (an X passive grab). While relaying already it only tells
+// OnTarget: the router saw the hotkey itself.
+func (s *Switch) Target(i int) error {
+	if s.OnTarget != nil {
+		if err := s.OnTarget(i); err != nil {
+			return err
+		}
+	}
+	if !s.Local {
+		return nil
+	}
+	return s.toggle()
 }
 
 func (s *Switch) hotkeyHeld() bool {
@@ -142,6 +207,9 @@ func (s *Switch) toggle() error {
 			return err
 		}
 	}
+	if err := s.releaseHere(); err != nil {
+		return err
+	}
 	s.Local = !s.Local
 	for _, c := range s.held {
 		if !slices.Contains(s.swallowed, c) {
@@ -154,9 +222,28 @@ func (s *Switch) toggle() error {
 	return nil
 }
 
+// releaseHere releases on this machine every key passed down to it, last
+// pressed first: a source that gives the keyboard back or stops would
+// otherwise leave them held (its own virtual keyboard's, which no physical
+// release reaches).
+func (s *Switch) releaseHere() error {
+	for len(s.here) > 0 {
+		c := s.here[len(s.here)-1]
+		s.here = s.here[:len(s.here)-1]
+		if err := s.ActHere(c, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ReleaseAll releases at the receiver every key relayed down, last pressed
-// first; the keys stay held here, and their releases are not relayed.
+// first, and on this machine every key passed down to it; the keys stay
+// held here, and their releases are not relayed.
 func (s *Switch) ReleaseAll() error {
+	if err := s.releaseHere(); err != nil {
+		return err
+	}
 	for len(s.relayed) > 0 {
 		c := s.relayed[len(s.relayed)-1]
 		s.relayed = s.relayed[:len(s.relayed)-1]

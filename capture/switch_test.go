@@ -37,6 +37,13 @@ func TestParseHotkey(t *testing.T) {
 // what it relayed, with the toggles as "[local]" and "[relay]".
 func switchTrace(t *testing.T, hotkey, events string) string {
 	t.Helper()
+	return switchTraceWith(t, hotkey, events, func(*Switch, *[]string) {})
+}
+
+// switchTraceWith is switchTrace with the Switch set up further by setup,
+// which may add to the trace.
+func switchTraceWith(t *testing.T, hotkey, events string, setup func(*Switch, *[]string)) string {
+	t.Helper()
 	h, err := ParseHotkey(hotkey)
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +59,7 @@ func switchTrace(t *testing.T, hotkey, events string) string {
 			return nil
 		},
 	}
+	setup(s, &out)
 	for _, e := range strings.Fields(events) {
 		c, err := keys.Parse(e[1:])
 		if err != nil {
@@ -90,6 +98,60 @@ func TestSwitch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := switchTrace(t, tc.hotkey, tc.in); got != tc.want {
+				t.Errorf("%s:\n got %s\nwant %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSwitchDestinationsAndLocalKeys checks what the Switch does for
+// send's named destinations (issue 27 must-haves 2 and 3): in local use a
+// destination's hotkey makes it the target and resumes relaying, its keys
+// and their releases reaching no side, while other keys and chords stay
+// local; while relaying, destination hotkeys are the router's (relayed as
+// keys), and a key the router says acts here is passed to this machine,
+// down while held, as well as relayed (the router keeps it from the
+// destinations that list it); going local or stopping releases it here.
+func TestSwitchDestinationsAndLocalKeys(t *testing.T) {
+	setup := func(s *Switch, out *[]string) {
+		one, _ := ParseHotkey("ControlRight+Digit1")
+		two, _ := ParseHotkey("ControlRight+Digit2")
+		s.Targets = []Hotkey{one, nil, two}
+		s.OnTarget = func(i int) error {
+			*out = append(*out, fmt.Sprintf("[to %d]", i))
+			return nil
+		}
+		s.Here = func(c keys.Code) bool { return c == keys.AudioVolumeUp }
+		s.ActHere = func(c keys.Code, down bool) error {
+			*out = append(*out, "here"+map[bool]string{true: "+", false: "-"}[down]+c.String())
+			return nil
+		}
+	}
+	for _, tc := range []struct{ name, in, want string }{
+		{"a destination hotkey in local use targets it and resumes relaying",
+			"+ScrollLock -ScrollLock +ControlRight +Digit2 -Digit2 -ControlRight +KeyA -KeyA",
+			"[local] [to 2] [relay] +KeyA -KeyA"},
+		{"its keys pressed in the other order too",
+			"+ScrollLock -ScrollLock +Digit1 +ControlRight -ControlRight -Digit1 +KeyB -KeyB",
+			"[local] [to 0] [relay] +KeyB -KeyB"},
+		{"other keys in local use stay local",
+			"+ScrollLock -ScrollLock +ControlRight +Digit3 -Digit3 -ControlRight +KeyA -KeyA",
+			"[local]"},
+		{"while relaying the router sees destination hotkeys",
+			"+ControlRight +Digit1 -Digit1 -ControlRight",
+			"+ControlRight +Digit1 -Digit1 -ControlRight"},
+		{"a local key acts here, held while held, and is relayed for the router",
+			"+AudioVolumeUp +KeyA -KeyA -AudioVolumeUp",
+			"here+AudioVolumeUp +AudioVolumeUp +KeyA -KeyA here-AudioVolumeUp -AudioVolumeUp"},
+		{"going local releases a local key here",
+			"+AudioVolumeUp +ScrollLock -AudioVolumeUp -ScrollLock",
+			"here+AudioVolumeUp +AudioVolumeUp here-AudioVolumeUp -AudioVolumeUp [local]"},
+		{"a local key in local use acts here by itself",
+			"+ScrollLock -ScrollLock +AudioVolumeUp -AudioVolumeUp",
+			"[local]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := switchTraceWith(t, "ScrollLock", tc.in, setup); got != tc.want {
 				t.Errorf("%s:\n got %s\nwant %s", tc.in, got, tc.want)
 			}
 		})

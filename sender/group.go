@@ -151,6 +151,21 @@ func modeName(relaying bool) string {
 	return "local use"
 }
 
+// RoutingSource is a Source that owns the keyboard (send --grab) and so
+// must be told what the Router decides where keys do not reach it: which
+// key presses act on this machine (local keys, Router.ActsHere), since a
+// key the source keeps from this machine acts nowhere unless the source
+// passes it here itself; and the destinations' hotkeys (in the routes'
+// order, nil where a route has none), which in local use, while it relays
+// nothing, it must see itself and answer by calling pick with the route's
+// index before it relays again. Group.Run calls SetRouting once, before
+// Play; local is nil when no destination has local keys. local and pick
+// are safe to call from Play's goroutine, but not from within emit.
+type RoutingSource interface {
+	Source
+	SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int))
+}
+
 // Switch makes the destination named name (or "local") the target: what
 // the old target holds is released there first (Router.Switch). A source
 // that owns the keyboard (ModeSource with Grabbing) follows: "local" gives
@@ -263,6 +278,21 @@ func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 			}
 		}
 		return stats, nil
+	}
+	if rs, ok := src.(RoutingSource); ok {
+		var local func(keys.Code) bool
+		if g.router.HasLocal() {
+			local = func(c keys.Code) bool {
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				return g.router.ActsHere(c)
+			}
+		}
+		rs.SetRouting(local, g.router.Hotkeys(), func(to int) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.hand(g.router.Switch(nil, to))
+		})
 	}
 	played := make(chan error, 1)
 	go func() {

@@ -288,6 +288,45 @@ func (r *Router) Switch(dst []Routed, to int) []Routed {
 	return dst
 }
 
+// ActsHere reports whether a press of the physical key code, made now,
+// must act on this machine: the target lists it among its local keys (in
+// mirror mode, any destination does). A source that owns the keyboard
+// (send --grab) keeps every key it relays from this machine, so it passes
+// such a key to this machine itself (issue 27's local keys: never relayed
+// to a destination that lists them, they act here); the key is still
+// given to Key, which relays it to no destination that lists it. Keys go
+// nowhere when the target is Local, so none acts here then: the source is
+// not told to relay.
+func (r *Router) ActsHere(code keys.Code) bool {
+	if r.target == Local {
+		return false
+	}
+	for to, rt := range r.routes {
+		if (r.mirror || to == r.target) && slices.Contains(rt.Local, code) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasLocal reports whether any destination has local keys, so that a
+// source that would pass them to this machine knows whether it needs the
+// means (send --input evdev's virtual keyboard).
+func (r *Router) HasLocal() bool {
+	return slices.ContainsFunc(r.routes, func(rt Route) bool { return len(rt.Local) > 0 })
+}
+
+// Hotkeys are the destinations' hotkeys in the routes' order (nil for a
+// route without one), for a source that sees them where Key cannot: in
+// local use, when it relays nothing.
+func (r *Router) Hotkeys() [][]keys.Code {
+	out := make([][]keys.Code, len(r.routes))
+	for i, rt := range r.routes {
+		out[i] = rt.Hotkey
+	}
+	return out
+}
+
 // Index is the index of the route named name, or Local for "local".
 func (r *Router) Index(name string) (int, bool) {
 	if name == "local" {

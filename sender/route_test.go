@@ -219,7 +219,16 @@ func checkRouterBalanced(t *testing.T, chars bool) {
 				srcHeld = slices.DeleteFunc(srcHeld, func(c keys.Code) bool { return c == k })
 			}
 			before := r.Target()
-			apply(r.Key(nil, keys.Key(k), down), down, before)
+			here := down && r.ActsHere(k)
+			rs := r.Key(nil, keys.Key(k), down)
+			for _, o := range rs {
+				// A key acting here reaches no destination that lists it
+				// (issue 27's local keys).
+				if here && o.Down && o.Key == keys.Key(k) && slices.Contains(routes[o.To].Local, k) {
+					rt.Fatalf("%v acts here and was pressed at %d, which keeps it local", k, o.To)
+				}
+			}
+			apply(rs, down, before)
 		}
 		for _, k := range srcHeld {
 			apply(r.Key(nil, keys.Key(k), false), false, r.Target())
@@ -234,6 +243,44 @@ func checkRouterBalanced(t *testing.T, chars bool) {
 			}
 		}
 	})
+}
+
+// TestRouterActsHere checks the decision send --grab's sources ask of the
+// router (issue 27 must-have 3, local keys): a key acts on this machine
+// when the target lists it among its local keys, in mirror mode when any
+// destination does, and never while keys go nowhere (target Local).
+func TestRouterActsHere(t *testing.T) {
+	cases := []struct {
+		name   string
+		mirror bool
+		target int
+		key    keys.Code
+		want   bool
+	}{
+		{name: "the target's local key", target: 2, key: keys.AudioVolumeUp, want: true},
+		{name: "another destination's local key", target: 0, key: keys.AudioVolumeUp, want: false},
+		{name: "a key the target relays", target: 2, key: keys.KeyA, want: false},
+		{name: "mirror: any destination's local key", mirror: true, target: 0, key: keys.AudioVolumeUp, want: true},
+		{name: "target local: nothing relays, nothing acts here", target: Local, key: keys.AudioVolumeUp, want: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRouter(testRoutes(), tc.mirror, tc.target)
+			if got := r.ActsHere(tc.key); got != tc.want {
+				t.Errorf("ActsHere(%v) with target %d, mirror %v = %v, want %v", tc.key, tc.target, tc.mirror, got, tc.want)
+			}
+		})
+	}
+	r := NewRouter(testRoutes(), false, 0)
+	if !r.HasLocal() {
+		t.Error("HasLocal = false, but c keeps AudioVolumeUp here")
+	}
+	if NewRouter(testRoutes()[:2], false, 0).HasLocal() {
+		t.Error("HasLocal = true for routes without local keys")
+	}
+	if h := r.Hotkeys(); len(h) != 3 || !slices.Equal(h[1], []keys.Code{keys.ControlRight, keys.Digit2}) {
+		t.Errorf("Hotkeys = %v, want the three routes' hotkeys in order", h)
+	}
 }
 
 func ch(to int, r rune, down bool) Routed { return Routed{To: to, Key: keys.Char(r), Down: down} }
