@@ -26,6 +26,18 @@ var ErrEvdev = errors.New("evdev keyboard input unavailable")
 // would be sent again, for ever.
 const UinputName = "keyrelay"
 
+// LocalKeysName is the name of the virtual keyboard send --input evdev
+// --grab passes local keys through (a destination's local-keys, which the
+// grab keeps from this machine). The evdev source never reads it, as it
+// never reads UinputName.
+const LocalKeysName = "keyrelay send local keys"
+
+// uinputPath is the Linux uinput device (inject.DefaultUinputPath).
+const uinputPath = "/dev/uinput"
+
+// uinputFix is what to do when uinputPath cannot be opened for writing.
+const uinputFix = `add a udev rule such as KERNEL=="uinput", GROUP="input", MODE="0660" (/etc/udev/rules.d/60-keyrelay-uinput.rules), add yourself to the group (sudo usermod -aG input $USER, then log in again), or run send as root`
+
 // permissionFix is what to do when /dev/input/event* cannot be read.
 const permissionFix = `add yourself to the input group (sudo usermod -aG input $USER, then log in again) or add a udev rule such as SUBSYSTEM=="input", KERNEL=="event*", ENV{ID_INPUT_KEYBOARD}=="1", TAG+="uaccess" (in /etc/udev/rules.d/60-keyrelay.rules, then sudo udevadm trigger), or run send as root`
 
@@ -48,6 +60,15 @@ const permissionFix = `add yourself to the input group (sudo usermod -aG input $
 // the release of every key it saw pressed (the hotkey's own, for one).
 // Without Grab every key is relayed and acts locally too.
 //
+// With named destinations (SetRouting) the grabbing source also takes
+// each destination's hotkey in local use as the toggle hotkey (it reads
+// every key then), and passes a destination's local keys to this machine
+// through a virtual keyboard of its own (LocalKeysName, on /dev/uinput,
+// made as Play starts, and only if some destination has local keys): down
+// while held, so push-to-talk works, as keyd and kmonad pass keys on. If
+// /dev/uinput cannot be written, a status line says so and local keys are
+// swallowed while relaying.
+//
 // It ends when ctx is done; the grab ends with it (closing the device
 // drops it, and the kernel drops it if the process dies).
 type Evdev struct {
@@ -64,6 +85,29 @@ type Evdev struct {
 	sys      evdevSystem // nil: the system's (tests put a fake here)
 	relaying mode
 	locks    atomic.Uint32
+
+	// newLocal makes the virtual keyboard of local keys (nil: the
+	// system's, on uinputPath; tests put a fake here).
+	newLocal func() (localKeyboard, error)
+
+	// SetRouting's, read by Play.
+	localKey func(keys.Code) bool
+	targets  [][]keys.Code
+	pick     func(int)
+}
+
+// localKeyboard is the virtual keyboard local keys act through: Key
+// presses or releases the evdev key code.
+type localKeyboard interface {
+	Key(code uint16, down bool) error
+	Close() error
+}
+
+// SetRouting takes what send's named destinations decide (the
+// sender.RoutingSource interface): which keys act here, the destinations'
+// hotkeys and how to make one the target. Call it before Play.
+func (e *Evdev) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int)) {
+	e.localKey, e.targets, e.pick = local, hotkeys, pick
 }
 
 // Relaying reports whether keys go to the receiver now. Safe for
@@ -268,6 +312,10 @@ func evdevOpenOne(sys evdevSystem, path string) (evdevOpened, error) {
 		}
 		return evdevOpened{}, fmt.Errorf("%w: cannot read %s: %w", ErrEvdev, path, err)
 	}
+	if info.Name == LocalKeysName {
+		dev.Close()
+		return evdevOpened{}, fmt.Errorf("%w: %s is keyrelay send's own virtual keyboard of local keys: reading it would relay them", ErrEvdev, path)
+	}
 	if info.Name == UinputName {
 		dev.Close()
 		return evdevOpened{}, fmt.Errorf("%w: %s is keyrelay's own virtual keyboard (recv --inject uinput): reading it would send back what recv types", ErrEvdev, path)
@@ -308,7 +356,8 @@ type evdevRun struct {
 	sys    evdevSystem
 	emit   func(keys.Key, bool) error
 	hotkey Hotkey
-	sw     *Switch // with Grab
+	sw     *Switch       // with Grab
+	local  localKeyboard // where local keys act, with Grab; nil: none
 
 	devs     map[string]*evdevOpen
 	held     map[keys.Code]int // devices holding each key down: one press for all
@@ -373,6 +422,15 @@ func (e *Evdev) Play(ctx context.Context, emit func(keys.Key, bool) error) error
 	r.readLocks()
 	if e.Grab {
 		r.sw = &Switch{Hotkey: r.hotkey, Emit: r.relay, OnToggle: r.toggled}
+		for _, h := range e.targets {
+			r.sw.Targets = append(r.sw.Targets, Hotkey(h))
+		}
+		if e.pick != nil {
+			r.sw.OnTarget = func(i int) error { e.pick(i); return nil }
+		}
+		if e.localKey != nil {
+			r.openLocal()
+		}
 		r.wantGrab = true
 		if err := r.tryGrab(); err != nil {
 			return err
@@ -434,6 +492,10 @@ func (e *Evdev) Play(ctx context.Context, emit func(keys.Key, bool) error) error
 // kernel drops a grab with the file.
 func (r *evdevRun) stop() {
 	close(r.done)
+	if r.local != nil {
+		// Destroying it releases, for every reader, what it holds.
+		r.local.Close()
+	}
 	for _, d := range r.devs {
 		if d.grabbed {
 			d.dev.Ungrab()
@@ -590,6 +652,45 @@ func (r *evdevRun) key(c keys.Code, down bool) error {
 	}
 	return r.relay(keys.Key(c), down)
 }
+
+// openLocal makes the virtual keyboard local keys act through, or says
+// why there is none: they are swallowed then, as the grab keeps them from
+// this machine.
+func (r *evdevRun) openLocal() {
+	newLocal := r.e.newLocal
+	if newLocal == nil {
+		newLocal = systemLocalKeyboard
+	}
+	kb, err := newLocal()
+	if err != nil {
+		r.status("local keys cannot act on this machine, and are swallowed while relaying: %v", err)
+		return
+	}
+	r.local = kb
+	r.sw.Here, r.sw.ActHere = r.e.localKey, r.actHere
+	r.status("local keys act here through the virtual keyboard %q", LocalKeysName)
+}
+
+// actHere presses or releases a local key on this machine, through the
+// virtual keyboard. One it cannot type is dropped, with a status line:
+// the key is not relayed either, and send goes on.
+func (r *evdevRun) actHere(c keys.Code, down bool) error {
+	info, ok := keys.Lookup(c)
+	if r.local == nil || !ok || info.Evdev == 0 || info.Evdev > maxLocalKey {
+		return nil // broken since its press: nothing is held there now
+	}
+	if err := r.local.Key(info.Evdev, down); err != nil {
+		r.status("the virtual keyboard %q stopped taking keys (%v): local keys are swallowed from now on", LocalKeysName, err)
+		r.local.Close()
+		r.local, r.sw.Here = nil, nil
+	}
+	return nil
+}
+
+// maxLocalKey is the highest evdev key code of the local keys' virtual
+// keyboard (inject.MaxUinputKey: above it, the kernel's key bits and X's
+// keycodes stop).
+const maxLocalKey = 248
 
 // relay sends one key event to the receiver.
 func (r *evdevRun) relay(k keys.Key, down bool) error { return r.emit(k, down) }

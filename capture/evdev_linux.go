@@ -1,6 +1,11 @@
 package capture
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
 	"github.com/keyrelay/keyrelay/internal/evdev"
 	"github.com/keyrelay/keyrelay/keys"
 )
@@ -121,3 +126,37 @@ func (l *linuxDev) Close() error {
 	l.state.Close()
 	return l.d.Close()
 }
+
+// systemLocalKeyboard makes send's virtual keyboard of local keys
+// (LocalKeysName) on /dev/uinput.
+func systemLocalKeyboard() (localKeyboard, error) {
+	f, err := os.OpenFile(uinputPath, os.O_WRONLY, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("%s is not writable by this user: %s", uinputPath, uinputFix)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s does not exist: load the module (sudo modprobe uinput)", uinputPath)
+		}
+		return nil, fmt.Errorf("cannot open %s: %w", uinputPath, err)
+	}
+	f.Close()
+	kb, err := evdev.CreateKeyboard(uinputPath, LocalKeysName, maxLocalKey)
+	if err != nil {
+		return nil, fmt.Errorf("unable to create a virtual keyboard on %s: %w", uinputPath, err)
+	}
+	return uinputLocal{kb}, nil
+}
+
+// uinputLocal is a localKeyboard on a uinput device.
+type uinputLocal struct{ kb *evdev.Virtual }
+
+func (u uinputLocal) Key(code uint16, down bool) error {
+	v := int32(0)
+	if down {
+		v = 1
+	}
+	return u.kb.Write(evdev.Event{Type: evdev.EvKey, Code: code, Value: v})
+}
+
+func (u uinputLocal) Close() error { return u.kb.Close() }

@@ -3,6 +3,7 @@ package capture
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -549,4 +550,137 @@ func TestEvdevErrors(t *testing.T) {
 			})
 		})
 	}
+}
+
+// fakeLocal is a localKeyboard that records what it is told, and fails
+// every key once broken.
+type fakeLocal struct {
+	mu     sync.Mutex
+	keys   []string
+	broken bool
+	closed bool
+}
+
+func (f *fakeLocal) Key(code uint16, down bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken {
+		return errors.New("no such device")
+	}
+	f.keys = append(f.keys, fmt.Sprintf("%s%d", map[bool]string{true: "+", false: "-"}[down], code))
+	return nil
+}
+
+func (f *fakeLocal) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	return nil
+}
+
+func (f *fakeLocal) take() string {
+	synctest.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := strings.Join(f.keys, " ")
+	f.keys = nil
+	return s
+}
+
+// TestEvdevLocalKeysAndDestinationHotkeys checks issue 27's must-haves 2
+// and 3 on the evdev source with --grab: a key the router says acts here
+// is passed, down while held, to send's own virtual keyboard (the grab
+// keeps it from this machine), and still given to the router; in local use
+// a destination's hotkey makes it the target and takes the keyboard again,
+// neither the hotkey's keys nor their releases relayed; a virtual keyboard
+// that cannot be made or stops taking keys is a status line, not an end.
+func TestEvdevLocalKeysAndDestinationHotkeys(t *testing.T) {
+	const evDigit2, evVolUp = 3, 115
+	synctest.Test(t, func(t *testing.T) {
+		sys := newFakeEvdev()
+		kb := sys.add("/dev/input/event3", "AT keyboard", true)
+		hk, _ := ParseHotkey("ScrollLock")
+		local := &fakeLocal{}
+		var picked []int
+		e := &Evdev{Grab: true, Hotkey: hk, newLocal: func() (localKeyboard, error) { return local, nil }}
+		e.SetRouting(func(c keys.Code) bool { return c == keys.AudioVolumeUp },
+			[][]keys.Code{nil, {keys.ControlRight, keys.Digit2}},
+			func(i int) { picked = append(picked, i) })
+		p := startEvdev(t, sys, e)
+		synctest.Wait()
+		if !kb.isGrabbed() {
+			t.Fatal("not grabbed")
+		}
+		kb.key(evVolUp, 1)
+		if got := local.take(); got != "+115" {
+			t.Errorf("the local key's press reached the virtual keyboard as %q, want +115", got)
+		}
+		kb.key(evA, 1)
+		kb.key(evA, 0)
+		kb.key(evVolUp, 0)
+		if got := local.take(); got != "-115" {
+			t.Errorf("the local key's release reached the virtual keyboard as %q, want -115 (held while held)", got)
+		}
+		if got := p.take(); got != "+AudioVolumeUp +KeyA -KeyA -AudioVolumeUp" {
+			t.Errorf("relayed %q: the router gets every key, local ones too", got)
+		}
+
+		kb.key(evScroll, 1)
+		kb.key(evScroll, 0)
+		synctest.Wait()
+		if p.e.Relaying() {
+			t.Fatal("relaying after the toggle hotkey")
+		}
+		kb.key(evCtrlR, 1)
+		kb.key(evDigit2, 1)
+		synctest.Wait()
+		if !slices.Equal(picked, []int{1}) || !p.e.Relaying() {
+			t.Fatalf("after destination 1's hotkey in local use: picked %v, relaying %v; want [1], relaying", picked, p.e.Relaying())
+		}
+		kb.key(evDigit2, 0)
+		kb.key(evCtrlR, 0)
+		synctest.Wait()
+		if !kb.isGrabbed() {
+			t.Error("not grabbed again once the destination hotkey was released")
+		}
+		kb.key(evB, 1)
+		kb.key(evB, 0)
+		if got := p.take(); got != "+KeyB -KeyB" {
+			t.Errorf("relayed %q after the destination hotkey, want only KeyB: the hotkey's keys reach no side", got)
+		}
+
+		local.mu.Lock()
+		local.broken = true
+		local.mu.Unlock()
+		kb.key(evVolUp, 1)
+		kb.key(evVolUp, 0)
+		if !strings.Contains(p.said(), "stopped taking keys") {
+			t.Errorf("status after the virtual keyboard broke: %q", p.said())
+		}
+		if err := p.stop(); !errors.Is(err, context.Canceled) {
+			t.Errorf("Play = %v after the virtual keyboard broke, want it to go on until stopped", err)
+		}
+		if !local.closed {
+			t.Error("the virtual keyboard outlives Play")
+		}
+	})
+
+	synctest.Test(t, func(t *testing.T) {
+		sys := newFakeEvdev()
+		kb := sys.add("/dev/input/event3", "AT keyboard", true)
+		e := &Evdev{Grab: true, newLocal: func() (localKeyboard, error) {
+			return nil, errors.New("/dev/uinput is not writable by this user")
+		}}
+		e.SetRouting(func(c keys.Code) bool { return c == keys.AudioVolumeUp }, nil, nil)
+		p := startEvdev(t, sys, e)
+		kb.key(evVolUp, 1)
+		kb.key(evVolUp, 0)
+		if got := p.take(); got != "+AudioVolumeUp -AudioVolumeUp" {
+			t.Errorf("relayed %q", got)
+		}
+		if !strings.Contains(p.said(), "local keys cannot act on this machine, and are swallowed while relaying: /dev/uinput is not writable") {
+			t.Errorf("status without uinput: %q", p.said())
+		}
+		p.stop()
+	})
 }

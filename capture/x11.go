@@ -14,6 +14,7 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/record"
 	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
 
 	"github.com/keyrelay/keyrelay/internal/xquiet"
 	"github.com/keyrelay/keyrelay/internal/xrecord"
@@ -39,6 +40,15 @@ var ErrNoHook = ErrNoX11
 // with its modifiers), so it reaches neither side. X releases every grab of
 // a client that dies: keyrelay can never leave the keyboard owned.
 //
+// With named destinations (SetRouting) it also grabs each destination's
+// hotkey in local use, which makes that destination the target and takes
+// the keyboard again; and a destination's local key, which the grab keeps
+// from the desktop, is given back to it through XTEST (a fake press and
+// release while the keyboard is let go for a moment) when it is released:
+// a tap, not a hold. The X server drops a press of a key already down, and
+// the key's own press went to this grab, so no fake press reaches the
+// desktop while the key is held (push-to-talk needs --input evdev).
+//
 // Locks reports the lock state the receiver should have: the local Caps
 // Lock and Num Lock as relaying starts or resumes, with the epoch bit
 // flipped each time (keys.Locks). Lock keys pressed while relaying toggle
@@ -58,6 +68,20 @@ type X11 struct {
 	root     xproto.Window
 	numMask  uint16 // the modifier bit of Num Lock
 	modOf    map[xproto.Keycode]uint16
+
+	// SetRouting's, read by Play.
+	localKey func(keys.Code) bool
+	targets  [][]keys.Code
+	pick     func(int)
+
+	grabs []keyGrab // Play's passive grabs of the hotkeys, in local use
+}
+
+// SetRouting takes what send's named destinations decide (the
+// sender.RoutingSource interface): which keys act here, the destinations'
+// hotkeys and how to make one the target. Call it before Play.
+func (x *X11) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int)) {
+	x.localKey, x.targets, x.pick = local, hotkeys, pick
 }
 
 // SetRelaying asks the grabbing source to relay (take the keyboard) or
@@ -134,6 +158,7 @@ func dialX11() (*xgb.Conn, error) {
 type x11Event struct {
 	keycode xproto.Keycode
 	down    bool
+	state   uint16 // the modifiers as a press was made (which passive grab took it)
 	err     error
 	set     int8 // SetRelaying: 1 relay, -1 local use, 0 a key event
 }
@@ -169,11 +194,39 @@ func (x *X11) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	if len(hotkey) == 0 {
 		hotkey, _ = ParseHotkey(DefaultHotkey)
 	}
-	grabs, err := x.hotkeyGrabs(hotkey)
+	grabs, err := x.hotkeyGrabs(hotkey, -1)
 	if err != nil {
 		return err
 	}
 	sw := &Switch{Hotkey: hotkey, Emit: emit}
+	// Each destination's hotkey is grabbed in local use too, to take the
+	// keyboard again for it as the toggle hotkey does.
+	for i, h := range x.targets {
+		sw.Targets = append(sw.Targets, Hotkey(h))
+		if len(h) == 0 {
+			continue
+		}
+		g, err := x.hotkeyGrabs(h, i)
+		if err != nil {
+			return err
+		}
+		for _, k := range g {
+			if !slices.ContainsFunc(grabs, func(o keyGrab) bool { return o.key == k.key && o.mods == k.mods }) {
+				grabs = append(grabs, k)
+			}
+		}
+	}
+	x.grabs = grabs
+	if x.pick != nil {
+		sw.OnTarget = func(i int) error { x.pick(i); return nil }
+	}
+	if x.localKey != nil {
+		if err := xtest.Init(c); err != nil {
+			x.status("the X server of DISPLAY=%s lacks the XTEST extension (%v): local keys cannot act here and are swallowed while relaying", x.display, err)
+		} else {
+			sw.Here, sw.ActHere = x.localKey, x.actHere
+		}
+	}
 	sw.OnToggle = func(relaying bool) error {
 		if err := x.own(relaying, grabs); err != nil {
 			return err
@@ -263,11 +316,15 @@ func (x *X11) relay(ctx context.Context, next func() x11Event, emit func(keys.Ke
 		case sw == nil:
 			err = emit(keys.Key(code), ev.down)
 		case sw.Local && ev.down:
-			// In local use only the hotkey's passive grab delivers a
+			// In local use only a hotkey's passive grab delivers a
 			// press: its last key (the keys before it acted locally, and
-			// were not seen).
+			// were not seen); the grab it matched says which hotkey.
 			if err = sw.Key(code, true); err == nil && sw.Local {
-				err = sw.Toggle()
+				if to := grabbedBy(x.grabs, ev.keycode, ev.state); to >= 0 {
+					err = sw.Target(to)
+				} else {
+					err = sw.Toggle()
+				}
 			}
 		default:
 			err = sw.Key(code, ev.down)
@@ -365,7 +422,7 @@ func grabEvents(c *xgb.Conn, display string, events chan<- x11Event) {
 		}
 		switch e := ev.(type) {
 		case xproto.KeyPressEvent:
-			events <- x11Event{keycode: e.Detail, down: true}
+			events <- x11Event{keycode: e.Detail, down: true, state: e.State}
 		case xproto.KeyReleaseEvent:
 			n, err := c.PollForEvent()
 			if p, ok := n.(xproto.KeyPressEvent); ok && err == nil && p.Detail == e.Detail && p.Time == e.Time {
@@ -377,10 +434,30 @@ func grabEvents(c *xgb.Conn, display string, events chan<- x11Event) {
 	}
 }
 
-// keyGrab is one passive grab of the hotkey: a key with modifiers.
+// keyGrab is one passive grab of a hotkey: a key with modifiers, for the
+// toggle hotkey (to -1) or destination to's.
 type keyGrab struct {
 	key  xproto.Keycode
 	mods uint16
+	to   int
+}
+
+// grabbedBy is the destination whose hotkey's passive grab took a press of
+// kc with the modifiers state, or -1 for the toggle hotkey's (or none):
+// the grab of those exact modifiers, else one of any modifiers.
+func grabbedBy(grabs []keyGrab, kc xproto.Keycode, state uint16) int {
+	const mods = 0xff // Shift, Lock, Control, Mod1-5; the rest are buttons
+	to := -1
+	for _, g := range grabs {
+		switch {
+		case g.key != kc:
+		case g.mods == state&mods:
+			return g.to
+		case g.mods == xproto.ModMaskAny:
+			to = g.to
+		}
+	}
+	return to
 }
 
 // x11Keycode is the X keycode of a physical key (evdev rules).
@@ -392,11 +469,12 @@ func x11Keycode(c keys.Code) (xproto.Keycode, bool) {
 	return xproto.Keycode(info.Evdev + 8), true
 }
 
-// hotkeyGrabs are the passive grabs that catch the hotkey in local use: a
-// key of it pressed while the others, all modifiers, are down. A one-key
-// hotkey is grabbed with any modifiers. Caps Lock and Num Lock must not
-// matter, so each grab is made with and without them.
-func (x *X11) hotkeyGrabs(h Hotkey) ([]keyGrab, error) {
+// hotkeyGrabs are the passive grabs that catch hotkey h (the toggle's for
+// to -1, else destination to's) in local use: a key of it pressed while the
+// others, all modifiers, are down. A one-key hotkey is grabbed with any
+// modifiers. Caps Lock and Num Lock must not matter, so each grab is made
+// with and without them.
+func (x *X11) hotkeyGrabs(h Hotkey, to int) ([]keyGrab, error) {
 	kcs := make([]xproto.Keycode, len(h))
 	for i, c := range h {
 		kc, ok := x11Keycode(c)
@@ -406,7 +484,7 @@ func (x *X11) hotkeyGrabs(h Hotkey) ([]keyGrab, error) {
 		kcs[i] = kc
 	}
 	if len(kcs) == 1 {
-		return []keyGrab{{kcs[0], xproto.ModMaskAny}}, nil
+		return []keyGrab{{kcs[0], xproto.ModMaskAny, to}}, nil
 	}
 	var grabs []keyGrab
 	for i, kc := range kcs {
@@ -427,7 +505,7 @@ func (x *X11) hotkeyGrabs(h Hotkey) ([]keyGrab, error) {
 			continue
 		}
 		for _, extra := range []uint16{0, xproto.ModMaskLock, x.numMask, xproto.ModMaskLock | x.numMask} {
-			g := keyGrab{kc, mods | extra}
+			g := keyGrab{kc, mods | extra, to}
 			if !slices.Contains(grabs, g) {
 				grabs = append(grabs, g)
 			}
@@ -447,6 +525,9 @@ func (x *X11) own(relaying bool, grabs []keyGrab) error {
 		xproto.UngrabKeyboard(c, xproto.TimeCurrentTime)
 		for _, g := range grabs {
 			if err := xproto.GrabKeyChecked(c, true, x.root, g.mods, g.key, xproto.GrabModeAsync, xproto.GrabModeAsync).Check(); err != nil {
+				if g.to >= 0 {
+					return fmt.Errorf("%w: a destination's hotkey (X keycode %d) is taken by another program (%v); give that destination another hotkey (hotkey = in its [[send.to]] table)", ErrNoX11, g.key, err)
+				}
 				return fmt.Errorf("%w: the hotkey is taken by another program (%v); choose another with --hotkey", ErrNoX11, err)
 			}
 		}
@@ -473,6 +554,32 @@ func (x *X11) own(relaying bool, grabs []keyGrab) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// actHere gives a local key (a destination's local-keys) to the desktop,
+// which the grab keeps every key from: once it is released, a fake press
+// and release of it through XTEST, delivered as the keyboard is let go for
+// that moment (fake events go to the grabbing client while a grab is
+// active), then the keyboard is taken again. Not at its press: the X
+// server drops a press of a key already down, and this one is, by the
+// grab's own press. A program with a passive grab of the key (a desktop's
+// media-key daemon) gets it as from the keyboard, its grab ending with the
+// fake release, so the keyboard is free to take again at once.
+func (x *X11) actHere(code keys.Code, down bool) error {
+	kc, ok := x11Keycode(code)
+	if down || !ok {
+		return nil
+	}
+	c := x.ctrl
+	xproto.UngrabKeyboard(c, xproto.TimeCurrentTime)
+	xtest.FakeInput(c, xproto.KeyPress, byte(kc), xproto.TimeCurrentTime, x.root, 0, 0, 0)
+	xtest.FakeInput(c, xproto.KeyRelease, byte(kc), xproto.TimeCurrentTime, x.root, 0, 0, 0)
+	// A round trip: the fake events are delivered before the grab is
+	// asked for again.
+	if _, err := xproto.GetInputFocus(c).Reply(); err != nil {
+		return fmt.Errorf("%w: passing the local key %v to DISPLAY=%s: %v", ErrNoX11, code, x.display, err)
+	}
+	return x.own(true, nil)
 }
 
 // readModifiers reads which modifier bit each modifier key sets, and Num
