@@ -31,32 +31,8 @@ func TestGroupSwitchesUnderLoss(t *testing.T) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				nw := netsim.NewNetwork(netsim.Config{Loss: 0.2, Delay: 5 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: seed})
-				id, err := identity.Generate()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var (
-					oses    []*fake.OS
-					relays  []*relaytest.Relay
-					senders []*sender.Sender
-					routes  []sender.Route
-				)
-				for i := range 3 {
-					rc, err := nw.Listen(fmt.Sprintf("10.0.0.%d:7575", 10+i))
-					if err != nil {
-						t.Fatal(err)
-					}
-					sc, err := nw.Listen(fmt.Sprintf("10.0.0.1:%d", 40000+i))
-					if err != nil {
-						t.Fatal(err)
-					}
-					osk := &fake.OS{}
-					rl := relaytest.Start(t, relaytest.Config{RecvConn: rc, SendConn: sc, Identity: id, Feedback: true,
-						Receiver: receiver.Config{Injector: osk, Timeout: 2 * time.Second},
-						Sender:   sender.Config{Linger: 500 * time.Millisecond}})
-					oses, relays, senders = append(oses, osk), append(relays, rl), append(senders, rl.Sender)
-					routes = append(routes, sender.Route{Name: string(rune('a' + i))})
-				}
+				routes := []sender.Route{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+				oses, relays, senders := groupRig(t, nw, len(routes))
 				g, err := sender.GroupOf(senders, sender.NewRouter(routes, false, 0))
 				if err != nil {
 					t.Fatal(err)
@@ -249,6 +225,120 @@ func TestGroupSwitchWaitsForTheSourceToFollow(t *testing.T) {
 		}
 		for _, rl := range relays {
 			rl.Stop()
+		}
+	})
+}
+
+// groupRig starts n paired relays on nw, each a sender to a receiver of
+// its own typing into a fake OS, for a Group of n destinations.
+func groupRig(t *testing.T, nw *netsim.Network, n int) ([]*fake.OS, []*relaytest.Relay, []*sender.Sender) {
+	t.Helper()
+	id, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		oses    []*fake.OS
+		relays  []*relaytest.Relay
+		senders []*sender.Sender
+	)
+	for i := range n {
+		rc, err := nw.Listen(fmt.Sprintf("10.0.0.%d:7575", 10+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := nw.Listen(fmt.Sprintf("10.0.0.1:%d", 40000+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		osk := &fake.OS{}
+		rl := relaytest.Start(t, relaytest.Config{RecvConn: rc, SendConn: sc, Identity: id, Feedback: true,
+			Receiver: receiver.Config{Injector: osk, Timeout: 2 * time.Second},
+			Sender:   sender.Config{Linger: 500 * time.Millisecond}})
+		oses, relays, senders = append(oses, osk), append(relays, rl), append(senders, rl.Sender)
+	}
+	return oses, relays, senders
+}
+
+// routingSource is a fake source that owns the keyboard (a
+// sender.RoutingSource): play runs with what SetRouting gave it.
+type routingSource struct {
+	local   func(keys.Code) bool
+	hotkeys [][]keys.Code
+	pick    func(int)
+	play    func(s *routingSource, emit func(keys.Key, bool) error)
+}
+
+func (s *routingSource) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int)) {
+	s.local, s.hotkeys, s.pick = local, hotkeys, pick
+}
+
+func (s *routingSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
+	s.play(s, emit)
+	return nil
+}
+
+// TestGroupTellsASourceThatOwnsTheKeyboard checks what a Group tells a
+// source that owns the keyboard (send --grab) of issue 27's must-haves 2
+// and 3: whether a key acts here follows the current target's local keys;
+// the destinations' hotkeys come in the routes' order; and pick, what the
+// source calls for a destination's hotkey seen in local use, makes that
+// destination the only target.
+func TestGroupTellsASourceThatOwnsTheKeyboard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nw := netsim.NewNetwork(netsim.Config{Delay: 5 * time.Millisecond, Seed: 1})
+		routes := []sender.Route{
+			{Name: "a", Local: []keys.Code{keys.AudioVolumeUp}},
+			{Name: "b", Hotkey: []keys.Code{keys.ControlRight, keys.Digit2}},
+		}
+		oses, relays, senders := groupRig(t, nw, len(routes))
+		g, err := sender.GroupOf(senders, sender.NewRouter(routes, false, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tap := func(emit func(keys.Key, bool) error, k keys.Code) {
+			for _, down := range []bool{true, false} {
+				time.Sleep(50 * time.Millisecond)
+				if err := emit(keys.Key(k), down); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		src := &routingSource{play: func(s *routingSource, emit func(keys.Key, bool) error) {
+			if s.local == nil || s.pick == nil {
+				t.Error("SetRouting was not called before Play, or without local keys or pick")
+				return
+			}
+			if len(s.hotkeys) != 2 || s.hotkeys[0] != nil || !slices.Equal(s.hotkeys[1], routes[1].Hotkey) {
+				t.Errorf("hotkeys %v, want none for a and b's", s.hotkeys)
+			}
+			if !s.local(keys.AudioVolumeUp) || s.local(keys.KeyA) {
+				t.Error("with a the target, AudioVolumeUp should act here and KeyA not")
+			}
+			tap(emit, keys.AudioVolumeUp)
+			tap(emit, keys.KeyA)
+			s.pick(1)
+			if g.Target() != "b" {
+				t.Errorf("target %q after pick(1), want b", g.Target())
+			}
+			if s.local(keys.AudioVolumeUp) {
+				t.Error("with b the target, AudioVolumeUp (a's local key only) should not act here")
+			}
+			tap(emit, keys.AudioVolumeUp)
+			tap(emit, keys.KeyB)
+		}}
+		if _, err := g.Run(context.Background(), src); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		for _, rl := range relays {
+			rl.Stop()
+		}
+		want := [][]keys.Key{{keys.Key(keys.KeyA)}, {keys.Key(keys.AudioVolumeUp), keys.Key(keys.KeyB)}}
+		for i, osk := range oses {
+			if got := osk.SentDowns(); !slices.Equal(got, want[i]) {
+				t.Errorf("receiver %c pressed %v, want %v", 'a'+i, got, want[i])
+			}
 		}
 	})
 }
