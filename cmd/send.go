@@ -95,7 +95,14 @@ keys go to one target at a time, the first destination until its hotkey or
 target and each destination's liveness). What the old target holds is
 released there, and a key held across a switch reaches the new target only
 when pressed again. A destination's map and local-keys apply to what it
-gets. Name a destination with --to NAME=HOST[:PORT].
+gets; its local keys act on this machine instead, with --grab too: --input
+evdev passes them through a uinput keyboard of its own ("keyrelay send local
+keys", needs /dev/uinput writable; held while held), --input x11 through
+XTEST as a tap once released (no hold: the X server drops a second press of a
+key already down), the windows and macos sources swallow them. With --input
+x11 or evdev a destination's hotkey also works in local use: it takes the
+keyboard again for that destination. Name a destination with --to
+NAME=HOST[:PORT].
 
 Every send answers 'keyrelay status' (its target, mode and destinations)
 through a control socket of its own, only its user can open. Without
