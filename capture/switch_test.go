@@ -166,7 +166,7 @@ func FuzzSwitch(f *testing.F) {
 	f.Add([]byte{4, 5, 0x85, 0x84, 0, 4, 5, 0x84, 0x85, 0x80})
 	alphabet := []keys.Code{keys.KeyA, keys.KeyB, keys.ShiftLeft, keys.ScrollLock, keys.ControlLeft, keys.ControlRight}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		for _, hk := range []Hotkey{{keys.ScrollLock}, {keys.ControlLeft, keys.ControlRight}} {
+		for i, hk := range []Hotkey{{keys.ScrollLock}, {keys.ControlLeft, keys.ControlRight}, {keys.ScrollLock}} {
 			atReceiver := map[keys.Key]bool{}
 			emitted := 0
 			s := &Switch{Hotkey: hk, Emit: func(k keys.Key, down bool) error {
@@ -177,6 +177,22 @@ func FuzzSwitch(f *testing.F) {
 				emitted++
 				return nil
 			}}
+			// The third: named destinations, one with the hotkey
+			// ControlRight+KeyB, and KeyA a local key: what is passed
+			// here is balanced too, and released once every key is.
+			atHere := map[keys.Code]bool{}
+			if i == 2 {
+				s.Targets = []Hotkey{{keys.ControlRight, keys.KeyB}}
+				s.OnTarget = func(int) error { return nil }
+				s.Here = func(c keys.Code) bool { return c == keys.KeyA }
+				s.ActHere = func(c keys.Code, down bool) error {
+					if atHere[c] == down {
+						return fmt.Errorf("%v down=%v here while held=%v", c, down, atHere[c])
+					}
+					atHere[c] = down
+					return nil
+				}
+			}
 			here := map[keys.Code]bool{}
 			for _, b := range in {
 				c, down := alphabet[int(b&0x7f)%len(alphabet)], b&0x80 == 0
@@ -206,6 +222,11 @@ func FuzzSwitch(f *testing.F) {
 			for k, down := range atReceiver {
 				if down {
 					t.Fatalf("%v held at the receiver after every key was released here", k)
+				}
+			}
+			for c, down := range atHere {
+				if down {
+					t.Fatalf("%v still passed down here after every key was released", c)
 				}
 			}
 		}
