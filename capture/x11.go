@@ -225,6 +225,7 @@ func (x *X11) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 			x.status("the X server of DISPLAY=%s lacks the XTEST extension (%v): local keys cannot act here and are swallowed while relaying", x.display, err)
 		} else {
 			sw.Here, sw.ActHere = x.localKey, x.actHere
+			x.status("local keys act here through XTEST, each as a tap once released (no hold under --grab)")
 		}
 	}
 	sw.OnToggle = func(relaying bool) error {
