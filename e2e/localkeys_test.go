@@ -161,6 +161,7 @@ func TestGrabLocalKeysAndDestinationHotkeys(t *testing.T) {
 		xdotool(t, display, "key", "Scroll_Lock")
 		poll(t, 10*time.Second, "send to say local use", func() bool { return strings.Count(send.stderr.String(), "local use") >= n })
 	}
+	grabs := 1
 	hotkey := func(digit byte) {
 		t.Helper()
 		// ControlRight (X keycode 105) and the digit by keycode: xdotool
@@ -168,6 +169,9 @@ func TestGrabLocalKeysAndDestinationHotkeys(t *testing.T) {
 		x.press(t, 105, true)
 		x.tap(t, digit)
 		x.press(t, 105, false)
+		// Keys typed before send has the keyboard again act here.
+		grabs++
+		poll(t, 10*time.Second, "send to grab again", func() bool { return strings.Count(send.stderr.String(), "relaying to") >= grabs })
 	}
 	toLocal(1)
 	xdotool(t, display, "key", "z") // acts here
