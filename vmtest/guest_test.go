@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/bendahl/uinput"
 
+	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/evdev"
 	"github.com/keyrelay/keyrelay/internal/notebuf"
@@ -609,6 +611,52 @@ func TestGuest(t *testing.T) {
 		// Caps Lock, and the console lights the LED. The next session,
 		// the LED read back says on already: no tap, only the key typed.
 		checkLockSync(t, src, relayed, startSend)
+	})
+
+	t.Run("local-keys", func(t *testing.T) {
+		// Issue 27 must-haves 2 and 3 on a real kernel: send --input
+		// evdev --grab to a destination whose local-keys has
+		// AudioVolumeUp passes it to this machine through a uinput
+		// keyboard of its own, down while held (push-to-talk), while the
+		// keys typed meanwhile go to recv and neither reaches the other
+		// side. From local use, the destination's hotkey takes the
+		// keyboard again for it; its keys act here only.
+		cfg := filepath.Join(t.TempDir(), "config.toml")
+		text := fmt.Sprintf("[[send.to]]\nname = \"r\"\naddr = %q\nhotkey = \"ControlRight+Digit1\"\nlocal-keys = [\"AudioVolumeUp\"]\n", addr)
+		if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		local.drain(t) // what the checks before typed while no send grabbed the source
+		send := start(t, "send", "--insecure", "--config", cfg, "--input", "evdev", "--device", src.path, "--grab", "--hotkey", "ScrollLock")
+		send.waitFor(t, grabbed, 1)
+		send.waitFor(t, "local keys act here through the virtual keyboard", 1)
+		here := newReader(t, "send's keyboard of local keys", findDevice(t, capture.LocalKeysName))
+
+		src.play(t, down(uinput.KeyVolumeup))
+		here.expect(t, "the local key pressed", down(uinput.KeyVolumeup))
+		src.play(t, tap(uinput.KeyA)...)
+		relayed.expect(t, "typed while the local key is held", tap(uinput.KeyA)...)
+		here.none(t, "typed while the local key is held")
+		src.play(t, up(uinput.KeyVolumeup))
+		here.expect(t, "the local key released", up(uinput.KeyVolumeup))
+		relayed.none(t, "the local key")
+		local.none(t, "everything typed while grabbed")
+
+		src.play(t, down(uinput.KeyScrolllock))
+		send.waitFor(t, "local use (ScrollLock to relay)", 1)
+		src.play(t, up(uinput.KeyScrolllock))
+		local.expect(t, "the hotkey's release in local use", up(uinput.KeyScrolllock))
+		hotkey := []key{down(uinput.KeyRightctrl), down(uinput.Key1), up(uinput.Key1), up(uinput.KeyRightctrl)}
+		src.play(t, hotkey...)
+		send.waitFor(t, grabbed, 2)
+		local.expect(t, "the destination's hotkey in local use", hotkey...)
+		src.play(t, tap(uinput.KeyB)...)
+		// B is the next thing recv's keyboard reports: nothing of the
+		// destination's hotkey came before it.
+		relayed.expect(t, "relaying again after the destination's hotkey", tap(uinput.KeyB)...)
+		local.none(t, "typed after relaying resumed")
+		here.none(t, "the hotkey and B")
+		send.stop(t, syscall.SIGTERM)
 	})
 
 	if st := recv.stop(t, syscall.SIGTERM); st.ExitCode() != 0 {
