@@ -562,8 +562,9 @@ func (x *X11) own(relaying bool, grabs []keyGrab) error {
 // and release of it through XTEST, delivered as the keyboard is let go for
 // that moment (fake events go to the grabbing client while a grab is
 // active), then the keyboard is taken again. Not at its press: the X
-// server drops a press of a key already down, and this one is, by the
-// grab's own press. A program with a passive grab of the key (a desktop's
+// server drops a press of a key already down on the master keyboard (the
+// Xorg server's Xi/exevents.c, UpdateDeviceState: "don't allow ddx to
+// generate multiple downs"), and this one is, by the grab's own press. A program with a passive grab of the key (a desktop's
 // media-key daemon) gets it as from the keyboard, its grab ending with the
 // fake release, so the keyboard is free to take again at once.
 func (x *X11) actHere(code keys.Code, down bool) error {
