@@ -73,7 +73,8 @@ func (h Hotkey) String() string {
 // and while relaying a key the router says acts here (Here: a destination's
 // local keys) is passed to this machine (ActHere) as well as relayed
 // (the router keeps it from the destinations that list it), its release
-// too, so that a held key stays held here (push-to-talk).
+// too, so that a source that can hold it here (evdev's virtual keyboard)
+// holds it while it is held (push-to-talk).
 //
 // Switch is not safe for concurrent use; its zero value is not ready: set
 // Hotkey and Emit.

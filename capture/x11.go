@@ -526,8 +526,8 @@ func (x *X11) own(relaying bool, grabs []keyGrab) error {
 		xproto.UngrabKeyboard(c, xproto.TimeCurrentTime)
 		for _, g := range grabs {
 			if err := xproto.GrabKeyChecked(c, true, x.root, g.mods, g.key, xproto.GrabModeAsync, xproto.GrabModeAsync).Check(); err != nil {
-				if g.to >= 0 {
-					return fmt.Errorf("%w: a destination's hotkey (X keycode %d) is taken by another program (%v); give that destination another hotkey (hotkey = in its [[send.to]] table)", ErrNoX11, g.key, err)
+				if g.to >= 0 && g.to < len(x.targets) {
+					return fmt.Errorf("%w: the destination hotkey %v is taken by another program (%v); give that destination another (hotkey = in its [[send.to]] table)", ErrNoX11, Hotkey(x.targets[g.to]), err)
 				}
 				return fmt.Errorf("%w: the hotkey is taken by another program (%v); choose another with --hotkey", ErrNoX11, err)
 			}
@@ -564,9 +564,10 @@ func (x *X11) own(relaying bool, grabs []keyGrab) error {
 // active), then the keyboard is taken again. Not at its press: the X
 // server drops a press of a key already down on the master keyboard (the
 // Xorg server's Xi/exevents.c, UpdateDeviceState: "don't allow ddx to
-// generate multiple downs"), and this one is, by the grab's own press. A program with a passive grab of the key (a desktop's
-// media-key daemon) gets it as from the keyboard, its grab ending with the
-// fake release, so the keyboard is free to take again at once.
+// generate multiple downs"), and this one is, by the grab's own press. A
+// program with a passive grab of the key (a desktop's media-key daemon)
+// gets it as from the keyboard, its grab ending with the fake release, so
+// the keyboard is free to take again at once.
 func (x *X11) actHere(code keys.Code, down bool) error {
 	kc, ok := x11Keycode(code)
 	if down || !ok {
