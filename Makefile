@@ -70,9 +70,13 @@ GOTESTSUM := $(GO) run gotest.tools/gotestsum@v1.12.3
 unit:
 	$(GOTESTSUM) --format pkgname -- -race -shuffle on -count=1 ./...
 
-# End-to-end: the built binary over real loopback UDP (e2e/).
+# End-to-end: the built binary over real loopback UDP (e2e/). Most tests
+# run in parallel, four at a time: they mostly wait (on timeouts, and the
+# race detector's second before each keyrelay exits), so the suite takes
+# about half the time it does serially; the timed ones stay serial, alone
+# (e2e/e2e_test.go says how the tests are kept apart).
 e2e:
-	$(GOTESTSUM) --format testname -- -count=1 -tags e2e ./e2e/
+	$(GOTESTSUM) --format testname -- -count=1 -tags e2e -parallel 4 ./e2e/
 
 # The Windows capture and injector under Wine on Xvfb alone (part of e2e:
 # about 30 s, half of it making the Wine prefix).

@@ -28,6 +28,7 @@ func netns(t *testing.T, args ...string) {
 // namespaces and the veth pair between them are made by the test and
 // removed after it.
 func TestBroadcast(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create network namespaces")
 	}
@@ -69,6 +70,7 @@ func TestBroadcast(t *testing.T) {
 		}
 	}
 	send := exec.Command("ip", "netns", "exec", a, bin, "send", "--to", "10.77.0.255", "--one-way", "--script", "../testdata/scripts/hello.keys")
+	send.Env = append(os.Environ(), runtimeEnv(t)...)
 	if o, err := send.CombinedOutput(); err != nil {
 		t.Fatalf("send: %v\n%s", err, o)
 	}

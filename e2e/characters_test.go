@@ -22,6 +22,7 @@ import (
 // and KeyA, physical, so shortcuts keep working. Must-have 5: send's line
 // for each destination says it gets characters, and from what keymap.
 func TestCharactersFromGermanDesktop(t *testing.T) {
+	t.Parallel()
 	needX(t, "setxkbmap", "xterm", "xdotool")
 	sendDisplay := startXvfb(t)
 	setLayout(t, sendDisplay, "de")
@@ -97,6 +98,7 @@ func TestCharactersFromGermanDesktop(t *testing.T) {
 // y, AltGr+KeyQ @, dead acute then e é), a chord stays physical, and
 // every character is a down and its up.
 func TestCharactersThroughNamedLayout(t *testing.T) {
+	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	keys := script(t, "down ShiftLeft\ntap KeyY\nup ShiftLeft\ntap KeyZ\ndown AltRight\ntap KeyQ\nup AltRight\ntap Equal\ntap KeyE\ndown ControlLeft\ntap KeyA\nup ControlLeft\n")
 	if code, _, stderr := run(t, "", "send", "--to", "de="+recv.addr, "--script", keys, "--keys", "characters", "--layout", "de"); code != 0 {

@@ -37,6 +37,7 @@ func configHome(t *testing.T, body string) string {
 // relative path) relay a script with no flags at all, and `keyrelay config`
 // says where each setting came from.
 func TestConfigFileRelay(t *testing.T) {
+	t.Parallel()
 	recvHome := configHome(t, `
 key-file = "keyrelay.key"
 [recv]

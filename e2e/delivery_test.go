@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 // not, naming the likely causes; one-way use (only with --one-way,
 // PROTOCOL.md §8.4) exits 0 and says delivery was not confirmed.
 func TestSendReportsDelivery(t *testing.T) {
+	t.Parallel()
 	otherKey := filepath.Join(t.TempDir(), "other.key")
 	if code, _, stderr := run(t, "", "keygen", "--out", otherKey); code != 0 {
 		t.Fatal(stderr)
@@ -50,14 +50,9 @@ func TestSendReportsDelivery(t *testing.T) {
 	plain.stop()
 }
 
-// deadAddr is a loopback UDP address where nothing listens: bound, then
-// closed.
+// deadAddr is a loopback UDP address where nothing listens (reservePort:
+// not one that another parallel test's socket could take meanwhile).
 func deadAddr(t *testing.T) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	return pc.LocalAddr().String()
+	return reservePort(t)
 }

@@ -24,7 +24,7 @@ func doctor(t *testing.T, display string, args ...string) (int, string) {
 func doctorEnv(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"doctor"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), runtimeEnv(t)...), env...)
 	out, _ := cmd.CombinedOutput()
 	return cmd.ProcessState.ExitCode(), string(out)
 }
@@ -50,6 +50,7 @@ func wantLine(t *testing.T, out, prefix string, parts ...string) {
 // reports the right failure and fix, and exits non-zero when something the
 // chosen injector or source needs is missing.
 func TestDoctor(t *testing.T) {
+	t.Parallel()
 	needX(t)
 	withRecord := startXvfb(t)
 	code, out := doctor(t, withRecord, "--inject", "robotgo", "--input", "hook", "--listen", "127.0.0.1:0")
@@ -102,6 +103,8 @@ var sessionRE = regexp.MustCompile(`new session ([0-9a-f]{16}) from`)
 // came from and the likely causes. A port held by another program fails,
 // naming the port and how to find the holder.
 func TestDoctorWithRecvRunning(t *testing.T) {
+	// Serial: a doctor's probe must end on recv's --timeout 100ms, not time
+	// out, which a loaded machine could make it do.
 	r := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--timeout", "100ms")
 	dir := t.TempDir()
 	recvConf := filepath.Join(dir, "recv.toml")

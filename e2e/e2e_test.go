@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +28,10 @@ import (
 	"github.com/keyrelay/keyrelay/internal/notebuf"
 )
 
-var bin, keyFile string
+// bin is the keyrelay binary under test, keyFile the key every process
+// shares, and runtimeBase the directory of each test's XDG_RUNTIME_DIR
+// (runtimeEnv).
+var bin, keyFile, runtimeBase string
 
 func TestMain(m *testing.M) {
 	// Under nohup (or a shell's trap "" HUP) SIGHUP is ignored, and an
@@ -74,10 +78,101 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	runtimeBase = filepath.Join(dir, "run")
 	os.Setenv("KEYRELAY_KEY_FILE", keyFile)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// Most tests run in parallel (t.Parallel), so that the suite's wall time is
+// not the sum of its waits. What they could share is kept apart: each test
+// listens on 127.0.0.1:0 (or a port of reservePort's), starts its own Xvfb
+// (-displayfd picks a free display), tmux server (-L) and temporary files,
+// and its sends get an XDG_RUNTIME_DIR of their own (runtimeEnv). A test
+// stays serial, with a comment saying why, when it checks a time bound
+// that a loaded machine could break (a release within --timeout + 200 ms,
+// a count of key repeats, a datagram rate), or changes the environment
+// (t.Setenv); serial tests run first, alone. The tests of examples that
+// use fixed ports (--help's) hold fixedPorts.
+
+// fixedPorts is held by a test, for its whole run, while it runs
+// examples that listen on fixed ports (7575, 7576, 7599), so that no two
+// such tests overlap. No other test binds those ports: the
+// others listen on 127.0.0.1:0, in the kernel's ephemeral range (32768
+// and up), or on a port of reservePort's (20000 and up, below that range).
+var fixedPorts sync.Mutex
+
+// holdFixedPorts makes t a parallel test that holds fixedPorts until it
+// ends.
+func holdFixedPorts(t *testing.T) {
+	t.Parallel()
+	fixedPorts.Lock()
+	t.Cleanup(fixedPorts.Unlock)
+}
+
+var runtimeDirs sync.Map // top-level test name -> its XDG_RUNTIME_DIR
+
+// runtimeEnv is the XDG_RUNTIME_DIR setting for the processes t starts: a
+// directory of t's top-level test's own, so that the control socket of a
+// send (cmd/control.go: one per user, in $XDG_RUNTIME_DIR/keyrelay) is not
+// another parallel test's, and no send says "another keyrelay send answers
+// on". Subtests share their parent's, as one test's send and its keyrelay
+// status must. An env given after it (a test's own XDG_RUNTIME_DIR) wins.
+func runtimeEnv(t testing.TB) []string {
+	top, _, _ := strings.Cut(t.Name(), "/")
+	dir := filepath.Join(runtimeBase, top)
+	if _, loaded := runtimeDirs.LoadOrStore(top, dir); !loaded {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{"XDG_RUNTIME_DIR=" + dir}
+}
+
+// reservedPorts are the ports reservePort handed out: none twice.
+var reservedPorts struct {
+	sync.Mutex
+	next int
+}
+
+// reservePort returns a loopback UDP address ("127.0.0.1:PORT") where
+// nothing listens, for a test that binds it after a while (a receiver
+// restarted on its port, one started late) or needs it to stay dead. A
+// port of 127.0.0.1:0's (the kernel's ephemeral range) could meanwhile go
+// to another parallel test's socket; this one is below that range (and
+// above the fixed ports the examples use), was free when it was picked,
+// and is given to no other test.
+func reservePort(t testing.TB) string {
+	t.Helper()
+	reservedPorts.Lock()
+	defer reservedPorts.Unlock()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	const first = 20000
+	if reservedPorts.next < first {
+		// Apart from another run of this suite on the same machine, most
+		// likely: its own pid decides where it starts.
+		reservedPorts.next = first + os.Getpid()%1000*5
+	}
+	for ; reservedPorts.next < low; reservedPorts.next++ {
+		addr := "127.0.0.1:" + strconv.Itoa(reservedPorts.next)
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			continue
+		}
+		pc.Close()
+		reservedPorts.next++
+		return addr
+	}
+	t.Fatalf("no free UDP port left between %d and %d", first, low)
+	return ""
 }
 
 // line is one line of recv's key log, with when the test read it. A
@@ -123,7 +218,7 @@ func start(t testing.TB, args ...string) *proc {
 func startWithEnv(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), runtimeEnv(t)...), env...)
 	return startCmd(t, cmd, args[0])
 }
 
@@ -255,7 +350,7 @@ func runIn(t *testing.T, stdin string, env []string, args ...string) (code int, 
 	// the tests.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// No X display either, unless a test asks for one.
-	cmd.Env = append(append(os.Environ(), "DISPLAY="), env...)
+	cmd.Env = append(append(append(os.Environ(), "DISPLAY="), runtimeEnv(t)...), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -277,6 +372,7 @@ func render(ls []line) string {
 
 // TestScriptToLog: the exact log of a script relayed over a clean loopback.
 func TestScriptToLog(t *testing.T) {
+	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	want, err := os.ReadFile("../testdata/e2e/basic.expected")
 	if err != nil {
@@ -323,6 +419,7 @@ func checkBalanced(t *testing.T, ls []line) {
 // delay, jitter, duplication and reordering, the log stays balanced and the
 // key-downs that arrive are in the sender's order.
 func TestLossyLinkThroughProxy(t *testing.T) {
+	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	proxy := start(t, "impair", "--listen", "127.0.0.1:0", "--to", recv.addr,
 		"--loss", "0.3", "--delay", "10ms", "--jitter", "5ms", "--duplicate", "0.1", "--reorder", "0.2", "--seed", "1")
@@ -381,6 +478,8 @@ func (p *proc) stop2() string {
 // holding a key cannot release it; the receiver does, within --timeout plus
 // 200 ms (DESIGN.md invariant 5).
 func TestKilledSenderReleasesOnTimeout(t *testing.T) {
+	// Serial: the release is timed (within --timeout + 200 ms), which a
+	// loaded machine could break.
 	const timeout = 500 * time.Millisecond
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--timeout", timeout.String())
 	send := start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyK\nsleep 1h\n"))
@@ -410,6 +509,7 @@ func TestKilledSenderReleasesOnTimeout(t *testing.T) {
 // key-up and exit 0 (DESIGN.md invariant 6); SIGINT or SIGTERM to a receiver
 // holding a key releases it (reason shutdown) and exits 0.
 func TestSignalsReleaseKeys(t *testing.T) {
+	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--timeout", "1h")
 	send := start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyS\nsleep 1h\n"))
 	if l, ok := recv.next(10 * time.Second); !ok || l.String() != "KeyS down" {
@@ -447,6 +547,7 @@ func TestSignalsReleaseKeys(t *testing.T) {
 // TestCLIErrors: bad input gets a clear message and a non-zero exit code,
 // never a panic.
 func TestCLIErrors(t *testing.T) {
+	t.Parallel()
 	busy := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	bad := script(t, "tap KeyA\nfrobnicate\ntap NoSuchKey\n")
 	tests := []struct {
@@ -491,6 +592,7 @@ func TestCLIErrors(t *testing.T) {
 
 // TestVersion: the binary reports a version.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run(t, "", "version")
 	if code != 0 || !strings.HasPrefix(out, "keyrelay ") {
 		t.Errorf("version: exit %d, %q", code, out)
@@ -500,6 +602,7 @@ func TestVersion(t *testing.T) {
 // TestTwoDestinationsIPv4AndIPv6: one sender, --to twice (an IPv4 and an
 // IPv6 receiver); both get the whole script.
 func TestTwoDestinationsIPv4AndIPv6(t *testing.T) {
+	t.Parallel()
 	if c, err := net.ListenPacket("udp6", "[::1]:0"); err != nil {
 		t.Skipf("no IPv6 loopback here: %v", err)
 	} else {

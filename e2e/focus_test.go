@@ -33,6 +33,7 @@ func setFocus(t *testing.T, display string, focus xproto.Window) {
 // PointerRoot, the pointer over the root window alone), the focus set to
 // None, the focus set to the root window, and xev under the pointer.
 func TestRecvSaysNoWindowHasFocus(t *testing.T) {
+	t.Parallel()
 	needX(t)
 	const notice = "while no window has the keyboard focus"
 	for _, tc := range []struct {

@@ -17,6 +17,7 @@ import (
 // when relaying resumes, so the keys typed then come out in capitals on A.
 // The hotkey reaches neither side.
 func TestGrabSwitchesBetweenDesktops(t *testing.T) {
+	t.Parallel()
 	needX(t, "xterm")
 	displayB, displayA := startXvfb(t), startXvfb(t)
 	termA, termB := startXterm(t, displayA), startXterm(t, displayB)

@@ -19,6 +19,7 @@ import (
 // and no KEYRELAY_* settings, and exits 0. A command without examples
 // fails the test, so none can be forgotten.
 func TestHelpExamples(t *testing.T) {
+	holdFixedPorts(t) // the examples listen on 7575, 7576 and 7599
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("needs bash")
 	}

@@ -82,6 +82,7 @@ func files(t *testing.T, dir string) []string {
 // pages are built into the test's own directories (BIN, MANOUT), so two
 // runs at once share nothing.
 func TestMakeInstall(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"make", "go", "git"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("needs %s", tool)

@@ -16,6 +16,7 @@ import (
 // read without bound. Both now end send and recv at once with exit status
 // 1 and an error naming the file and what is wanted.
 func TestKeyFileNotRegular(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "key")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

@@ -49,6 +49,7 @@ func keycodesWithKeysyms(t *testing.T, display string) (keycodes, serverOnly []i
 // events), so with the same layout it is the same keysym; nothing else is
 // pressed, send drops no key, and recv injects all of them.
 func TestEveryKeycodeRelayedAsItself(t *testing.T) {
+	t.Parallel()
 	needX(t, "xinput", "setxkbmap")
 	displayB, displayA := startXvfb(t), startXvfb(t)
 	setLayout(t, displayB, "us")

@@ -470,6 +470,7 @@ var physicalText = map[string]string{
 // back as XInput 2 raw events, every key released), and an xterm on each
 // gets what that layout types for those keys.
 func TestPhysicalKeysOnLayouts(t *testing.T) {
+	t.Parallel()
 	needX(t, "xinput", "setxkbmap", "xterm")
 	var lines, want []string
 	for _, k := range physicalKeys {
@@ -524,6 +525,7 @@ const charText = "Grüße é É € @ <>| zy;[ x/y=z? ^`~ Ω😀 AQWZaqwz 1!&\n"
 // recv started (the spare keycodes recv mapped characters to are empty
 // again).
 func TestCharactersOnLayouts(t *testing.T) {
+	t.Parallel()
 	needX(t, "setxkbmap", "xterm")
 	keys := script(t, fmt.Sprintf("type %q\ntap KeyX\n", charText))
 	for _, layout := range []string{"de", "fr", "us"} {
@@ -572,6 +574,7 @@ func TestCharactersOnLayouts(t *testing.T) {
 // "Yzklop ;' - q " here.) A key held 1.5 s on B is held on A all along, and
 // released after.
 func TestHookBetweenGermanDesktops(t *testing.T) {
+	t.Parallel()
 	needX(t, "setxkbmap", "xterm")
 	displayB, displayA := startXvfb(t), startXvfb(t)
 	setLayout(t, displayB, "de")
@@ -605,6 +608,7 @@ func TestHookBetweenGermanDesktops(t *testing.T) {
 // KeyZ presses the German Z key (keycode 29) and KeyY the Y key (52): not the
 // keys the sender pressed (52, then 29), as DESIGN.md invariant 8 wants.
 func TestRobotgoPhysicalKeysOnGerman(t *testing.T) {
+	t.Parallel()
 	needX(t, "xinput", "setxkbmap")
 	display := startXvfb(t)
 	setLayout(t, display, "de")
@@ -631,6 +635,7 @@ func TestRobotgoPhysicalKeysOnGerman(t *testing.T) {
 // character br lacks still types through a spare, and recv gives its spares
 // back on exit: the keymap is br's again.
 func TestLayoutChangeKeepsRealKeys(t *testing.T) {
+	t.Parallel()
 	needX(t, "setxkbmap", "xterm")
 	display := startXvfb(t)
 	setLayout(t, display, "us")

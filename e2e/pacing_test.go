@@ -19,6 +19,8 @@ import (
 // bursts backing off (about 120), then a few a second, and one per 20 ms in
 // the last second of --outage.
 func TestSilentReceiverIsPacedOverLoopback(t *testing.T) {
+	// Serial: it counts datagrams per second, and takes over the killed
+	// receiver's port.
 	var sb strings.Builder
 	sb.WriteString("pace 25ms\n")
 	for i := range 280 {

@@ -20,6 +20,7 @@ import (
 // anything and both exit 1 (pair/doc.go: the code is what a person
 // compares, so a no anywhere must leave both files as they were).
 func TestPairUnderTmux(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("tmux missing in CI: .ci/run must install it")

@@ -105,6 +105,7 @@ func isShell(lang string) bool {
 // languages and "not run" reasons; a misplaced or empty "not run" comment
 // and an unclosed fence are errors.
 func TestShellBlocks(t *testing.T) {
+	t.Parallel()
 	md := strings.Join([]string{
 		"# x", //  1
 		"```sh",
@@ -169,6 +170,9 @@ func TestShellBlocks(t *testing.T) {
 // CI recipe: Xvfb, xterm, xdotool) is skipped where a tool is missing,
 // except in CI, where .ci/run installs them and a skip would hide that.
 func TestREADMEShellExamples(t *testing.T) {
+	// Serial: the examples listen on fixed ports, 47575 and 47576 among
+	// them, in the ephemeral range, where another test's 127.0.0.1:0 could
+	// be.
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("needs bash")
 	}

@@ -34,6 +34,7 @@ var restartKeys = func() []string {
 // did), and send exits 0. With a gap past --outage, send exits 3 naming
 // how many events never reached the receiver.
 func TestRestartedReceiverGetsBacklog(t *testing.T) {
+	t.Parallel()
 	var text strings.Builder
 	text.WriteString("pace 50ms\n")
 	index := map[string]int{}
@@ -66,7 +67,9 @@ func TestRestartedReceiverGetsBacklog(t *testing.T) {
 				all += "sleep 3s\ntap Escape\n"
 				events += 2
 			}
-			recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+			// A port no other test gets while this one's receiver is
+			// down (reservePort).
+			recv := start(t, "recv", "--inject", "log", "--listen", reservePort(t))
 			send := start(t, "send", "--to", recv.addr, "--script", script(t, all), "--outage", tc.outage)
 			time.Sleep(1500 * time.Millisecond) // the scenario: killed 1.5 s in
 			recv.cmd.Process.Kill()
@@ -162,6 +165,7 @@ func downs(ls []line) int {
 // undelivered and when those were typed), for a receiver that got
 // everything and for one that never answered.
 func TestSendSummaryFields(t *testing.T) {
+	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	nothing := deadAddr(t)
 	code, _, stderr := run(t, "tap KeyA\ntap KeyB\n", "send", "--script", "-", "--log-format", "json", "--outage", "2s", "--to", recv.addr, "--to", nothing)

@@ -18,6 +18,7 @@ import (
 // arrive as the physical keys they name, a chord pressed in order and
 // released in reverse, an unquoted character of a chord as that character.
 func TestScriptNamesAndChords(t *testing.T) {
+	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	code, _, stderr := run(t, "", "send", "--to", recv.addr, "--script", script(t, strings.Join([]string{
 		"pace 0s",
@@ -57,7 +58,7 @@ const noExitSleep = "GORACE=atexit_sleep_ms=0"
 func startStreamed(t *testing.T, args ...string) (*proc, io.WriteCloser) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"send", "--script", "-"}, args...)...)
-	cmd.Env = append(os.Environ(), noExitSleep)
+	cmd.Env = append(append(os.Environ(), runtimeEnv(t)...), noExitSleep)
 	w, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +82,7 @@ func (p *proc) expect(t *testing.T, want ...string) {
 // then ends it within a second, with the held key released by the sender
 // (no timeout reason) and exit status 0 (README: Exit codes).
 func TestStreamedScriptStopsOnSignal(t *testing.T) {
+	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--timeout", "1h")
 	send, w := startStreamed(t, "--to", recv.addr)
 	io.WriteString(w, "down ShiftLeft\n")
@@ -98,6 +100,7 @@ func TestStreamedScriptStopsOnSignal(t *testing.T) {
 // there with the line named (exit 1), and what the lines before it hold is
 // released by the sender, not left to recv's --timeout.
 func TestStreamedScriptBadLine(t *testing.T) {
+	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--timeout", "1h")
 	send, w := startStreamed(t, "--to", recv.addr)
 	io.WriteString(w, "down ctrl\n\n")
@@ -115,6 +118,7 @@ func TestStreamedScriptBadLine(t *testing.T) {
 // TestFIFOScript: a FIFO given to --script is played as it is written, and
 // a signal ends send even before a writer opened it.
 func TestFIFOScript(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "keys")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("no FIFO here: %v", err)
@@ -147,6 +151,7 @@ func TestFIFOScript(t *testing.T) {
 // with exit 2 and the valid form, before any X display or device is
 // looked at; --hotkey without --grab is refused naming --grab.
 func TestHotkeyUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -176,6 +181,7 @@ func TestHotkeyUsageErrors(t *testing.T) {
 // config file) is a preference for the runs that grab: a scripted send
 // without --grab runs; a bad one is still a usage error.
 func TestConfiguredHotkeyWithoutGrab(t *testing.T) {
+	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	if code, _, stderr := runIn(t, "tap KeyA\n", []string{"KEYRELAY_SEND_HOTKEY=ScrollLock"}, "send", "--to", recv.addr, "--script", "-"); code != 0 {
 		t.Errorf("send with KEYRELAY_SEND_HOTKEY and no --grab exited %d, want 0:\n%s", code, stderr)

@@ -20,6 +20,7 @@ var fingerprintRE = regexp.MustCompile(`fingerprint ([0-9a-f]{4}-[0-9a-f]{4}-[0-
 // TestKeygen: keygen writes a 0600 key file, refuses to overwrite it without
 // --force, and send and recv print the same fingerprint as keygen did.
 func TestKeygen(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "k")
 	code, _, stderr := run(t, "", "keygen", "--out", path)
 	m := fingerprintRE.FindStringSubmatch(stderr)
@@ -56,9 +57,12 @@ func TestKeygen(t *testing.T) {
 // secret); one-way use, which cannot handshake, needs one and says how to
 // make it; --insecure runs in plaintext with a warning.
 func TestKeyFileOptional(t *testing.T) {
-	t.Setenv("KEYRELAY_KEY_FILE", "")
-	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	if code, _, stderr := run(t, "", "send", "--to", recv.addr, "--script", "../testdata/scripts/hello.keys"); code != 0 {
+	t.Parallel()
+	// No key file: KEYRELAY_KEY_FILE empty for every process here (not
+	// t.Setenv, which a parallel test cannot use).
+	noKey := []string{"KEYRELAY_KEY_FILE="}
+	recv := startWithEnv(t, noKey, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	if code, _, stderr := runWithEnv(t, noKey, "send", "--to", recv.addr, "--script", "../testdata/scripts/hello.keys"); code != 0 {
 		t.Errorf("send without a key file: exit %d\n%s", code, stderr)
 	}
 	if got := recv.stop(); len(got) != 12 {
@@ -68,16 +72,16 @@ func TestKeyFileOptional(t *testing.T) {
 		{"recv", "--inject", "log", "--listen", "127.0.0.1:0", "--one-way"},
 		{"send", "--to", "127.0.0.1", "--one-way", "--feedback=false", "--script", "../testdata/scripts/hello.keys"},
 	} {
-		code, _, stderr := run(t, "", args...)
+		code, _, stderr := runWithEnv(t, noKey, args...)
 		if code != 2 || !strings.Contains(stderr, "keyrelay keygen --out") || !strings.Contains(stderr, "--insecure") {
 			t.Errorf("%v: exit %d\n%s", args, code, stderr)
 		}
 	}
-	recv = start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--insecure")
+	recv = startWithEnv(t, noKey, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--insecure")
 	if !strings.Contains(recv.stderr.String(), "WARNING: --insecure") {
 		t.Errorf("recv --insecure printed no warning:\n%s", recv.stderr)
 	}
-	code, _, stderr := run(t, "", "send", "--insecure", "--to", recv.addr, "--script", "../testdata/scripts/hello.keys")
+	code, _, stderr := runWithEnv(t, noKey, "send", "--insecure", "--to", recv.addr, "--script", "../testdata/scripts/hello.keys")
 	if code != 0 || !strings.Contains(stderr, "WARNING: --insecure") {
 		t.Errorf("send --insecure: exit %d\n%s", code, stderr)
 	}
@@ -91,6 +95,7 @@ func TestKeyFileOptional(t *testing.T) {
 // psk2: its response does not authenticate), so it types nothing and says
 // why; a plaintext sender to a sealed receiver neither.
 func TestWrongKeyInjectsNothing(t *testing.T) {
+	t.Parallel()
 	other := filepath.Join(t.TempDir(), "other.key")
 	if code, _, stderr := run(t, "", "keygen", "--out", other); code != 0 {
 		t.Fatal(stderr)
@@ -118,6 +123,7 @@ func TestWrongKeyInjectsNothing(t *testing.T) {
 // fingerprint, recv names the refused identity with the fix. Paired with
 // 'keyrelay peers add' while recv runs, the same sender types.
 func TestUnpairedSenderInjectsNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	otherID, recvPeers := filepath.Join(dir, "other.identity"), filepath.Join(dir, "recv-peers.toml")
 	code, out, stderr := run(t, "", "id", "--identity", otherID)
@@ -165,6 +171,8 @@ func TestUnpairedSenderInjectsNothing(t *testing.T) {
 // while a real sender types: nothing forged is injected, every real key
 // arrives in order, recv keeps running and logs rejects at a bounded rate.
 func TestFloodWhileTyping(t *testing.T) {
+	// Serial: its 100,000 datagrams load the machine, and the reject log's
+	// rate is checked against the time taken.
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	text := "flood resistant typing 0123456789"
 	send := start(t, "send", "--to", recv.addr, "--script", script(t, fmt.Sprintf("pace 20ms\ntype %q\n", text)))

@@ -131,13 +131,15 @@ func replayFrom(t *testing.T, conn *net.UDPConn, to *net.UDPAddr, rec []datagram
 // recordSession relays a sender typing text to a fresh receiver through a
 // relay, and returns the relay (its recording holds the whole session, the
 // sender's linger included), the session id (as the receiver's log names
-// it) and the receiver, still running. The receiver must have typed text:
-// the recording is of a working session.
-func recordSession(t *testing.T, text string) (*relay, string, *proc) {
+// it) and the receiver, still running, on a port of reservePort's (a
+// restarted receiver may take it over). The receiver must have typed text:
+// the recording is of a working session. env is added to both processes'
+// environment.
+func recordSession(t *testing.T, text string, env []string) (*relay, string, *proc) {
 	t.Helper()
-	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--key-file", keyFile)
+	recv := startWithEnv(t, env, "recv", "--inject", "log", "--listen", reservePort(t), "--key-file", keyFile)
 	rl := newRelay(t, recv.addr)
-	code, _, stderr := run(t, "", "send", "--to", rl.addr(), "--key-file", keyFile, "--script", script(t, fmt.Sprintf("pace 20ms\ntype %q\n", text)))
+	code, _, stderr := runIn(t, "", env, "send", "--to", rl.addr(), "--key-file", keyFile, "--script", script(t, fmt.Sprintf("pace 20ms\ntype %q\n", text)))
 	if code != 0 {
 		t.Fatalf("recording: send exited %d:\n%s", code, stderr)
 	}
@@ -201,22 +203,24 @@ func describe(ls []line) string {
 // in the way before the handshake; longer ages are covered by
 // receiver.TestRecordingIsUselessAtARestartedReceiver with injected clocks.
 func TestReplayIntoRestartedReceiver(t *testing.T) {
+	t.Parallel()
 	// The race detector's runtime waits a second before a process exits
 	// (GORACE atexit_sleep_ms): without that wait send exits, and the old
 	// receiver is gone, at once, so age 0 is a replay at once after the
-	// session's last datagram.
-	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	// session's last datagram. (For this test's processes only: a parallel
+	// test cannot t.Setenv.)
+	env := []string{"GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")}
 	for _, age := range []time.Duration{0, 5 * time.Second} {
 		t.Run(fmt.Sprintf("age %v", age), func(t *testing.T) {
 			const text = "secret"
-			rl, id, old := recordSession(t, text)
+			rl, id, old := recordSession(t, text, env)
 			rec := rl.recording()
 			recorded := rec[len(rec)-1].at.Sub(rec[0].at)
 			// A new receiver instance on the same address: a restart (a
 			// crash, so that age 0 is as near 0 as it gets).
 			old.cmd.Process.Kill()
 			old.wait(5 * time.Second)
-			recv := start(t, "recv", "--inject", "log", "--listen", old.addr, "--key-file", keyFile)
+			recv := startWithEnv(t, env, "recv", "--inject", "log", "--listen", old.addr, "--key-file", keyFile)
 			// Let the recording age: wall time passing, not an event.
 			time.Sleep(time.Until(rec[len(rec)-1].at.Add(age)))
 			replayed := time.Now()
@@ -244,8 +248,9 @@ func TestReplayIntoRestartedReceiver(t *testing.T) {
 // key is not released (not "session-end"), and what the live sender types
 // after the replay arrives and is acknowledged.
 func TestCrossReceiverReplay(t *testing.T) {
+	t.Parallel()
 	const evil = "evil"
-	toB, idB, recvB := recordSession(t, evil)
+	toB, idB, recvB := recordSession(t, evil, nil)
 	recvB.stop()
 	rec := toB.recording()
 
@@ -351,6 +356,10 @@ func TestCrossReceiverReplay(t *testing.T) {
 // issue's soak 367 of 510 key-downs typed after a restart arrived, the
 // sender saying live=false, "last heard 19 s ago", throughout).
 func TestReceiverRestartMidTyping(t *testing.T) {
+	// Serial: which key-downs must reach the new receiver is reckoned from
+	// when the test read the old one's last line, which a loaded machine
+	// could delay.
+
 	// Distinct characters (CJK ideographs), so every key-down in the log
 	// names its place in the script.
 	const n, restartAfter, pace = 480, 300, 25 * time.Millisecond

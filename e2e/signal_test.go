@@ -20,6 +20,8 @@ import (
 // not timed out, and send exits 0 as every receiver acknowledged the final
 // state.
 func TestHangupAndQuitEndSendCleanly(t *testing.T) {
+	// Serial: recv's --timeout 200ms must not end the session before the
+	// sender's key-up comes, which a loaded machine could delay.
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			// A short --timeout ends the released session soon; an hour
@@ -58,6 +60,7 @@ func TestHangupAndQuitEndSendCleanly(t *testing.T) {
 // it by the same delivery rule as SIGTERM: exit status 3, delivery not
 // confirmed.
 func TestHangupWithoutReceiverExits3(t *testing.T) {
+	t.Parallel()
 	send := start(t, "send", "--to", deadAddr(t), "--linger", "100ms", "--script", script(t, "down KeyH\nsleep 1h\n"))
 	// Once it names its session the signals are caught (cmd.Run set them
 	// up before running the command).
@@ -77,6 +80,7 @@ func TestHangupWithoutReceiverExits3(t *testing.T) {
 // a key release it (reason shutdown) and exit 0, as SIGINT and SIGTERM do
 // (TestSignalsReleaseKeys); SIGQUIT does not dump goroutines.
 func TestHangupAndQuitEndRecvCleanly(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGQUIT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--timeout", "1h")
@@ -100,6 +104,7 @@ func TestHangupAndQuitEndRecvCleanly(t *testing.T) {
 // it was started from does not stop it: catching SIGHUP would undo that
 // (os/signal re-enables an inherited SIG_IGN for SIGHUP when notified).
 func TestNohupRecvIgnoresHangup(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("sh", "-c", `trap "" HUP; exec "$@"`, "sh", bin, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	recv := startCmd(t, cmd, "recv")
 	// The kernel's view of the disposition, rather than a wait for

@@ -26,6 +26,7 @@ import (
 // to c alone; keyrelay status names the target and each receiver's
 // liveness.
 func TestSwitchBetweenThreeReceivers(t *testing.T) {
+	t.Parallel()
 	a := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	b := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	c := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
@@ -124,6 +125,7 @@ local-keys = ["KeyL"]
 // switch NAME takes the keyboard again and switch local gives it back
 // (the grab follows).
 func TestGrabHotkeysSwitchDestinations(t *testing.T) {
+	t.Parallel()
 	needX(t, "xdotool")
 	display := startXvfb(t)
 	a := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
@@ -234,6 +236,7 @@ func (x *xtestConn) press(t *testing.T, kc byte, down bool) {
 // destination that never answers exits 3 having typed nothing anywhere,
 // the one that answered included, as send --wait does with one queue.
 func TestSwitchWaitTypesNothingWhenOneIsSilent(t *testing.T) {
+	t.Parallel()
 	a := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	keysFile := script(t, "pace 0s\n"+strings.Repeat("tap KeyA\n", 100))
 	code, _, stderr := runWithEnv(t, []string{"XDG_RUNTIME_DIR=" + t.TempDir()}, "send", "--switch", "--wait", "1s",

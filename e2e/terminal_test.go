@@ -25,6 +25,7 @@ import (
 // NPage ESC[6~, IC ESC[2~, DC ESC[3~, C-a 0x01, C-c 0x03); Ctrl+] ends the
 // session with exit status 0.
 func TestTerminalUnderTmux(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("tmux missing in CI: .ci/run must install it")
@@ -34,7 +35,9 @@ func TestTerminalUnderTmux(t *testing.T) {
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	sock := fmt.Sprintf("keyrelay-e2e-%d", os.Getpid())
 	tmux := func(args ...string) (string, error) {
-		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		cmd := exec.Command("tmux", append([]string{"-L", sock}, args...)...)
+		cmd.Env = append(os.Environ(), runtimeEnv(t)...) // for the server's send
+		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 	t.Cleanup(func() { tmux("kill-server") })
@@ -149,6 +152,7 @@ func pollPane(t *testing.T, what string, check func() bool, pane func() string) 
 // --timeout the likely causes; send then exits 3 (delivery not confirmed),
 // not 0.
 func TestTerminalNoAnswer(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("tmux missing in CI: .ci/run must install it")
@@ -158,7 +162,9 @@ func TestTerminalNoAnswer(t *testing.T) {
 	nothing := deadAddr(t)
 	sock := fmt.Sprintf("keyrelay-noanswer-%d", os.Getpid())
 	tmux := func(args ...string) string {
-		out, _ := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		cmd := exec.Command("tmux", append([]string{"-L", sock}, args...)...)
+		cmd.Env = append(os.Environ(), runtimeEnv(t)...) // for the server's send
+		out, _ := cmd.CombinedOutput()
 		return string(out)
 	}
 	t.Cleanup(func() { tmux("kill-server") })
@@ -187,6 +193,7 @@ func TestTerminalNoAnswer(t *testing.T) {
 // TestSendStatusLine: on a terminal, send keeps a live status line per
 // destination (issue 5): receiver, live, RTT, loss.
 func TestSendStatusLine(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("tmux missing in CI")
@@ -196,7 +203,9 @@ func TestSendStatusLine(t *testing.T) {
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	sock := fmt.Sprintf("keyrelay-status-%d", os.Getpid())
 	tmux := func(args ...string) string {
-		out, _ := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		cmd := exec.Command("tmux", append([]string{"-L", sock}, args...)...)
+		cmd.Env = append(os.Environ(), runtimeEnv(t)...) // for the server's send
+		out, _ := cmd.CombinedOutput()
 		return string(out)
 	}
 	t.Cleanup(func() { tmux("kill-server") })

@@ -19,6 +19,7 @@ import (
 // (characters stay characters: DESIGN.md invariant 8), and named, modified
 // keys arrive as those keys, as the bytes xterm makes of them.
 func TestTerminalToGermanDesktop(t *testing.T) {
+	t.Parallel()
 	needX(t, "xinput", "setxkbmap", "xterm", "tmux")
 	display := startXvfb(t)
 	setLayout(t, display, "de")
@@ -27,7 +28,9 @@ func TestTerminalToGermanDesktop(t *testing.T) {
 
 	sock := fmt.Sprintf("keyrelay-e2e-de-%d", os.Getpid())
 	tmux := func(args ...string) string {
-		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		cmd := exec.Command("tmux", append([]string{"-L", sock}, args...)...)
+		cmd.Env = append(os.Environ(), runtimeEnv(t)...) // for the server's send
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("tmux %v: %v %s", args, err, out)
 		}

@@ -23,6 +23,7 @@ import (
 // protocol version (not malformed), and answers with a version notice
 // echoing the packet's session id and counter.
 func TestRecvNamesAndAnswersOtherVersion(t *testing.T) {
+	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -80,6 +81,7 @@ func TestRecvNamesAndAnswersOtherVersion(t *testing.T) {
 // names the receiver and both versions on standard error, again in the
 // end-of-run summary, and exits 3: nothing was delivered.
 func TestSendToReceiverOfOtherVersion(t *testing.T) {
+	t.Parallel()
 	addr := fake.OtherVersion(t, wire.Version+1)
 	start := time.Now()
 	code, _, stderr := run(t, "tap KeyA\n", "send", "--to", addr, "--script", "-")

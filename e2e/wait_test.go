@@ -12,6 +12,7 @@ import (
 // send --wait 10s gets the whole script (exit 0), and with nothing
 // listening send --wait 1s exits 3 about 1 s in, having typed nothing.
 func TestSendWaitsForReceiver(t *testing.T) {
+	// Serial: send must give up a 1s --wait within 3 s.
 	keys := script(t, "type \"late\"\ntap Enter\n")
 	t.Run("receiver 3s late", func(t *testing.T) {
 		addr := deadAddr(t)

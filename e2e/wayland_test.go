@@ -220,6 +220,7 @@ func seatKeyboard(t *testing.T, s swayEnv, layout string) {
 // the seat's layout (DESIGN.md invariant 8, keys are keys); characters as
 // the same characters on any layout; Caps Lock tapped locks and unlocks.
 func TestWaylandInjector(t *testing.T) {
+	t.Parallel()
 	needSway(t)
 	s := startSway(t)
 	wev := startWev(t, s)
@@ -269,6 +270,7 @@ tap KeyA
 // TestWaylandAutoPicksWayland: --inject auto under a compositor with the
 // virtual keyboard picks wayland, and it types.
 func TestWaylandAutoPicksWayland(t *testing.T) {
+	t.Parallel()
 	needSway(t)
 	s := startSway(t)
 	wev := startWev(t, s)
@@ -291,6 +293,7 @@ func TestWaylandAutoPicksWayland(t *testing.T) {
 // compositor it types into quits (a service manager restarts it), not at
 // the next key.
 func TestWaylandCompositorQuits(t *testing.T) {
+	t.Parallel()
 	needSway(t)
 	s := startSway(t)
 	seatKeyboard(t, s, "us")
@@ -304,6 +307,7 @@ func TestWaylandCompositorQuits(t *testing.T) {
 // TestWaylandWithoutCompositor: no compositor at WAYLAND_DISPLAY is a clear
 // error, not a fall back to something else.
 func TestWaylandWithoutCompositor(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	code, _, stderr := runWithEnv(t, []string{"XDG_RUNTIME_DIR=" + dir, "WAYLAND_DISPLAY=wayland-9"}, "recv", "--inject", "wayland", "--listen", "127.0.0.1:0")
 	if code != 1 || !strings.Contains(stderr, "no wayland compositor") || !strings.Contains(stderr, "WAYLAND_DISPLAY") {

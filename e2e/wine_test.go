@@ -17,6 +17,7 @@ import (
 // since UDP fails under Wine 8 for Go >= 1.23. winwatch is the window that
 // has the focus and prints the key messages it receives.
 func TestWine(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	env := wintest.Setup(t)
 	t.Logf("wine prefix and programs ready in %v", time.Since(start).Round(time.Millisecond))

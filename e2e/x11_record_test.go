@@ -32,6 +32,7 @@ import (
 // invalid access it reports (make x11-soak does both). Not KEYRELAY_
 // variables: TestMain clears those.
 func TestRecordSoakLeavesServerHealthy(t *testing.T) {
+	t.Parallel()
 	needX(t, "setxkbmap")
 	sessions := 12
 	if n, err := strconv.Atoi(os.Getenv("X11_SOAK_SESSIONS")); err == nil && n > 0 {

@@ -188,6 +188,7 @@ func untilKeymap(t *testing.T, display string, timeout time.Duration, cond func(
 // loss with reordering; the X client on the display gets exactly the
 // sentence, and afterwards the X server holds no key.
 func TestTypingThroughABadLink(t *testing.T) {
+	t.Parallel()
 	needX(t)
 	for _, inj := range []string{"x11", "robotgo"} {
 		t.Run(inj, func(t *testing.T) {
@@ -218,6 +219,8 @@ func TestTypingThroughABadLink(t *testing.T) {
 // TestKilledSenderReleasesOnDisplay: a sender killed while holding a key;
 // the X server shows the key released within --timeout + 200 ms.
 func TestKilledSenderReleasesOnDisplay(t *testing.T) {
+	// Serial: the release is timed (within --timeout + 200 ms), which a
+	// loaded machine could break.
 	needX(t)
 	display := startXvfb(t)
 	const timeout = 500 * time.Millisecond
@@ -238,6 +241,7 @@ func TestKilledSenderReleasesOnDisplay(t *testing.T) {
 // TestInjectorsWithoutDisplay: --inject x11 and robotgo without a display
 // give a clear error naming DISPLAY and the other injectors, never a crash.
 func TestInjectorsWithoutDisplay(t *testing.T) {
+	t.Parallel()
 	for _, inj := range []string{"x11", "robotgo"} {
 		for _, display := range []string{"", ":99999"} {
 			cmd := exec.Command(bin, "recv", "--inject", inj, "--listen", "127.0.0.1:0")
@@ -268,6 +272,7 @@ func keycodeOf(evdev int) int { return evdev + 8 }
 // on display A. The text arrives exactly, and a key held for 2 s on B stays
 // held on A the whole time and is released after.
 func TestHookToRobotgo(t *testing.T) {
+	t.Parallel()
 	needX(t)
 	displayB, displayA := startXvfb(t), startXvfb(t)
 	xev := startXev(t, displayA)
@@ -432,6 +437,8 @@ func holdAcross(t *testing.T, displayB, displayA string, d time.Duration) {
 // seconds, naming the display, so that Restart=on-failure brings them
 // back; recv does not go on acking keys it cannot type.
 func TestXServerGoneStopsBoth(t *testing.T) {
+	// Serial: recv and send must exit within 2 and 3 s of the X server
+	// going.
 	needX(t)
 	display, stopX := xvfbtest.StartStoppable(t)
 	env := []string{"DISPLAY=" + display}
@@ -464,6 +471,7 @@ func TestXServerGoneStopsBoth(t *testing.T) {
 // hold would restart the receiver's repeat delay), and the receiving
 // system repeats.
 func TestHeldKeyRepeatsAsLocally(t *testing.T) {
+	// Serial: it counts auto-repeats of a 1 s hold, ±1.
 	needX(t)
 	for _, tc := range []struct {
 		name  string
