@@ -94,11 +94,11 @@ func TestMain(m *testing.M) {
 // that a loaded machine could break (a release within --timeout + 200 ms,
 // a count of key repeats, a datagram rate), or changes the environment
 // (t.Setenv); serial tests run first, alone. The tests of examples that
-// use fixed ports (--help's) hold fixedPorts.
+// use fixed ports (--help's and the README's) hold fixedPorts.
 
 // fixedPorts is held by a test, for its whole run, while it runs
-// examples that listen on fixed ports (7575, 7576, 7599), so that no two
-// such tests overlap. No other test binds those ports: the
+// examples that listen on fixed ports (7575, 7576, 7599, 17575, 17576), so
+// that no two such tests overlap. No other test binds those ports: the
 // others listen on 127.0.0.1:0, in the kernel's ephemeral range (32768
 // and up), or on a port of reservePort's (20000 and up, below that range).
 var fixedPorts sync.Mutex

@@ -170,9 +170,7 @@ func TestShellBlocks(t *testing.T) {
 // CI recipe: Xvfb, xterm, xdotool) is skipped where a tool is missing,
 // except in CI, where .ci/run installs them and a skip would hide that.
 func TestREADMEShellExamples(t *testing.T) {
-	// Serial: the examples listen on fixed ports, 47575 and 47576 among
-	// them, in the ephemeral range, where another test's 127.0.0.1:0 could
-	// be.
+	holdFixedPorts(t) // the examples listen on 7575, 17575 and 17576
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("needs bash")
 	}
