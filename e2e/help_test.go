@@ -33,7 +33,7 @@ func TestHelpExamples(t *testing.T) {
 			if cmd != "" {
 				args = []string{cmd, "--help"}
 			}
-			code, help, stderr := run(t, "", args...)
+			code, help, stderr := runWithEnv(t, []string{noExitSleep}, args...)
 			if code != 0 {
 				t.Fatalf("--help: exit %d\n%s", code, stderr)
 			}
@@ -51,9 +51,13 @@ func TestHelpExamples(t *testing.T) {
 // runBash runs script with bash -e in dir as a new user would: HOME is
 // dir, no KEYRELAY_* settings, the built keyrelay first on PATH. It
 // returns what the script printed (both streams). Whatever the script left
-// running (a recv started with &) is ended with it.
+// running (a recv started with &) is ended with it. The examples run one
+// keyrelay after another, and each would wait a second before it exits
+// (the race detector's atexit_sleep_ms, noExitSleep): without that wait
+// --help's and the README's take some 15 s rather than 75. A race is
+// still reported, and fails the example, up to the exit.
 func runBash(dir, script string) ([]byte, error) {
-	env := []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"), "HOME=" + dir, "LANG=C.UTF-8"}
+	env := []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"), "HOME=" + dir, "LANG=C.UTF-8", noExitSleep}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", "-e", "-c", script)
