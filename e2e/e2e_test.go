@@ -98,9 +98,10 @@ func TestMain(m *testing.M) {
 
 // fixedPorts is held by a test, for its whole run, while it runs
 // examples that listen on fixed ports (7575, 7576, 7599, 17575, 17576), so
-// that no two such tests overlap. No other test binds those ports: the
-// others listen on 127.0.0.1:0, in the kernel's ephemeral range (32768
-// and up), or on a port of reservePort's (20000 and up, below that range).
+// that no two such tests overlap. No other test binds those ports here:
+// the others listen on 127.0.0.1:0, in the kernel's ephemeral range (32768
+// and up), or on a port of reservePort's (20000 and up, below that range);
+// TestBroadcast's 7575 is in a network namespace of its own.
 var fixedPorts sync.Mutex
 
 // holdFixedPorts makes t a parallel test that holds fixedPorts until it
@@ -157,8 +158,8 @@ func reservePort(t testing.TB) string {
 	}
 	const first = 20000
 	if reservedPorts.next < first {
-		// Apart from another run of this suite on the same machine, most
-		// likely: its own pid decides where it starts.
+		// Where to start depends on the process id, so that two runs of
+		// the suite at once on one machine seldom try the same ports.
 		reservedPorts.next = first + os.Getpid()%1000*5
 	}
 	for ; reservedPorts.next < low; reservedPorts.next++ {
@@ -171,7 +172,7 @@ func reservePort(t testing.TB) string {
 		reservedPorts.next++
 		return addr
 	}
-	t.Fatalf("no free UDP port left between %d and %d", first, low)
+	t.Fatalf("no free UDP port left from %d up to %d, where ip_local_port_range starts (/proc/sys/net/ipv4)", first, low)
 	return ""
 }
 
