@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -116,7 +117,18 @@ The default UDP port is ` + DefaultPort + `.`,
 }
 
 // Execute runs keyrelay with os.Args and returns the exit code.
+//
+// It runs Go code on one thread at a time (GOMAXPROCS 1) unless the
+// GOMAXPROCS environment variable says otherwise: a relay's work is a few
+// microseconds per datagram, and with idle Ps to spare the runtime wakes a
+// second thread at every goroutine hand-off (the socket reader to the loop,
+// a timer to the loop) only for it to find nothing to do and sleep again.
+// An explicit setting also stops the runtime re-reading the CPU limits
+// every second.
 func Execute() int {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	return Run(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 }
 
