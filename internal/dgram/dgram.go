@@ -1,8 +1,10 @@
 // Package dgram reads datagrams off a socket without an allocation per
 // datagram: into a ring of buffers allocated once, with each source
 // address made once (a net.Addr and its string) and reused for every
-// datagram from it. The receive loops of recv and send (its acks) read
-// one datagram per key event, and per idle resend, all day.
+// datagram from it; on Linux with a raw recvfrom(2), which does not wake
+// the runtime's monitor thread (recvfrom_linux.go). The receive loops of
+// recv and send (its acks) read one datagram per key event, and per idle
+// resend, all day.
 package dgram
 
 import (
@@ -20,9 +22,11 @@ const maxAddrs = 1024
 type Reader struct {
 	pc    net.PacketConn
 	udp   *net.UDPConn // pc, when it is one: read without an address allocated
+	raw   *rawReader   // pc's raw reads, where there are (Linux)
 	bufs  [][]byte
 	next  int
 	addrs map[netip.AddrPort]Addr
+	raws  map[sourceKey]Addr // raw's sources
 }
 
 // Addr is a datagram's source: the net.Addr the socket gave (to write
@@ -41,6 +45,9 @@ type Addr struct {
 func NewReader(pc net.PacketConn, inFlight, size int) *Reader {
 	r := &Reader{pc: pc, bufs: make([][]byte, inFlight+1), addrs: map[netip.AddrPort]Addr{}}
 	r.udp, _ = pc.(*net.UDPConn)
+	if r.raw = newRawReader(pc); r.raw != nil {
+		r.raws = map[sourceKey]Addr{}
+	}
 	for i := range r.bufs {
 		r.bufs[i] = make([]byte, size)
 	}
@@ -51,6 +58,23 @@ func NewReader(pc net.PacketConn, inFlight, size int) *Reader {
 // (see NewReader for how long they stay valid), and its source.
 func (r *Reader) Read() ([]byte, Addr, error) {
 	buf := r.bufs[r.next]
+	if r.raw != nil {
+		n, k, err := r.raw.readFrom(buf)
+		if err != nil {
+			return nil, Addr{}, err
+		}
+		r.next = (r.next + 1) % len(r.bufs)
+		a, ok := r.raws[k]
+		if !ok {
+			if len(r.raws) >= maxAddrs {
+				clear(r.raws)
+			}
+			ua := k.udpAddr()
+			a = Addr{ua, ua.String()}
+			r.raws[k] = a
+		}
+		return buf[:n], a, nil
+	}
 	if r.udp == nil {
 		n, from, err := r.pc.ReadFrom(buf)
 		if err != nil {
