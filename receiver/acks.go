@@ -43,7 +43,7 @@ func (r *Receiver) ack(s *session, now time.Time, news bool) {
 		return
 	}
 	r.ackBuf = b
-	if _, err := r.cfg.Conn.WriteTo(b, s.from); err == nil {
+	if _, err := r.out.WriteTo(b, s.from); err == nil {
 		r.stats.Acks++
 	}
 }

@@ -171,7 +171,7 @@ func (r *Receiver) initiationRefused(err error, from net.Addr, now time.Time) {
 
 // write sends an answer; it reports whether it went.
 func (r *Receiver) write(b []byte, to net.Addr) bool {
-	_, err := r.cfg.Conn.WriteTo(b, to)
+	_, err := r.out.WriteTo(b, to)
 	return err == nil
 }
 

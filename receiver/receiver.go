@@ -24,6 +24,7 @@ import (
 	"github.com/keyrelay/keyrelay/internal/dgram"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sink"
+	"github.com/keyrelay/keyrelay/transport"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -207,7 +208,8 @@ type Receiver struct {
 	opener     wire.Opener // opens one-way packets with no allocation
 	ackBuf     []byte
 	ackBody    []byte
-	since      time.Time // when Run started listening (liveness.go)
+	out        *transport.Writer // cfg.Conn's writes: acks, answers, notices
+	since      time.Time         // when Run started listening (liveness.go)
 
 	// The handshake (PROTOCOL.md §8.3, handshake.go): one responder for
 	// every sender, the index of every keypair held, and the defences of
@@ -266,6 +268,7 @@ func New(cfg Config) (*Receiver, error) {
 		scratch:  make([]byte, 0, wire.MaxPacketSize),
 		ackBuf:   make([]byte, 0, wire.MaxPacketSize),
 		ackBody:  make([]byte, 0, wire.MaxPacketSize),
+		out:      transport.NewWriter(cfg.Conn),
 	}
 	if cfg.Identity != nil {
 		var psk [wire.KeyLen]byte

@@ -91,7 +91,7 @@ func (r *Receiver) otherVersion(b []byte, v uint8, from net.Addr, now time.Time)
 		return
 	}
 	r.ackBuf = nb
-	if _, err := r.cfg.Conn.WriteTo(nb, from); err == nil {
+	if _, err := r.out.WriteTo(nb, from); err == nil {
 		r.stats.Notices++
 	}
 }

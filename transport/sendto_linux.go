@@ -110,3 +110,21 @@ func (w *rawWriter) writeTo(b []byte, ua *net.UDPAddr, v6 bool) (n int, ok bool,
 	}
 	return w.n, true, nil
 }
+
+// isV6 says whether pc is an IPv6 socket (a dual-stack one included), as
+// the kernel has it.
+func isV6(pc net.PacketConn) bool {
+	uc, ok := pc.(*net.UDPConn)
+	if !ok {
+		return false
+	}
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var domain int
+	rc.Control(func(fd uintptr) {
+		domain, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
+	})
+	return err == nil && domain == unix.AF_INET6
+}

@@ -94,3 +94,60 @@ func BenchmarkWriteTo(b *testing.B) {
 		}
 	})
 }
+
+// A receiver's Writer answers each source from its own socket with the
+// raw sendto: an IPv4 socket, and a dual-stack one (IPv4 sources
+// IPv4-mapped) to an IPv4 and an IPv6 source; what arrives is what was
+// written, and answering allocates nothing.
+func TestWriterAnswersEachSource(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		listen   string // the receiver's socket
+		from     string // the source's
+		v6       bool   // the receiver's socket is IPv6
+		sourceAt string // the address the source sends to, with the receiver's port
+	}{
+		{"IPv4 socket", "127.0.0.1:0", "127.0.0.1:0", false, "127.0.0.1"},
+		{"dual-stack socket, IPv4 source", "[::]:0", "127.0.0.1:0", true, "127.0.0.1"},
+		{"dual-stack socket, IPv6 source", "[::]:0", "[::1]:0", true, "::1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc, err := net.ListenPacket("udp", tc.listen)
+			if err != nil {
+				t.Skipf("no %s here: %v", tc.listen, err)
+			}
+			defer rc.Close()
+			src, err := net.ListenPacket("udp", tc.from)
+			if err != nil {
+				t.Skipf("no %s here: %v", tc.from, err)
+			}
+			defer src.Close()
+			w := NewWriter(rc)
+			if w.raw == nil || w.v6 != tc.v6 {
+				t.Fatalf("raw writer %v, IPv6 socket %v; want one, %v", w.raw != nil, w.v6, tc.v6)
+			}
+			to := &net.UDPAddr{IP: net.ParseIP(tc.sourceAt), Port: rc.LocalAddr().(*net.UDPAddr).Port}
+			if _, err := src.WriteTo([]byte("hello"), to); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64)
+			rc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, from, err := rc.ReadFrom(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := []byte("ack")
+			if n, err := w.WriteTo(b, from); n != len(b) || err != nil {
+				t.Fatalf("WriteTo %v: %d, %v", from, n, err)
+			}
+			src.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, _, err := src.ReadFrom(buf)
+			if err != nil || string(buf[:n]) != "ack" {
+				t.Fatalf("the source received %q, %v; want %q", buf[:n], err, b)
+			}
+			if n := testing.AllocsPerRun(100, func() { w.WriteTo(b, from) }); n != 0 {
+				t.Errorf("WriteTo: %v allocations per packet, want 0", n)
+			}
+		})
+	}
+}

@@ -148,3 +148,28 @@ func (c *Conn) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Writer sends datagrams from one socket, a receiver's (its acks and
+// handshake answers): with a raw sendto(2) where it can, for the reason
+// sendto_linux.go gives, else with the socket's WriteTo. It is safe for
+// concurrent use, as a net.PacketConn is.
+type Writer struct {
+	pc  net.PacketConn
+	raw *rawWriter // nil: plain WriteTo
+	v6  bool       // pc is an IPv6 socket: IPv4 sources are IPv4-mapped
+}
+
+// NewWriter makes a Writer of pc.
+func NewWriter(pc net.PacketConn) *Writer {
+	return &Writer{pc: pc, raw: newRawWriter(pc), v6: isV6(pc)}
+}
+
+// WriteTo sends b to addr.
+func (w *Writer) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if ua, ok := addr.(*net.UDPAddr); ok && w.raw != nil {
+		if n, ok, err := w.raw.writeTo(b, ua, w.v6); ok {
+			return n, err
+		}
+	}
+	return w.pc.WriteTo(b, addr)
+}
