@@ -16,6 +16,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/wake"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
@@ -513,8 +514,17 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if o.Feedback {
 		cfg.Feedback = conn.Sockets()
 	}
+	// The loop's timer fires through the network poller where there is a
+	// timerfd: a runtime timer also wakes the runtime's monitor thread at
+	// every resend (package wake). Run closes it.
+	if t, err := wake.New(); err == nil {
+		cfg.Timer = t
+	}
 	s, err := sender.New(cfg)
 	if err != nil {
+		if cfg.Timer != nil {
+			cfg.Timer.Close()
+		}
 		return err
 	}
 	if !b.Early {

@@ -107,7 +107,28 @@ type Config struct {
 	// returns a *NoAnswerError and nothing was typed anywhere (send
 	// --wait). 0: the source plays at once.
 	Wait time.Duration
+	// Timer is the loop's one timer, stopped; Run closes it. Nil: a
+	// time.Timer. send gives a wake.Timer, which fires through the
+	// network poller instead of the runtime's timers (package wake says
+	// why).
+	Timer Timer
 }
+
+// Timer is a one-shot timer for Run's loop (Config.Timer). Its C may give
+// a value early, from before a Reset: the loop then asks the core, which
+// runs only what is due, and arms the timer again.
+type Timer interface {
+	C() <-chan time.Time
+	Reset(d time.Duration)
+	Close() error
+}
+
+// stdTimer is the Timer of a Config without one.
+type stdTimer struct{ t *time.Timer }
+
+func (s stdTimer) C() <-chan time.Time   { return s.t.C }
+func (s stdTimer) Reset(d time.Duration) { s.t.Reset(d) }
+func (s stdTimer) Close() error          { s.t.Stop(); return nil }
 
 // NoAnswerError is Run's error when a destination did not answer within
 // Config.Wait: the source never played, no key went anywhere.
@@ -301,8 +322,12 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	}
 	c.Start(now) // announce the session at once
 	armed := c.Next()
-	timer := time.NewTimer(armed.Sub(now))
-	defer timer.Stop()
+	timer := s.cfg.Timer
+	if timer == nil {
+		timer = stdTimer{time.NewTimer(time.Hour)}
+	}
+	defer timer.Close()
+	timer.Reset(armed.Sub(now))
 	var waited <-chan time.Time
 	if s.cfg.Wait > 0 {
 		w := time.NewTimer(s.cfg.Wait)
@@ -333,7 +358,7 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 		case d := <-acks:
 			now = s.step(lockSrc)
 			c.Ack(d.b, d.from, d.at)
-		case <-timer.C:
+		case <-timer.C():
 			armed = time.Time{}
 			now = s.step(lockSrc)
 			c.Tick(now)

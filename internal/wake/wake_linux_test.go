@@ -1,0 +1,64 @@
+package wake
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestTimerFires: a Reset fires once the duration has passed (at once for
+// none or a negative one), and a later Reset replaces an earlier one; a
+// stopped timer is disarmed. Real time: a timerfd is the kernel's clock,
+// not testing/synctest's.
+func TestTimerFires(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first time.Duration // a Reset replaced by the second; 0: none
+		d     time.Duration
+	}{
+		{"at once", 0, 0},
+		{"a negative duration, at once", 0, -time.Second},
+		{"after the duration", 0, 20 * time.Millisecond},
+		{"a Reset replaces the one before", time.Hour, 5 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tm, err := New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tm.Close()
+			if tc.first != 0 {
+				tm.Reset(tc.first)
+			}
+			start := time.Now()
+			tm.Reset(tc.d)
+			select {
+			case at := <-tm.C():
+				if early := at.Sub(start); early < tc.d {
+					t.Errorf("fired %v after the Reset, want at least %v", early, tc.d)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("Reset(%v) never fired", tc.d)
+			}
+		})
+	}
+}
+
+// TestStopDisarms: Stop leaves the timerfd disarmed, as the kernel has it.
+func TestStopDisarms(t *testing.T) {
+	tm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	tm.Reset(time.Hour)
+	var spec unix.ItimerSpec
+	if err := unix.TimerfdGettime(int(tm.t.fd), &spec); err != nil || spec.Value.Nano() == 0 {
+		t.Fatalf("after Reset(1h): %+v, %v; want armed", spec, err)
+	}
+	tm.Stop()
+	if err := unix.TimerfdGettime(int(tm.t.fd), &spec); err != nil || spec.Value.Nano() != 0 {
+		t.Errorf("after Stop: %+v, %v; want disarmed", spec, err)
+	}
+}
