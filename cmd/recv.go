@@ -17,6 +17,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/wake"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -372,6 +373,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 		Conn: conn, Injector: inj, Timeout: o.Timeout, Unbalanced: !o.Balanced, Logf: logf,
 		PSK: key, Allow: allow, MaxSkew: o.MaxSkew, NoAcks: !o.Acks, OneWay: o.OneWay, Debug: o.Debug,
 		Identity: id, Insecure: o.Key.Insecure, Peer: peerNamer(o.peersPath, list, logfAll),
+		Timer: pollTimer(),
 	})
 	if err != nil {
 		return err
@@ -406,4 +408,15 @@ func unfocusedNote(inj inject.Injector) string {
 		return ""
 	}
 	return fmt.Sprintf(", %d key presses typed while no window had the keyboard focus", u.Unfocused())
+}
+
+// pollTimer is the receive loop's timer: one that fires through the
+// network poller where there is a timerfd (package wake: a runtime timer
+// also wakes the runtime's monitor thread), else nil, a time.Timer.
+func pollTimer() receiver.Timer {
+	t, err := wake.New()
+	if err != nil {
+		return nil
+	}
+	return t
 }

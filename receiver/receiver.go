@@ -94,7 +94,30 @@ type Config struct {
 	// Logf reports what happens (new sessions, timeouts, rejects at a
 	// bounded rate). Nil: silent.
 	Logf func(format string, args ...any)
+	// Timer is Run's one timer, stopped; Run closes it. Nil: a
+	// time.Timer. recv gives a wake.Timer, which fires through the
+	// network poller instead of the runtime's timers (package wake says
+	// why).
+	Timer Timer
 }
+
+// Timer is a one-shot timer for Run's loop (Config.Timer). Its C may give
+// a value from before a Reset: the loop takes a firing before the deadline
+// it armed for as none.
+type Timer interface {
+	C() <-chan time.Time
+	Reset(d time.Duration)
+	Stop()
+	Close() error
+}
+
+// stdTimer is the Timer of a Config without one.
+type stdTimer struct{ t *time.Timer }
+
+func (s stdTimer) C() <-chan time.Time   { return s.t.C }
+func (s stdTimer) Reset(d time.Duration) { s.t.Reset(d) }
+func (s stdTimer) Stop()                 { s.t.Stop() }
+func (s stdTimer) Close() error          { s.t.Stop(); return nil }
 
 // Injector is what the receiver hands key events to (package inject's
 // injectors are ones; cmd/recv.go wires them). Inject is called from one
@@ -321,9 +344,12 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 	// One timer, armed for the next deadline Next names (a session's
 	// timeout, a held-back ack): an idle receiver wakes only for a packet
 	// or a deadline, not on a tick.
-	check := time.NewTimer(0)
+	check := r.cfg.Timer
+	if check == nil {
+		check = stdTimer{time.NewTimer(time.Hour)}
+	}
 	check.Stop()
-	defer check.Stop()
+	defer check.Close()
 	var armed time.Time
 	rearm := func() {
 		next := r.Next()
@@ -359,7 +385,12 @@ loop:
 				r.gone = w.GoneErr()
 			}
 			break loop
-		case now := <-check.C:
+		case <-check.C():
+			now := time.Now()
+			if now.Before(armed) {
+				check.Reset(armed.Sub(now)) // fired for an earlier deadline
+				break
+			}
 			armed = time.Time{}
 			r.Expire(now)
 			rearm()
