@@ -26,7 +26,8 @@ import (
 // Inject); a goroutine of its own reads what the server sends.
 type keyConn struct {
 	conn net.Conn
-	seq  uint16 // sequence number of the last request written
+	out  io.Writer // conn's writes: raw ones where there are (x11_write_linux.go)
+	seq  uint16    // sequence number of the last request written
 	buf  []byte
 	// waiting is the sequence number + 1 of the round trip waiting for its
 	// reply, 0 when none is.
@@ -50,13 +51,17 @@ const (
 var errConnEnded = errors.New("the X connection ended")
 
 func newKeyConn(conn net.Conn) *keyConn {
-	return &keyConn{conn: conn, replies: make(chan []byte, 1), done: make(chan struct{})}
+	k := &keyConn{conn: conn, out: newRawStream(conn), replies: make(chan []byte, 1), done: make(chan struct{})}
+	if k.out == nil {
+		k.out = conn
+	}
+	return k
 }
 
 // write sends one request.
 func (k *keyConn) write(req []byte) error {
 	k.seq++
-	_, err := k.conn.Write(req)
+	_, err := k.out.Write(req)
 	return err
 }
 
