@@ -119,10 +119,14 @@ func listenPair(t *testing.T, nw *netsim.Network) (recv, send net.PacketConn) {
 	return recv, send
 }
 
-func runAckLog(t *testing.T) (*ackLog, func()) {
+func runAckLog(t *testing.T, timer ...Timer) (*ackLog, func()) {
 	nw := netsim.NewNetwork(netsim.Config{})
 	rc, sc := listenPair(t, nw)
-	r, err := New(Config{Insecure: true, Conn: rc, Injector: &fake.Recorder{}})
+	cfg := Config{Insecure: true, Conn: rc, Injector: &fake.Recorder{}}
+	if len(timer) > 0 {
+		cfg.Timer = timer[0]
+	}
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +211,61 @@ func TestIdleAcksOncePerSecond(t *testing.T) {
 		}
 		if got := len(l.acks()) - n; got != 5 {
 			t.Errorf("%d acks for 5 burst resends, want 5", got)
+		}
+	})
+}
+
+// pokeTimer is a Timer that fires as a wake.Timer does (a value dropped
+// when C is full) and that a test can fire early, as a value left in C from
+// before a Reset would.
+type pokeTimer struct {
+	c chan time.Time
+	t *time.Timer
+}
+
+func newPokeTimer() *pokeTimer {
+	p := &pokeTimer{c: make(chan time.Time, 1)}
+	p.t = time.AfterFunc(time.Hour, func() {
+		select {
+		case p.c <- time.Now():
+		default:
+		}
+	})
+	p.t.Stop()
+	return p
+}
+
+func (p *pokeTimer) C() <-chan time.Time   { return p.c }
+func (p *pokeTimer) Reset(d time.Duration) { p.t.Reset(d) }
+func (p *pokeTimer) Stop()                 { p.t.Stop() }
+func (p *pokeTimer) Close() error          { p.t.Stop(); return nil }
+
+// TestEarlyTimerFiringIsNone (PROTOCOL.md §9): Run's timer firing before
+// the deadline it was armed for, as a value left from before a Reset does,
+// runs nothing early (Expire runs only what is due): an ack held back for
+// MinAckInterval goes at its time, not at the early firing.
+func TestEarlyTimerFiringIsNone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newPokeTimer()
+		l, stop := runAckLog(t, tm)
+		defer stop()
+		l.send(t, 100*time.Millisecond, dn(kA, 1))
+		first := l.acks()
+		if len(first) != 1 {
+			t.Fatalf("%d acks of the first packet, want 1", len(first))
+		}
+		// News half an ack interval later: its ack is held back until
+		// MinAckInterval after the first.
+		time.Sleep(MinAckInterval / 2)
+		l.send(t, time.Millisecond, dn(kB, 2), dn(kA, 1))
+		synctest.Wait()
+		tm.c <- time.Now() // fired early
+		if got := l.acks(); len(got) != 1 {
+			t.Fatalf("an early firing sent the held-back ack %v after the first, before MinAckInterval (%v)", got[len(got)-1].Sub(first[0]), MinAckInterval)
+		}
+		time.Sleep(MinAckInterval)
+		if got := l.acks(); len(got) != 2 || got[1].Sub(first[0]) != MinAckInterval {
+			t.Errorf("acks at %v, want the second MinAckInterval after the first (%v)", got, first[0].Add(MinAckInterval))
 		}
 	})
 }

@@ -102,8 +102,8 @@ type Config struct {
 }
 
 // Timer is a one-shot timer for Run's loop (Config.Timer). Its C may give
-// a value from before a Reset: the loop takes a firing before the deadline
-// it armed for as none.
+// a value from before a Reset: the loop then calls Expire, which runs only
+// what is due, and arms the timer again.
 type Timer interface {
 	C() <-chan time.Time
 	Reset(d time.Duration)
@@ -386,13 +386,8 @@ loop:
 			}
 			break loop
 		case <-check.C():
-			now := time.Now()
-			if now.Before(armed) {
-				check.Reset(armed.Sub(now)) // fired for an earlier deadline
-				break
-			}
 			armed = time.Time{}
-			r.Expire(now)
+			r.Expire(time.Now()) // an early firing: Expire runs only what is due
 			rearm()
 		case err = <-readErr:
 			if ctx.Err() != nil {
