@@ -227,3 +227,54 @@ func TestStatsStringNamesInitiations(t *testing.T) {
 		}
 	}
 }
+
+// pokeTimer is a Timer that fires as a wake.Timer does (a value dropped
+// when C is full) and that a test can also fire early, as a value left in
+// C from before a Reset would.
+type pokeTimer struct {
+	c chan time.Time
+	t *time.Timer
+}
+
+func newPokeTimer() *pokeTimer {
+	p := &pokeTimer{c: make(chan time.Time, 1)}
+	p.t = time.AfterFunc(time.Hour, p.poke)
+	p.t.Stop()
+	return p
+}
+
+func (p *pokeTimer) poke() {
+	select {
+	case p.c <- time.Now():
+	default:
+	}
+}
+
+func (p *pokeTimer) C() <-chan time.Time   { return p.c }
+func (p *pokeTimer) Reset(d time.Duration) { p.t.Reset(d) }
+func (p *pokeTimer) Close() error          { p.t.Stop(); return nil }
+
+// TestEarlyTimerFiringsSendNothing: Config.Timer firing between the
+// loop's deadlines (PROTOCOL.md §7: the queue every interval) sends no
+// extra packet: the core runs only what is due, and the packets go at the
+// times a time.Timer gives (TestIntervalAndLinger's).
+func TestEarlyTimerFiringsSendNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tm := newPokeTimer()
+		for _, at := range []time.Duration{30 * time.Millisecond, 130 * time.Millisecond, 475 * time.Millisecond, 1025 * time.Millisecond} {
+			time.AfterFunc(at, tm.poke)
+		}
+		_, err, got := run(t, Config{Linger: 275 * time.Millisecond, Timer: tm}, script(t, "sleep 950ms"), context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var times []string
+		for _, a := range got[0] {
+			times = append(times, a.at.String())
+		}
+		want := "0s 100ms 200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 950ms 1s 1.05s 1.1s 1.15s 1.2s"
+		if strings.Join(times, " ") != want {
+			t.Errorf("packets at %v\nwant        %s", times, want)
+		}
+	})
+}
