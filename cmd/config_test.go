@@ -32,6 +32,13 @@ func isolate(t *testing.T) (configDir string) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	// doctor and keyrelay status list the sends running as this user,
+	// through their control sockets there: none of the developer's own.
+	run := filepath.Join(home, "run")
+	if err := os.Mkdir(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", run)
 	configDir = filepath.Join(home, ".config", "keyrelay")
 	if err := os.MkdirAll(configDir, 0o755); err != nil {
 		t.Fatal(err)
