@@ -78,10 +78,15 @@ func DecodeHook(e HookEvent) (code keys.Code, down bool, skip string) {
 // Windows). Without grab nothing is swallowed and every key is relayed.
 // With grab it goes through a Switch: while relaying keys are swallowed, in
 // local use they act here, and the press that completes the hotkey is
-// swallowed either way, with its release. A release is swallowed exactly
-// when its press was, so Windows never sees a key held that is up, nor the
-// reverse. Windows's auto-repeat (presses of a held key) is not relayed; it is
-// swallowed while relaying and when its press was.
+// swallowed either way, with its release. A key the Switch passes here
+// while relaying (Switch.Here: a destination's local key; actHere) is let
+// through to Windows as well as relayed, so that the router still sees it
+// and keeps it from the destinations that list it (DESIGN.md, named
+// destinations). A release is swallowed exactly when its press was, so
+// Windows never sees a key held that is up, nor the reverse. Windows's
+// auto-repeat (presses of a held key) is not relayed; it is swallowed while
+// relaying and when its press was, and let through for a key whose press
+// was let through.
 //
 // winHook is not safe for concurrent use: the hook calls it from the one
 // thread that installed it.
@@ -95,7 +100,21 @@ type winHook struct {
 
 	held      []keys.Code
 	swallowed []keys.Code // keys whose press was swallowed
+	passed    []keys.Code // keys whose press was let through while relaying (actHere)
+	through   bool        // actHere was told of the press event takes now
 	err       error       // the first error of emit: the source ends
+}
+
+// actHere is the Switch's ActHere with grab: the press the Switch is
+// taking acts here, so the hook lets it through. A release needs nothing:
+// its press went through, so it does too; and a key still held when the
+// Switch releases it here (a switch to local use) is Windows's already,
+// which sees its physical release.
+func (h *winHook) actHere(_ keys.Code, down bool) error {
+	if down {
+		h.through = true
+	}
+	return nil
 }
 
 // event takes one hook event and says whether to swallow it.
@@ -111,6 +130,9 @@ func (h *winHook) event(e HookEvent) bool {
 		// Auto-repeat: swallowed while relaying, and where the press was.
 		// (A key pressed in local use and held into relaying repeats no
 		// more here; its release still reaches Windows.)
+		if slices.Contains(h.passed, code) {
+			return false
+		}
 		return slices.Contains(h.swallowed, code) || (h.grab && h.err == nil && h.sw.Relaying())
 	}
 	if down {
@@ -126,8 +148,10 @@ func (h *winHook) event(e HookEvent) bool {
 		return false
 	}
 	was := h.sw.Relaying()
+	h.through = false
 	h.err = h.sw.Key(code, down)
 	if !down {
+		h.passed = slices.DeleteFunc(h.passed, func(c keys.Code) bool { return c == code })
 		i := slices.Index(h.swallowed, code)
 		if i < 0 {
 			return false
@@ -135,9 +159,45 @@ func (h *winHook) event(e HookEvent) bool {
 		h.swallowed = slices.Delete(h.swallowed, i, i+1)
 		return true
 	}
+	if h.through {
+		h.passed = append(h.passed, code)
+		return false
+	}
 	if was || h.sw.Relaying() {
 		h.swallowed = append(h.swallowed, code)
 		return true
 	}
 	return false
+}
+
+// hereKeys is the set of keys that act on this machine while relaying, as
+// the router said when the Windows source last asked (SetRouting's local,
+// which takes the router's lock and so cannot be called from the hook):
+// the hook reads it without waiting.
+type hereKeys []keys.Code
+
+// has reports whether c acts here.
+func (s *hereKeys) has(c keys.Code) bool { return s != nil && slices.Contains(*s, c) }
+
+// winKeys are the keys a Windows hook can report (a scan code or a
+// virtual key of their own): the ones whose routing the source asks about.
+func winKeys() []keys.Code {
+	var out []keys.Code
+	for _, k := range keys.All() {
+		if _, _, ok := keys.WindowsScanCode(k.Code); ok || k.Win32VK != 0 {
+			out = append(out, k.Code)
+		}
+	}
+	return out
+}
+
+// askHere asks local about each of codes (winKeys).
+func askHere(local func(keys.Code) bool, codes []keys.Code) *hereKeys {
+	var s hereKeys
+	for _, c := range codes {
+		if local(c) {
+			s = append(s, c)
+		}
+	}
+	return &s
 }

@@ -24,6 +24,9 @@ func errNotWindows() error {
 	return fmt.Errorf("%w: --input windows reads a Windows desktop's keyboard; here use --input x11, evdev or terminal", ErrNoWindows)
 }
 
+// SetRouting does nothing here (sender.RoutingSource).
+func (*Windows) SetRouting(func(keys.Code) bool, [][]keys.Code, func(int)) {}
+
 // CheckWindows reports that the Windows source runs on Windows only.
 func CheckWindows() error { return errNotWindows() }
 

@@ -119,6 +119,95 @@ func TestWinHookGrab(t *testing.T) {
 	}
 }
 
+// TestWinHookRouting: with named destinations (DESIGN.md, named
+// destinations) a key that acts here while relaying (Switch.Here: the
+// target's local keys) reaches Windows, its auto-repeat and release too,
+// and is still relayed so that the router keeps each destination balanced;
+// other keys stay swallowed. In local use a destination's hotkey picks it
+// (OnTarget) and takes the keyboard again: its last key is swallowed and
+// reaches no receiver, its first keys, pressed in local use, act here and
+// are released here.
+func TestWinHookRouting(t *testing.T) {
+	type sent struct {
+		code keys.Code
+		down bool
+	}
+	ctrlL, ctrlR, a, vol, two := keys.ControlLeft, keys.ControlRight, keys.KeyA, keys.AudioVolumeUp, keys.Digit2
+	for _, tc := range []struct {
+		name   string
+		steps  []hookStep
+		sent   []sent
+		picked []int
+	}{
+		{"local key acts here and is relayed", []hookStep{
+			{vol, true, false}, {vol, true, false}, {vol, false, false}, // down, repeat, up: all here
+			{a, true, true}, {a, false, true},
+		}, []sent{{vol, true}, {vol, false}, {a, true}, {a, false}}, nil},
+		{"local key held into local use", []hookStep{
+			{vol, true, false},
+			{ctrlL, true, true}, {ctrlR, true, true}, // to local use: vol released at the receivers
+			{vol, false, false}, // Windows had its press: its release too
+			{ctrlR, false, true}, {ctrlL, false, true},
+		}, []sent{{vol, true}, {ctrlL, true}, {ctrlL, false}, {vol, false}}, nil},
+		{"local key in local use", []hookStep{
+			{ctrlL, true, true}, {ctrlR, true, true}, {ctrlR, false, true}, {ctrlL, false, true},
+			{vol, true, false}, {vol, false, false},
+		}, []sent{{ctrlL, true}, {ctrlL, false}}, nil},
+		{"destination hotkey in local use", []hookStep{
+			{ctrlL, true, true}, {ctrlR, true, true}, {ctrlR, false, true}, {ctrlL, false, true},
+			{ctrlR, true, false}, {two, true, true}, // ControlRight+Digit2: route 1, relaying again
+			{two, false, true}, {ctrlR, false, false}, // releases go where their presses went
+			{a, true, true}, {a, false, true},
+		}, []sent{{ctrlL, true}, {ctrlL, false}, {a, true}, {a, false}}, []int{1}},
+		{"destination hotkey while relaying is the router's", []hookStep{
+			{ctrlR, true, true}, {two, true, true}, {two, false, true}, {ctrlR, false, true},
+		}, []sent{{ctrlR, true}, {two, true}, {two, false}, {ctrlR, false}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []sent
+			var picked []int
+			hk, _ := ParseHotkey(DefaultHotkey)
+			h := &winHook{grab: true, sw: &Switch{Hotkey: hk, Emit: func(k keys.Key, d bool) error {
+				c, _ := k.Code()
+				got = append(got, sent{c, d})
+				return nil
+			}}}
+			here := askHere(func(c keys.Code) bool { return c == vol }, winKeys())
+			h.sw.Here, h.sw.ActHere = here.has, h.actHere
+			h.sw.Targets = []Hotkey{{ctrlR, keys.Digit1}, {ctrlR, two}}
+			h.sw.OnTarget = func(i int) error { picked = append(picked, i); return nil }
+			for i, s := range tc.steps {
+				if sw := h.event(ev(s.code, s.down)); sw != s.swallow {
+					t.Errorf("step %d (%v down %v): swallowed %v, want %v", i, s.code, s.down, sw, s.swallow)
+				}
+			}
+			if !slices.Equal(got, tc.sent) {
+				t.Errorf("relayed %v, want %v", got, tc.sent)
+			}
+			if !slices.Equal(picked, tc.picked) {
+				t.Errorf("picked %v, want %v", picked, tc.picked)
+			}
+		})
+	}
+}
+
+// TestAskHere: the keys the hook lets through are exactly those the router
+// says act here, among every key a hook reports (media keys by virtual key
+// too); none when none does.
+func TestAskHere(t *testing.T) {
+	local := []keys.Code{keys.AudioVolumeUp, keys.MediaPlayPause, keys.F13}
+	s := askHere(func(c keys.Code) bool { return slices.Contains(local, c) }, winKeys())
+	for _, c := range append(local, keys.KeyA, keys.AudioVolumeDown) {
+		if s.has(c) != slices.Contains(local, c) {
+			t.Errorf("has(%v) = %v, want %v", c, s.has(c), !s.has(c))
+		}
+	}
+	var none *hereKeys
+	if none.has(keys.KeyA) || askHere(func(keys.Code) bool { return false }, winKeys()).has(keys.AudioVolumeUp) {
+		t.Error("a key acts here though none does")
+	}
+}
+
 // TestWinHookObserve: without --grab nothing is swallowed, every key is
 // relayed once (auto-repeat dropped), and injected keys are not relayed.
 func TestWinHookObserve(t *testing.T) {
@@ -146,7 +235,8 @@ func TestWinHookObserve(t *testing.T) {
 // once every key is up (a release is swallowed exactly when its press
 // was); the receiver gets no press of a held key and no release of a key
 // not held; without --grab nothing is swallowed; while relaying, a press
-// is always swallowed.
+// is always swallowed but for a key that acts here (named destinations'
+// local keys, with a destination's hotkey too).
 func TestWinHookProperty(t *testing.T) {
 	alphabet := []keys.Code{keys.KeyA, keys.ShiftLeft, keys.ControlLeft, keys.ControlRight, keys.ArrowUp, keys.NumpadEnter}
 	rapid.Check(t, func(t *rapid.T) {
@@ -161,8 +251,18 @@ func TestWinHookProperty(t *testing.T) {
 		}
 		hk, _ := ParseHotkey(DefaultHotkey)
 		h := &winHook{grab: grab, emit: emit}
+		var here *hereKeys
 		if grab {
 			h.sw = &Switch{Hotkey: hk, Emit: emit}
+			if rapid.Bool().Draw(t, "routing") {
+				// Named destinations: some keys act here, and a
+				// destination's hotkey picks it in local use.
+				local := rapid.SliceOfDistinct(rapid.SampledFrom(alphabet), rapid.ID).Draw(t, "local")
+				here = askHere(func(c keys.Code) bool { return slices.Contains(local, c) }, winKeys())
+				h.sw.Here, h.sw.ActHere = here.has, h.actHere
+				h.sw.Targets = []Hotkey{{keys.ControlRight, keys.ArrowUp}}
+				h.sw.OnTarget = func(int) error { return nil }
+			}
 		}
 		held := map[keys.Code]bool{}    // on the keyboard
 		windows := map[keys.Code]bool{} // as Windows saw it
@@ -173,7 +273,7 @@ func TestWinHookProperty(t *testing.T) {
 			if !grab && swallowed {
 				t.Fatalf("%v down=%v swallowed without --grab", c, down)
 			}
-			if relaying && down && !swallowed {
+			if relaying && down && !swallowed && !here.has(c) {
 				t.Fatalf("%v pressed while relaying reached Windows", c)
 			}
 			held[c] = down

@@ -30,6 +30,15 @@ import (
 // that takes too long (LowLevelHooksTimeout), which is why the hook hands
 // keys to Play's goroutine rather than to the sender.
 //
+// With named destinations (SetRouting) a destination's local key pressed
+// while relaying is let through to Windows as well as relayed (winHook),
+// and in local use, where the hook sees every key too, a destination's
+// hotkey makes it the target and takes the keyboard again. The hook must
+// answer at once, so it cannot ask the router (whose lock a sender can
+// hold): which keys act here is asked after each key the source relays and
+// each switch it makes (hereKeys), and read by the hook without waiting. A
+// target picked otherwise (keyrelay switch) is seen from the next key on.
+//
 // Locks reports the local Caps Lock and Num Lock as relaying starts or
 // resumes, with the epoch bit flipped (keys.Locks). Relaying, Grabbing and
 // Locks are safe for concurrent use; Play is called once.
@@ -44,6 +53,20 @@ type Windows struct {
 
 	relaying atomic.Bool
 	locks    atomic.Uint32
+
+	// SetRouting's, read by Play.
+	localKey func(keys.Code) bool
+	targets  [][]keys.Code
+	pick     func(int)
+	// here is what the hook reads of localKey (nil: no key acts here).
+	here atomic.Pointer[hereKeys]
+}
+
+// SetRouting takes what send's named destinations decide (the
+// sender.RoutingSource interface): which keys act here, the destinations'
+// hotkeys and how to make one the target. Call it before Play.
+func (w *Windows) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int)) {
+	w.localKey, w.targets, w.pick = local, hotkeys, pick
 }
 
 // CheckWindows checks what the Windows source needs: nothing beyond a
@@ -59,9 +82,13 @@ func (w *Windows) Grabbing() bool { return w.Grab }
 // Locks is the lock state the receiver should have (keys.Locks).
 func (w *Windows) Locks() keys.Locks { return keys.Locks(w.locks.Load()) }
 
+// winKey is what the hook hands Play's goroutine, in order: a key event,
+// or (pick) a destination's hotkey pressed in local use, route to.
 type winKey struct {
 	key  keys.Key
 	down bool
+	pick bool
+	to   int
 }
 
 // Play relays key events until ctx is done or the hook fails.
@@ -71,16 +98,18 @@ func (w *Windows) Play(ctx context.Context, emit func(keys.Key, bool) error) err
 	// source rather than stall every keyboard of the desktop.
 	out := make(chan winKey, 4096)
 	var full atomic.Bool
-	push := func(k keys.Key, down bool) error {
+	send := func(k winKey) error {
 		select {
-		case out <- winKey{k, down}:
+		case out <- k:
 			return nil
 		default:
 			full.Store(true)
 			return fmt.Errorf("%w: keys came faster than they could be sent (4096 waiting)", ErrNoWindows)
 		}
 	}
+	push := func(k keys.Key, down bool) error { return send(winKey{key: k, down: down}) }
 	h := &winHook{grab: w.Grab, emit: push}
+	var readHere func() // reads w.here again, on Play's goroutine
 	if w.Grab {
 		hotkey := w.Hotkey
 		if len(hotkey) == 0 {
@@ -97,6 +126,34 @@ func (w *Windows) Play(ctx context.Context, emit func(keys.Key, bool) error) err
 			}
 			return nil
 		}
+		if w.pick != nil {
+			for _, t := range w.targets {
+				h.sw.Targets = append(h.sw.Targets, Hotkey(t))
+			}
+			h.sw.OnTarget = func(i int) error { return send(winKey{pick: true, to: i}) }
+		}
+		if w.localKey != nil {
+			codes := winKeys()
+			readHere = func() { w.here.Store(askHere(w.localKey, codes)) }
+			readHere()
+			h.sw.Here = func(c keys.Code) bool { return w.here.Load().has(c) }
+			h.sw.ActHere = h.actHere
+		}
+	}
+	// take hands one item of the hook's to the sender, on Play's
+	// goroutine: a key, or a target picked; after either, which keys act
+	// here may have changed (a destination's hotkey, relayed, switches
+	// the router's target).
+	take := func(k winKey) error {
+		if k.pick {
+			w.pick(k.to)
+		} else if err := emit(k.key, k.down); err != nil {
+			return err
+		}
+		if readHere != nil && (k.pick || k.down) {
+			readHere()
+		}
+		return nil
 	}
 	thread := make(chan uint32, 1)
 	done := make(chan error, 1)
@@ -143,8 +200,7 @@ func (w *Windows) Play(ctx context.Context, emit func(keys.Key, bool) error) err
 				h.sw.ReleaseAll() // into out, sent below
 			}
 			for len(out) > 0 {
-				k := <-out
-				if err := emit(k.key, k.down); err != nil {
+				if err := take(<-out); err != nil {
 					return err
 				}
 			}
@@ -156,7 +212,7 @@ func (w *Windows) Play(ctx context.Context, emit func(keys.Key, bool) error) err
 			}
 			return fmt.Errorf("%w: the keyboard hook's message loop failed: %v", ErrNoWindows, loopErr)
 		case k := <-out:
-			if err := emit(k.key, k.down); err != nil {
+			if err := take(k); err != nil {
 				return err
 			}
 			if full.Load() && len(out) == 0 {
