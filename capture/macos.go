@@ -30,6 +30,14 @@ var ErrNoMacOS = errors.New("macOS key capture unavailable")
 // removes a tap with its process: keyrelay can never leave the keyboard
 // taken.
 //
+// With named destinations (SetRouting) a destination's local key pressed
+// while relaying is handed back to macOS (the tap returns the event rather
+// than dropping it), its repeats and release too, and still relayed, so
+// that the router keeps it from the destinations that list it; in local
+// use, where the tap sees every key, a destination's hotkey makes it the
+// target and takes the keyboard again. The tap's callback runs on Play's
+// goroutine, so it asks the router directly.
+//
 // Locks reports Caps Lock from the keyboard's flags as relaying starts or
 // resumes, and Num Lock on (a Mac has none; its keypad types digits), with
 // the epoch bit flipped each time (PROTOCOL.md §3.2). While an app has
@@ -53,6 +61,18 @@ type MacOS struct {
 	relaying atomic.Bool
 	locks    atomic.Uint32
 	statusMu sync.Mutex
+
+	// SetRouting's, read by Play.
+	localKey func(keys.Code) bool
+	targets  [][]keys.Code
+	pick     func(int)
+}
+
+// SetRouting takes what send's named destinations decide (the
+// sender.RoutingSource interface): which keys act here, the destinations'
+// hotkeys and how to make one the target. Call it before Play.
+func (m *MacOS) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int)) {
+	m.localKey, m.targets, m.pick = local, hotkeys, pick
 }
 
 // Relaying reports whether keys go to the receiver now.
@@ -100,8 +120,13 @@ type macTap struct {
 	sw   *Switch // nil without Grab
 	emit func(keys.Key, bool) error
 	// local holds the virtual keycodes whose press macOS had (local
-	// use): their releases go to macOS too, or it would keep them down.
-	local   map[uint16]bool
+	// use, or a key that acts here): their releases go to macOS too, or
+	// it would keep them down.
+	local map[uint16]bool
+	// own is the key of the event being handled; through is set when the
+	// Switch passes its press here (actHere).
+	own     keys.Code
+	through bool
 	unknown map[uint16]bool // keycodes already reported
 	// err is the first error relaying gave: the source stops with it.
 	err error
@@ -130,7 +155,28 @@ func (m *MacOS) newTap(emit func(keys.Key, bool) error) *macTap {
 		}
 		return nil
 	}
+	if m.pick != nil {
+		for _, h := range m.targets {
+			t.sw.Targets = append(t.sw.Targets, Hotkey(h))
+		}
+		t.sw.OnTarget = func(i int) error { m.pick(i); return nil }
+	}
+	if m.localKey != nil {
+		t.sw.Here, t.sw.ActHere = m.localKey, t.actHere
+	}
 	return t
+}
+
+// actHere is the Switch's ActHere with grab: the press of the event's own
+// key acts here, so the tap hands the event to macOS. A release needs
+// nothing: its press went to macOS, so it does too (local); and a key
+// still held when the Switch releases it here (a switch to local use) is
+// macOS's already, which sees its physical release.
+func (t *macTap) actHere(code keys.Code, down bool) error {
+	if down && code == t.own {
+		t.through = true
+	}
+	return nil
 }
 
 // event handles one tapped event and reports whether to drop it.
@@ -147,6 +193,8 @@ func (t *macTap) event(ev darwin.Event) bool {
 		return false
 	}
 	wasRelaying := t.sw == nil || t.sw.Relaying()
+	t.own, _ = keys.FromMacOS(ev.Keycode)
+	t.through = false
 	for _, c := range r.Changes {
 		var err error
 		if t.sw != nil {
@@ -168,14 +216,14 @@ func (t *macTap) event(ev darwin.Event) bool {
 	vk := ev.Keycode
 	if ev.Type == darwin.FlagsChanged && vk == darwin.VKCapsLock {
 		// One event a press, no release to follow: it goes where the
-		// mode sends it.
-		return wasRelaying || t.sw.Relaying()
+		// mode sends it, or here if it acts here.
+		return (wasRelaying || t.sw.Relaying()) && !t.through
 	}
 	if r.Down {
 		if t.local[vk] {
 			return false // a repeat of a key macOS has
 		}
-		drop := wasRelaying || t.sw.Relaying()
+		drop := (wasRelaying || t.sw.Relaying()) && !t.through
 		if !drop {
 			t.local[vk] = true
 		}

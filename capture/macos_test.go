@@ -182,3 +182,78 @@ func TestMacOSDebugRecordsEvents(t *testing.T) {
 		t.Errorf("recorded %+v, want %+v\n%s", got, events, out.String())
 	}
 }
+
+// TestMacOSTapRouting: with named destinations (DESIGN.md, named
+// destinations), events in the recording format send --input macos
+// --debug prints (internal/darwin's recordings; written from the
+// documented flags, not captured on a Mac). While relaying, a key that acts
+// here (Switch.Here: the target's local keys, here AudioVolumeUp, 0x48) is
+// handed to macOS, its repeat and release too, and still relayed so that
+// the router keeps each destination balanced; other keys are dropped. In
+// local use a destination's hotkey (ControlRight+Digit2) picks it
+// (OnTarget) and takes the keyboard again: its last key is dropped and
+// reaches no receiver, its first key, pressed in local use, goes to macOS
+// with its release.
+func TestMacOSTapRouting(t *testing.T) {
+	type step struct {
+		line string // a recorded event
+		drop bool
+		sent []string
+	}
+	toLocal := []step{ // both Controls: the default hotkey, to local use
+		{"flags 0x3B 0x40101", true, []string{"ControlLeft down"}},
+		{"flags 0x3E 0x42101", true, []string{"ControlLeft up"}},
+		{"flags 0x3B 0x42100", true, nil},
+		{"flags 0x3E 0x100", true, nil},
+	}
+	for _, tc := range []struct {
+		name   string
+		steps  []step
+		picked []int
+	}{
+		{"local key acts here and is relayed", []step{
+			{"keydown 0x48 0x100", false, []string{"AudioVolumeUp down"}},
+			{"keydown 0x48 0x100 repeat", false, nil},
+			{"keyup 0x48 0x100", false, []string{"AudioVolumeUp up"}},
+			{"keydown 0x00 0x100", true, []string{"KeyA down"}},
+			{"keyup 0x00 0x100", true, []string{"KeyA up"}},
+		}, nil},
+		{"local key held into local use", append([]step{
+			{"keydown 0x48 0x100", false, []string{"AudioVolumeUp down"}},
+			{"flags 0x3B 0x40101", true, []string{"ControlLeft down"}},
+			{"flags 0x3E 0x42101", true, []string{"ControlLeft up", "AudioVolumeUp up"}},
+			{"keyup 0x48 0x42101", false, nil}, // macOS had its press
+		}), nil},
+		{"destination hotkey in local use", append(slices.Clone(toLocal),
+			step{"flags 0x3E 0x42100", false, nil},  // local use: macOS has it
+			step{"keydown 0x13 0x42100", true, nil}, // completes ControlRight+Digit2: route 1
+			step{"keyup 0x13 0x42100", true, nil},
+			step{"flags 0x3E 0x100", false, nil}, // its press went to macOS
+			step{"keydown 0x00 0x100", true, []string{"KeyA down"}},
+		), []int{1}},
+		{"destination hotkey while relaying is the router's", []step{
+			{"flags 0x3E 0x42100", true, []string{"ControlRight down"}},
+			{"keydown 0x13 0x42100", true, []string{"Digit2 down"}},
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var picked []int
+			m := &MacOS{Grab: true}
+			m.SetRouting(func(c keys.Code) bool { return c == keys.AudioVolumeUp },
+				[][]keys.Code{{keys.ControlRight, keys.Digit1}, {keys.ControlRight, keys.Digit2}},
+				func(i int) { picked = append(picked, i) })
+			var steps []macStep
+			for _, s := range tc.steps {
+				ev, err := darwin.ParseEvent(s.line)
+				if err != nil {
+					t.Fatal(err)
+				}
+				steps = append(steps, macStep{ev, s.drop, s.sent})
+			}
+			runMacTap(t, m, steps)
+			if !slices.Equal(picked, tc.picked) {
+				t.Errorf("picked %v, want %v", picked, tc.picked)
+			}
+		})
+	}
+}
