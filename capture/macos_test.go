@@ -218,12 +218,16 @@ func TestMacOSTapRouting(t *testing.T) {
 			{"keydown 0x00 0x100", true, []string{"KeyA down"}},
 			{"keyup 0x00 0x100", true, []string{"KeyA up"}},
 		}, nil},
-		{"local key held into local use", append([]step{
+		{"local key held into local use", []step{
 			{"keydown 0x48 0x100", false, []string{"AudioVolumeUp down"}},
 			{"flags 0x3B 0x40101", true, []string{"ControlLeft down"}},
 			{"flags 0x3E 0x42101", true, []string{"ControlLeft up", "AudioVolumeUp up"}},
 			{"keyup 0x48 0x42101", false, nil}, // macOS had its press
-		}), nil},
+		}, nil},
+		{"local key in local use is macOS's only", append(slices.Clone(toLocal),
+			step{"keydown 0x48 0x100", false, nil},
+			step{"keyup 0x48 0x100", false, nil},
+		), nil},
 		{"destination hotkey in local use", append(slices.Clone(toLocal),
 			step{"flags 0x3E 0x42100", false, nil},  // local use: macOS has it
 			step{"keydown 0x13 0x42100", true, nil}, // completes ControlRight+Digit2: route 1
