@@ -15,6 +15,7 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/sender"
 )
 
 var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's generated backend tables from inject.Backends and capture.Sources (make readme)")
@@ -339,5 +340,31 @@ func TestRecvLayoutCheckedFirst(t *testing.T) {
 	code := Run([]string{"recv", "--listen", "127.0.0.1:0", "--inject", "uinput", "--layout", "qq"}, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
 	if code != ExitUsage || !strings.HasPrefix(errb.String(), `keyrelay: --layout: no such XKB layout "qq"`) {
 		t.Errorf("exit %d, stderr %q; want %d and only the layout's error", code, errb.String(), ExitUsage)
+	}
+}
+
+// TestGrabbingSourcesTakeRouting: every source that owns the keyboard
+// with --grab (x11, evdev, windows, macos) is a sender.RoutingSource, so
+// that with named destinations (README "Switching") a destination's local
+// keys act here and its hotkey works in local use: a source without
+// SetRouting would swallow local keys silently.
+func TestGrabbingSourcesTakeRouting(t *testing.T) {
+	n := 0
+	for _, b := range capture.Sources {
+		if !b.Caps.Grab {
+			continue
+		}
+		n++
+		src, err := b.New(capture.SourceOptions{Grab: true})
+		if err != nil {
+			t.Logf("%s: %v (not made here)", b.Name, err)
+			continue
+		}
+		if _, ok := src.(sender.RoutingSource); !ok {
+			t.Errorf("--input %s grabs but is not a sender.RoutingSource (%T)", b.Name, src)
+		}
+	}
+	if n < 4 {
+		t.Errorf("%d sources grab, want x11, evdev, windows and macos at least", n)
 	}
 }

@@ -100,9 +100,9 @@ gets; its local keys act on this machine instead, with --grab too: --input
 evdev passes them through a uinput keyboard of its own ("keyrelay send local
 keys", needs /dev/uinput writable; held while held), --input x11 through
 XTEST as a tap once released (no hold: the X server drops a second press of a
-key already down), the windows and macos sources swallow them. With --input
-x11 or evdev a destination's hotkey also works in local use: it takes the
-keyboard again for that destination. Name a destination with --to
+key already down), --input windows and macos let them through the hook or
+event tap (held while held). A destination's hotkey also works in local use:
+it takes the keyboard again for that destination. Name a destination with --to
 NAME=HOST[:PORT].
 
 Every send answers 'keyrelay status' (its target, mode and destinations)
