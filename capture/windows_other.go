@@ -27,6 +27,9 @@ func errNotWindows() error {
 // SetRouting does nothing here (sender.RoutingSource).
 func (*Windows) SetRouting(func(keys.Code) bool, [][]keys.Code, func(int)) {}
 
+// Retarget does nothing here (sender.RetargetSource).
+func (*Windows) Retarget() {}
+
 // CheckWindows reports that the Windows source runs on Windows only.
 func CheckWindows() error { return errNotWindows() }
 

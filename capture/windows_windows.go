@@ -36,8 +36,8 @@ import (
 // hotkey makes it the target and takes the keyboard again. The hook must
 // answer at once, so it cannot ask the router (whose lock a sender can
 // hold): which keys act here is asked after each key the source relays and
-// each switch it makes (hereKeys), and read by the hook without waiting. A
-// target picked otherwise (keyrelay switch) is seen from the next key on.
+// each switch it makes or is told of (Retarget: keyrelay switch), and read
+// by the hook without waiting (hereKeys).
 //
 // Locks reports the local Caps Lock and Num Lock as relaying starts or
 // resumes, with the epoch bit flipped (keys.Locks). Relaying, Grabbing and
@@ -60,6 +60,8 @@ type Windows struct {
 	pick     func(int)
 	// here is what the hook reads of localKey (nil: no key acts here).
 	here atomic.Pointer[hereKeys]
+	// retarget asks Play's goroutine to read here again (Retarget).
+	retarget chan struct{}
 }
 
 // SetRouting takes what send's named destinations decide (the
@@ -67,6 +69,17 @@ type Windows struct {
 // hotkeys and how to make one the target. Call it before Play.
 func (w *Windows) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int)) {
 	w.localKey, w.targets, w.pick = local, hotkeys, pick
+	w.retarget = make(chan struct{}, 1)
+}
+
+// Retarget tells the source that the router's target changed by a switch
+// it did not make (sender.RetargetSource: keyrelay switch), so that Play
+// asks again which keys act here. It does not block.
+func (w *Windows) Retarget() {
+	select {
+	case w.retarget <- struct{}{}:
+	default: // one is pending already
+	}
 }
 
 // CheckWindows checks what the Windows source needs: nothing beyond a
@@ -211,6 +224,10 @@ func (w *Windows) Play(ctx context.Context, emit func(keys.Key, bool) error) err
 				loopErr = errors.New("it ended")
 			}
 			return fmt.Errorf("%w: the keyboard hook's message loop failed: %v", ErrNoWindows, loopErr)
+		case <-w.retarget:
+			if readHere != nil {
+				readHere()
+			}
 		case k := <-out:
 			if err := take(k); err != nil {
 				return err

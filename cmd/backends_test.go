@@ -367,4 +367,10 @@ func TestGrabbingSourcesTakeRouting(t *testing.T) {
 	if n < 4 {
 		t.Errorf("%d sources grab, want x11, evdev, windows and macos at least", n)
 	}
+	// The Windows hook keeps a copy of which keys act here: a switch it
+	// did not make must tell it.
+	var win any = &capture.Windows{}
+	if _, ok := win.(sender.RetargetSource); !ok {
+		t.Error("capture.Windows is not a sender.RetargetSource: after keyrelay switch its hook would judge local keys by the old target")
+	}
 }

@@ -166,6 +166,17 @@ type RoutingSource interface {
 	SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int))
 }
 
+// RetargetSource is a RoutingSource that keeps a copy of what local
+// answers (the Windows hook, which must answer at once and so cannot wait
+// for the Group's lock that local takes): Retarget tells it, once the
+// target changed by a switch it did not make (keyrelay switch), to ask
+// again. It is called with the Group's lock held, so it must not block nor
+// call local; it is safe for concurrent use with Play.
+type RetargetSource interface {
+	RoutingSource
+	Retarget()
+}
+
 // Switch makes the destination named name (or "local") the target: what
 // the old target holds is released there first (Router.Switch). A source
 // that owns the keyboard (ModeSource with Grabbing) follows: "local" gives
@@ -216,6 +227,9 @@ func (g *Group) switchTo(name string) (ModeSource, error) {
 		}
 	}
 	g.hand(g.router.Switch(nil, to))
+	if rs, ok := g.src.(RetargetSource); ok {
+		rs.Retarget()
+	}
 	return ms, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -276,6 +277,57 @@ func (s *routingSource) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.
 func (s *routingSource) Play(ctx context.Context, emit func(keys.Key, bool) error) error {
 	s.play(s, emit)
 	return nil
+}
+
+// retargetSource is a routingSource that counts Retarget's calls.
+type retargetSource struct {
+	routingSource
+	retargets atomic.Int32
+}
+
+func (s *retargetSource) Retarget() { s.retargets.Add(1) }
+
+// TestGroupTellsACopyOfASwitch: a source that keeps a copy of which keys
+// act here (sender.RetargetSource, the Windows hook) is told of a switch it
+// did not make (keyrelay switch, Group.Switch), so that it asks local
+// again and sees the new target's local keys (issue 27's must-have 3);
+// its own pick needs no telling.
+func TestGroupTellsACopyOfASwitch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nw := netsim.NewNetwork(netsim.Config{Delay: 5 * time.Millisecond, Seed: 1})
+		routes := []sender.Route{
+			{Name: "a", Local: []keys.Code{keys.AudioVolumeUp}},
+			{Name: "b", Hotkey: []keys.Code{keys.ControlRight, keys.Digit2}},
+		}
+		_, relays, senders := groupRig(t, nw, len(routes))
+		g, err := sender.GroupOf(senders, sender.NewRouter(routes, false, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := &retargetSource{}
+		src.play = func(s *routingSource, emit func(keys.Key, bool) error) {
+			s.pick(1)
+			if n := src.retargets.Load(); n != 0 {
+				t.Errorf("Retarget called %d times after the source's own pick, want 0", n)
+			}
+			if err := g.Switch(context.Background(), "a"); err != nil {
+				t.Error(err)
+			}
+			if n := src.retargets.Load(); n != 1 {
+				t.Errorf("Retarget called %d times after a switch to a, want 1", n)
+			}
+			if !s.local(keys.AudioVolumeUp) {
+				t.Error("after the switch to a, AudioVolumeUp (a's local key) should act here")
+			}
+		}
+		if _, err := g.Run(context.Background(), src); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		for _, rl := range relays {
+			rl.Stop()
+		}
+	})
 }
 
 // TestGroupTellsASourceThatOwnsTheKeyboard checks what a Group tells a
