@@ -101,7 +101,7 @@ type winHook struct {
 	held      []keys.Code
 	swallowed []keys.Code // keys whose press was swallowed
 	passed    []keys.Code // keys whose press was let through while relaying (actHere)
-	through   bool        // actHere was told of the press event takes now
+	through   bool        // actHere was called for the press event is taking
 	err       error       // the first error of emit: the source ends
 }
 

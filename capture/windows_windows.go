@@ -96,7 +96,8 @@ func (w *Windows) Grabbing() bool { return w.Grab }
 func (w *Windows) Locks() keys.Locks { return keys.Locks(w.locks.Load()) }
 
 // winKey is what the hook hands Play's goroutine, in order: a key event,
-// or (pick) a destination's hotkey pressed in local use, route to.
+// or (pick) the route to make the target, for a destination's hotkey
+// pressed in local use.
 type winKey struct {
 	key  keys.Key
 	down bool
