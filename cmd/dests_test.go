@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -182,6 +184,49 @@ func TestSendKeysCharactersSettings(t *testing.T) {
 			// Router, which holds the translator.
 			if !slices.Equal(chars, tc.chars) || got.routed() != slices.Contains(tc.chars, true) {
 				t.Errorf("characters per destination %v (routed %v), want %v", chars, got.routed(), tc.chars)
+			}
+		})
+	}
+}
+
+// TestDefaultDestHotkeys: a switching send with --grab gives each
+// destination without a hotkey ControlRight+Digit1, +Digit2, … by its place
+// (README, "Several machines"), never one that is --hotkey or another
+// destination's own, and none past the ninth.
+func TestDefaultDestHotkeys(t *testing.T) {
+	hk := func(s string) capture.Hotkey {
+		h, err := capture.ParseHotkey(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		name   string
+		hotkey string
+		own    []string // each destination's own hotkey, "" for none
+		want   []string
+	}{
+		{"none given", capture.DefaultHotkey, []string{"", "", ""}, []string{"ControlRight+Digit1", "ControlRight+Digit2", "ControlRight+Digit3"}},
+		{"one given keeps it", capture.DefaultHotkey, []string{"", "ScrollLock", ""}, []string{"ControlRight+Digit1", "ScrollLock", "ControlRight+Digit3"}},
+		{"a default another has", capture.DefaultHotkey, []string{"ControlRight+Digit2", ""}, []string{"ControlRight+Digit2", ""}},
+		{"a default that is --hotkey", "ControlRight+Digit1", []string{"", ""}, []string{"", "ControlRight+Digit2"}},
+		{"ten destinations", capture.DefaultHotkey, make([]string, 10), []string{"ControlRight+Digit1", "ControlRight+Digit2", "ControlRight+Digit3", "ControlRight+Digit4", "ControlRight+Digit5", "ControlRight+Digit6", "ControlRight+Digit7", "ControlRight+Digit8", "ControlRight+Digit9", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &SendOptions{hotkey: hk(tc.hotkey)}
+			for i, own := range tc.own {
+				d := destSpec{Name: fmt.Sprint("d", i)}
+				if own != "" {
+					d.Hotkey = hk(own)
+				}
+				o.dests = append(o.dests, d)
+			}
+			o.defaultDestHotkeys()
+			for i, d := range o.dests {
+				if got := d.Hotkey.String(); got != tc.want[i] {
+					t.Errorf("destination %d: hotkey %q, want %q", i, got, tc.want[i])
+				}
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/wake"
+	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
@@ -192,7 +193,7 @@ missed key events, or the final state).`,
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
 	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11, evdev, windows or macos): keys reach the receiver only; --hotkey switches to local use and back")
-	f.BoolVar(&opts.Switch, "switch", false, "send keys to one destination at a time (the first, until a destination's hotkey or 'keyrelay switch NAME|local' picks another) instead of to every destination (mirror); on whenever a [[send.to]] destination has a hotkey")
+	f.BoolVar(&opts.Switch, "switch", false, "send keys to one destination at a time (the first, until a destination's hotkey or 'keyrelay switch NAME|local' picks another) instead of to every destination (mirror); on whenever a [[send.to]] destination has a hotkey. With --grab a destination without one gets ControlRight+Digit1, +Digit2, … by its place")
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it on the command line): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
 	f.StringVar(&opts.Keys, "keys", "", `what every destination gets: "physical" keys (the receiver's layout decides the character), or "characters": printable keys as the characters this machine's layout gives them, chords with Control/Alt/Super and keys that print nothing as physical keys (default: each [[send.to]]'s keys, else physical)`)
 	f.StringVar(&opts.Layout, "layout", "", "with characters: this keyboard's XKB layout, LAYOUT or LAYOUT(VARIANT) (de, fr, us(intl)); needed for --input evdev, which cannot ask for it; --input x11 reads the X server's keymap without it")
@@ -381,6 +382,9 @@ func (o *SendOptions) validate() error {
 		if err := capture.CheckHotkey(o.hotkey, o.Input); err != nil {
 			return badHotkey(err)
 		}
+	}
+	if o.Grab && o.switching() {
+		o.defaultDestHotkeys()
 	}
 	// A destination's hotkey is caught by send while relaying: it must be
 	// one the source can report, and not --hotkey, which the source keeps.
@@ -1032,4 +1036,31 @@ func joinAddrs(as []net.Addr) string {
 		s[i] = a.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// defaultDestHotkeys gives each destination without a hotkey of its own the
+// default for its place when send switches with --grab: ControlRight+Digit1
+// for the first, ControlRight+Digit2 for the second, up to the ninth. The
+// right Control key alone with a digit is bound by no common desktop (they
+// bind Super+N and Ctrl+Alt+N), and every grabbing source can report it
+// (a modifier and one key: capture.CheckHotkey). A default that is --hotkey
+// or another destination's own hotkey is left out.
+func (o *SendOptions) defaultDestHotkeys() {
+	taken := map[string]bool{o.hotkey.String(): true}
+	for _, d := range o.dests {
+		if len(d.Hotkey) > 0 {
+			taken[d.Hotkey.String()] = true
+		}
+	}
+	for i := range o.dests {
+		if len(o.dests[i].Hotkey) > 0 || i >= 9 {
+			continue
+		}
+		h := capture.Hotkey{keys.ControlRight, keys.Digit1 + keys.Code(i)}
+		if taken[h.String()] {
+			continue
+		}
+		taken[h.String()] = true
+		o.dests[i].Hotkey = h
+	}
 }

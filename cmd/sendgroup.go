@@ -171,10 +171,13 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 		if o.switching() {
 			mode = "switching: keys go to " + g.Target() + " (its hotkey or 'keyrelay switch NAME|local' changes that)"
 		}
-		for _, r := range runs {
+		for i, r := range runs {
 			keysNote := ""
 			if r.chars {
 				keysNote = "; characters through " + layoutNote
+			}
+			if o.switching() && len(o.dests[i].Hotkey) > 0 {
+				keysNote += "; hotkey " + o.dests[i].Hotkey.String()
 			}
 			logf("session %016x: sending to %s (%s%s; queue %d, every %v)", r.s.Session(), r.name, r.dest.addr, keysNote, o.Queue, o.Interval)
 		}
