@@ -8,10 +8,11 @@ import (
 )
 
 // ack answers a packet of the session (PROTOCOL.md §9). A packet with news
-// is acked now, or when MinAckInterval has passed since the last ack
-// (pending; Expire sends it). A packet without (the next counter, nothing
-// new applied, at the sender's idle pace) is acked only if the last ack is
-// IdleAckInterval old: the sender heard from us recently enough.
+// is acked now, or when Config.AckInterval (MinAckInterval) has passed
+// since the last ack (pending; Expire sends it). A packet without (the next
+// counter, nothing new applied, at the sender's idle pace) is acked only if
+// the last ack is IdleAckInterval old: the sender heard from us recently
+// enough.
 func (r *Receiver) ack(s *session, now time.Time, news bool) {
 	// An ack says "typed"; with the injector gone nothing is, and the
 	// sender must see the receiver fall silent.
@@ -24,7 +25,7 @@ func (r *Receiver) ack(s *session, now time.Time, news bool) {
 	if !news && !s.ackPending && !s.lastAck.IsZero() && now.Sub(s.lastAck) < IdleAckInterval {
 		return
 	}
-	if !s.lastAck.IsZero() && now.Sub(s.lastAck) < MinAckInterval {
+	if !s.lastAck.IsZero() && now.Sub(s.lastAck) < r.cfg.AckInterval {
 		s.ackPending = true
 		return
 	}

@@ -78,3 +78,43 @@ func TestRunReleasesWhenDue(t *testing.T) {
 		<-done
 	})
 }
+
+// TestAckIntervalHoldsBackNews (PROTOCOL.md §9): news within the ack
+// interval of the session's last ack is acked when the interval has
+// passed, MinAckInterval unless Config.AckInterval says otherwise; no ack
+// goes before, one goes then. A negative interval is refused.
+func TestAckIntervalHoldsBackNews(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration // Config.AckInterval
+		want     time.Duration // the held-back ack's turn after the first ack
+	}{
+		{"default", 0, MinAckInterval},
+		{"5ms", 5 * time.Millisecond, 5 * time.Millisecond},
+		{"300µs", 300 * time.Microsecond, 300 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := &ackConn{}
+			r, err := New(Config{Insecure: true, Conn: conn, Injector: &fake.Recorder{}, Timeout: time.Second, AckInterval: tc.interval})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Handle(packet(t, 1, 1, 10, dn(kA, 1)), addr1, t0)
+			r.Handle(packet(t, 1, 2, 12, up(kA, 2), dn(kA, 1)), addr1, t0.Add(tc.want/2))
+			if next := r.Next(); !next.Equal(t0.Add(tc.want)) || len(conn.sent) != 1 {
+				t.Fatalf("news %v after the first ack: Next = %v with %d acks sent, want %v with 1", tc.want/2, next.Sub(t0), len(conn.sent), tc.want)
+			}
+			r.Expire(t0.Add(tc.want - 1))
+			if len(conn.sent) != 1 {
+				t.Errorf("Expire %v after the first ack sent the held-back ack, before its turn (%v)", tc.want-1, tc.want)
+			}
+			r.Expire(t0.Add(tc.want))
+			if len(conn.sent) != 2 {
+				t.Errorf("Expire at the held-back ack's turn (%v): %d acks sent, want 2", tc.want, len(conn.sent))
+			}
+		})
+	}
+	if _, err := New(Config{Insecure: true, Conn: &ackConn{}, Injector: &fake.Recorder{}, AckInterval: -time.Millisecond}); err == nil {
+		t.Error("a negative ack interval was accepted")
+	}
+}

@@ -94,6 +94,11 @@ type Config struct {
 	// Logf reports what happens (new sessions, timeouts, rejects at a
 	// bounded rate). Nil: silent.
 	Logf func(format string, args ...any)
+	// AckInterval is the least gap between two acks to one session
+	// (MinAckInterval if 0). recv leaves it at that; only a measurement sets
+	// it, to compare intervals on the same simulated link (make
+	// measure-acks).
+	AckInterval time.Duration
 	// Timer is Run's one timer, stopped; Run closes it. Nil: a
 	// time.Timer. recv gives a wake.Timer, which fires through the
 	// network poller instead of the runtime's timers (package wake says
@@ -271,6 +276,12 @@ func New(cfg Config) (*Receiver, error) {
 	}
 	if cfg.MaxSkew == 0 {
 		cfg.MaxSkew = DefaultMaxSkew
+	}
+	if cfg.AckInterval == 0 {
+		cfg.AckInterval = MinAckInterval
+	}
+	if cfg.AckInterval < 0 {
+		return nil, fmt.Errorf("ack interval %v is negative: want 0 (the default, %v) or more", cfg.AckInterval, MinAckInterval)
 	}
 	if cfg.PSK != nil && len(cfg.PSK) != wire.KeyLen {
 		return nil, fmt.Errorf("pre-shared key is %d bytes, want %d", len(cfg.PSK), wire.KeyLen)

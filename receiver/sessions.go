@@ -134,7 +134,7 @@ func (r *Receiver) forgetOldest() {
 }
 
 // Next is when Expire must next be called: the earliest of a live
-// session's timeout, a held-back ack's turn (MinAckInterval after the
+// session's timeout, a held-back ack's turn (Config.AckInterval after the
 // session's last ack) and the publishing of a status change. It is zero when
 // nothing is due, so an idle receiver with no live session sleeps until a
 // packet comes. Like kcp's Check: Handle and Expire change it, and the
@@ -151,7 +151,7 @@ func (r *Receiver) Next() time.Time {
 			earliest(s.lastHeard.Add(r.allowance(s)))
 		}
 		if s.ackPending {
-			earliest(s.lastAck.Add(MinAckInterval))
+			earliest(s.lastAck.Add(r.cfg.AckInterval))
 		}
 	}
 	return next
