@@ -27,7 +27,7 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 100000x
 
-.PHONY: all build deps test unit e2e wine-test vmtest fuzz bench bench-peers measure lint demo clean robotgo-bench cross dist man readme x11-soak install install-files uninstall
+.PHONY: all build deps test unit e2e wine-test vmtest fuzz bench bench-peers measure measure-acks lint demo clean robotgo-bench cross dist man readme x11-soak install install-files uninstall
 
 # What make test needs beyond Go (>= 1.26, from go.dev/dl): gcc for -race,
 # the X tools (the README's CI recipe: xvfb, xterm, xdotool), tmux and
@@ -232,6 +232,14 @@ bench-peers:
 # loss in 1,000 runs, and when a killed sender's key is released.
 measure:
 	set -o pipefail; KEYRELAY_MEASURE=1 $(GO) test -count=1 -timeout 30m -run '^TestMeasureHolds$$' -v ./receiver/ | grep -vE '^=== (RUN|PAUSE|CONT)'
+
+# recv's ack interval (receiver.MinAckInterval) against longer ones on a
+# simulated LAN at 5-40 % loss, in virtual time (internal/report's
+# TestMeasureAckInterval): key-down and key-up latency tails, lost keys and
+# packets per second, MEASURE_SEEDS seeds each (about 4 minutes for 300).
+MEASURE_SEEDS ?= 300
+measure-acks:
+	set -o pipefail; KEYRELAY_MEASURE=1 MEASURE_SEEDS=$(MEASURE_SEEDS) $(GO) test -count=1 -timeout 30m -run '^TestMeasureAckInterval$$' -v ./internal/report/ | grep -vE '^=== |^ *--- PASS: TestMeasureAckInterval/'
 
 # DESIGN.md's "RECORD's recording client gets only the recording", at
 # length (some 15 minutes; not part of make test, whose e2e runs 12

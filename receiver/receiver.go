@@ -156,7 +156,10 @@ type Watched interface {
 // no faster, so coalescing for longer only holds back the ack that stops a
 // burst. At 5 ms, on a LAN (1 ms gaps), a key-up coming within 5 ms of the
 // key-down's ack was re-sent four times before its ack: a tap cost about 8
-// datagrams instead of 4.
+// datagrams instead of 4. Against 2, 3 and 5 ms on a simulated LAN at 5 to
+// 40 % loss (make measure-acks, 300 seeds each) the key-down latency's
+// p50, p99 and p99.9 are the same within a millisecond's step, and 1 ms
+// sends the fewest packets (a third fewer than 5 ms at 40 % loss).
 const MinAckInterval = time.Millisecond
 
 // IdleAckInterval bounds the acks sent to one session while nothing

@@ -3,7 +3,9 @@
 // lossless typing) on the same simulated channel and typing trace, in
 // virtual time, plus real-socket loopback latency, idle CPU, desktop to desktop
 // latency over its harness floor, and every benchmark's figures. It runs only
-// with KEYRELAY_REPORT=1, so `go test ./...` stays quick.
+// with KEYRELAY_REPORT=1, so `go test ./...` stays quick; with
+// KEYRELAY_MEASURE=1 (make measure-acks) it compares receiver ack
+// intervals on a simulated LAN instead.
 package report
 
 import (
@@ -101,14 +103,22 @@ type cell struct {
 	bytesPerSec   float64
 }
 
-// simulate relays the trace over link (both directions) in virtual time.
-func simulate(t *testing.T, link netsim.Config, feedback bool) cell {
+// simulate relays the trace over link (both directions) in virtual time,
+// the receiver acking at most once per ackInterval per session
+// (receiver.MinAckInterval if 0). The trace starts lead after the sender
+// does: with a lead of some seconds the handshake is over before the first
+// key, so its retries (up to a second apart under loss) do not weigh in
+// the key's latency.
+func simulate(t *testing.T, link netsim.Config, feedback bool, ackInterval, lead time.Duration) cell {
 	trace := typingTrace()
+	for i := range trace {
+		trace[i].at += lead
+	}
 	var c cell
 	synctest.Test(t, func(t *testing.T) {
 		rec := &fake.Recorder{}
 		rl := relaytest.Start(t, relaytest.Config{Net: netsim.NewNetwork(link), PSK: key, Feedback: feedback,
-			Receiver: receiver.Config{Injector: rec}})
+			Receiver: receiver.Config{Injector: rec, AckInterval: ackInterval}})
 		start := time.Now()
 		st, _ := rl.Sender.Run(context.Background(), &fake.Trace{Steps: steps(trace)})
 		elapsed := time.Since(start)
@@ -194,7 +204,7 @@ func TestWriteReport(t *testing.T) {
 	for _, p := range profiles {
 		var cells [2]cell
 		for i, fb := range []bool{false, true} {
-			c := simulate(t, p.link, fb)
+			c := simulate(t, p.link, fb, 0, 0)
 			cells[i] = c
 			pkts[i] += c.packetsPerSec
 			maxBytes = max(maxBytes, c.bytesPerSec)
