@@ -236,7 +236,8 @@ measure:
 # recv's ack interval (receiver.MinAckInterval) against longer ones on a
 # simulated LAN at 5-40 % loss, in virtual time (internal/report's
 # TestMeasureAckInterval): key-down and key-up latency tails, lost keys and
-# packets per second, MEASURE_SEEDS seeds each (about 4 minutes for 300).
+# packets per second, MEASURE_SEEDS seeds each (2 to 4 minutes for 300 on
+# 2 shared cores).
 MEASURE_SEEDS ?= 300
 measure-acks:
 	set -o pipefail; KEYRELAY_MEASURE=1 MEASURE_SEEDS=$(MEASURE_SEEDS) $(GO) test -count=1 -timeout 30m -run '^TestMeasureAckInterval$$' -v ./internal/report/ | grep -vE '^=== |^ *--- PASS: TestMeasureAckInterval/'

@@ -38,8 +38,8 @@ const handshakeLead = 20 * time.Second
 // per second; and, for each interval against the first, in how many seeds
 // its p99 was lower and higher. It fails if any key-down is lost or any
 // key-up never comes (lossless typing, PROTOCOL.md §7.1). make measure-acks
-// runs it (KEYRELAY_MEASURE=1): about 15 s for 30 seeds, 4 minutes for
-// MEASURE_SEEDS=300, on 2 shared cores.
+// runs it (KEYRELAY_MEASURE=1): about 15 s for 30 seeds, 2 to 4 minutes
+// for MEASURE_SEEDS=300, on 2 shared cores.
 func TestMeasureAckInterval(t *testing.T) {
 	if os.Getenv("KEYRELAY_MEASURE") == "" {
 		t.Skip("set KEYRELAY_MEASURE=1 (make measure-acks) to compare ack intervals")
