@@ -19,6 +19,7 @@ type timerfd struct {
 	fd uintptr
 	fn func(fd uintptr) bool // read, bound once
 	n  uint64                // read's result: expirations
+	c  chan time.Time        // the Timer's C
 }
 
 // New makes a stopped Timer and starts the goroutine that reads it, which
@@ -34,28 +35,39 @@ func New() (*Timer, error) {
 		f.Close()
 		return nil, errors.Join(ErrUnsupported, err)
 	}
-	tf := &timerfd{f: f, rc: rc, fd: uintptr(fd)}
+	tf := &timerfd{f: f, rc: rc, fd: uintptr(fd), c: make(chan time.Time, 1)}
 	tf.fn = tf.read
-	t := &Timer{c: make(chan time.Time, 1), t: tf}
+	t := &Timer{c: tf.c, t: tf}
 	go t.run()
 	return t, nil
 }
 
+// read reads the timerfd and hands a firing to C, dropping it if C is
+// full (the loop has yet to take the last one, and will run what is due
+// then). It returns false, to wait for the next firing, with no second
+// read: a timerfd read empties it until it fires again, and that firing
+// is a new edge for the poller, which marks the descriptor ready even if
+// it comes before the wait. So one RawRead lasts the timer's life, and a
+// firing costs one read, not a read and then one that finds EAGAIN (a
+// Read per firing must begin with a read, as RawRead forgets a readiness
+// it saw before it was called).
 func (tf *timerfd) read(fd uintptr) bool {
 	_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&tf.n)), 8)
-	return e != unix.EAGAIN // else wait until it fires
+	if e == unix.EAGAIN {
+		return false // not fired: a readiness left from before
+	}
+	select {
+	case tf.c <- time.Now():
+	default:
+	}
+	return false
 }
 
-// run hands each firing to C, dropping it if C is full (the loop has yet
-// to take the last one, and will run what is due then).
+// run reads the timer until Close.
 func (t *Timer) run() {
 	for {
 		if err := t.t.rc.Read(t.t.fn); err != nil {
 			return // closed
-		}
-		select {
-		case t.c <- time.Now():
-		default:
 		}
 	}
 }

@@ -62,3 +62,42 @@ func TestStopDisarms(t *testing.T) {
 		t.Errorf("after Stop: %+v, %v; want disarmed", spec, err)
 	}
 }
+
+// TestTimerFiresAfterEachReset: one reader serves the timer's life, so
+// each Reset after a firing fires again, the value taken or not (C holds
+// one: a firing while it is full is dropped, not queued).
+func TestTimerFiresAfterEachReset(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		take bool // take each firing before the next Reset
+	}{
+		{"each firing taken", true},
+		{"firings left in C", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tm, err := New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tm.Close()
+			for i := range 5 {
+				if !tc.take {
+					// Drain what an earlier round left, then fire.
+					select {
+					case <-tm.C():
+					default:
+					}
+				}
+				tm.Reset(time.Millisecond)
+				select {
+				case <-tm.C():
+				case <-time.After(5 * time.Second):
+					t.Fatalf("firing %d never came", i+1)
+				}
+				if !tc.take {
+					tm.Reset(0) // fires with C empty or not: none may block the reader
+				}
+			}
+		})
+	}
+}
