@@ -27,6 +27,11 @@ type Reader struct {
 	next  int
 	addrs map[netip.AddrPort]Addr
 	raws  map[sourceKey]Addr // raw's sources
+	// The last raw source and its Addr: a relay's datagrams come from
+	// one peer, and comparing a key costs less than hashing it into
+	// raws, which an idle receiver did ten times a second on a cold cache.
+	lastKey  sourceKey
+	lastAddr Addr
 }
 
 // Addr is a datagram's source: the net.Addr the socket gave (to write
@@ -64,6 +69,9 @@ func (r *Reader) Read() ([]byte, Addr, error) {
 			return nil, Addr{}, err
 		}
 		r.next = (r.next + 1) % len(r.bufs)
+		if r.lastAddr.Addr != nil && k == r.lastKey {
+			return buf[:n], r.lastAddr, nil
+		}
 		a, ok := r.raws[k]
 		if !ok {
 			if len(r.raws) >= maxAddrs {
@@ -73,6 +81,7 @@ func (r *Reader) Read() ([]byte, Addr, error) {
 			a = Addr{ua, ua.String()}
 			r.raws[k] = a
 		}
+		r.lastKey, r.lastAddr = k, a
 		return buf[:n], a, nil
 	}
 	if r.udp == nil {

@@ -73,3 +73,28 @@ func TestRawReadEndsWhenClosed(t *testing.T) {
 		t.Errorf("read after close: %v, want net.ErrClosed", err)
 	}
 }
+
+// TestRawReadsNameEachSource: datagrams from two sources, interleaved and
+// repeated, each come out with their own source (the last source is
+// remembered to skip the cache: it must never answer for another).
+func TestRawReadsNameEachSource(t *testing.T) {
+	rc := listen(t)
+	r := NewReader(rc, 1, 64)
+	var senders [2]net.PacketConn
+	for i := range senders {
+		senders[i] = listen(t)
+	}
+	for i, who := range []int{0, 0, 1, 0, 1, 1, 0} {
+		sc := senders[who]
+		if _, err := sc.WriteTo([]byte{byte(i)}, rc.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		b, from, err := r.Read()
+		if err != nil || len(b) != 1 || b[0] != byte(i) {
+			t.Fatalf("datagram %d: read %v, %v", i, b, err)
+		}
+		if want := sc.LocalAddr().String(); from.S != want || from.Addr.String() != want {
+			t.Errorf("datagram %d from sender %d: source %v (%q), want %s", i, who, from.Addr, from.S, want)
+		}
+	}
+}
