@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/keyrelay/keyrelay/internal/wake"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -133,13 +134,15 @@ func (b *statusBoard) run(ctx context.Context, lines func() ([]string, [][]any))
 	if b.term {
 		period = 500 * time.Millisecond
 	}
-	t := time.NewTicker(period)
-	defer t.Stop()
+	t := statusTimer()
+	defer t.Close()
+	t.Reset(period)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(period)
 			text, attrs := lines()
 			if b.term {
 				b.draw(text)
@@ -151,6 +154,35 @@ func (b *statusBoard) run(ctx context.Context, lines func() ([]string, [][]any))
 		}
 	}
 }
+
+// periodTimer is what statusBoard.run needs of a timer: a wake.Timer, or
+// a time.Timer where there is none.
+type periodTimer interface {
+	C() <-chan time.Time
+	Reset(time.Duration)
+	Close() error
+}
+
+// statusTimer is the status board's timer: one that fires through the
+// network poller where there is a timerfd (package wake), else a
+// time.Timer. A runtime timer, even one 10 s away, makes each of an idle
+// relay's wake-ups costlier: the runtime's poller then waits with a
+// timeout, which arms and cancels a kernel timer around every wait (an
+// idle send's profile: hrtimer_cancel in 1.6 % of its samples), and its
+// monitor thread sleeps only until it (DESIGN.md, the run loops).
+func statusTimer() periodTimer {
+	if t, err := wake.New(); err == nil {
+		return t
+	}
+	return runtimeTimer{time.NewTimer(time.Hour)}
+}
+
+// runtimeTimer is a time.Timer as a periodTimer.
+type runtimeTimer struct{ t *time.Timer }
+
+func (r runtimeTimer) C() <-chan time.Time   { return r.t.C }
+func (r runtimeTimer) Reset(d time.Duration) { r.t.Reset(d) }
+func (r runtimeTimer) Close() error          { r.t.Stop(); return nil }
 
 // finish draws the block a last time, from the state at the end (keys
 // released by then show as released), and leaves it on screen: later
