@@ -26,11 +26,16 @@ type rawWriter struct {
 
 	mu    sync.Mutex // one write at a time: the fields below are its arguments
 	addrs map[*net.UDPAddr]*rawAddr
-	b     []byte
-	to    *rawAddr
-	n     int
-	errno syscall.Errno
-	fn    func(fd uintptr) bool // w.write, bound once
+	// The last destination and its socket address: a sender writes to
+	// the same one or few every 100 ms, and a comparison costs less than a
+	// map lookup on a cache gone cold since the last resend.
+	lastUA *net.UDPAddr
+	last   *rawAddr
+	b      []byte
+	to     *rawAddr
+	n      int
+	errno  syscall.Errno
+	fn     func(fd uintptr) bool // w.write, bound once
 }
 
 type rawAddr struct {
@@ -66,7 +71,11 @@ func (w *rawWriter) write(fd uintptr) bool {
 // addr is ua's socket address, built on first use. ok is false for an
 // address this writer cannot express (then the caller uses WriteTo).
 func (w *rawWriter) addr(ua *net.UDPAddr, v6 bool) (*rawAddr, bool) {
+	if ua == w.lastUA {
+		return w.last, true
+	}
 	if a := w.addrs[ua]; a != nil {
+		w.lastUA, w.last = ua, a
 		return a, true
 	}
 	if len(w.addrs) >= 64 {
@@ -88,6 +97,7 @@ func (w *rawWriter) addr(ua *net.UDPAddr, v6 bool) (*rawAddr, bool) {
 		return nil, false
 	}
 	w.addrs[ua] = a
+	w.lastUA, w.last = ua, a
 	return a, true
 }
 

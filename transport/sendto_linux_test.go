@@ -151,3 +151,38 @@ func TestWriterAnswersEachSource(t *testing.T) {
 		})
 	}
 }
+
+// TestRawWritesReachEachDestination: writes to two destinations,
+// interleaved and repeated, each reach their own (the last destination is
+// remembered to skip the address map: it must never stand for another).
+func TestRawWritesReachEachDestination(t *testing.T) {
+	var dests [2]net.PacketConn
+	var addrs [2]*net.UDPAddr
+	for i := range dests {
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		dests[i], addrs[i] = pc, pc.LocalAddr().(*net.UDPAddr)
+	}
+	c, err := Open([]net.Addr{addrs[0], addrs[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.raw4 == nil {
+		t.Fatal("no raw writer for the IPv4 socket")
+	}
+	buf := make([]byte, 8)
+	for i, to := range []int{0, 0, 1, 0, 1, 1, 0} {
+		if _, err := c.WriteTo([]byte{byte(i)}, addrs[to]); err != nil {
+			t.Fatal(err)
+		}
+		dests[to].SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _, err := dests[to].ReadFrom(buf)
+		if err != nil || n != 1 || buf[0] != byte(i) {
+			t.Fatalf("datagram %d to destination %d: received %v, %v", i, to, buf[:n], err)
+		}
+	}
+}
