@@ -335,6 +335,7 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 	// the one Handle has), with each source's address made once: no
 	// allocation per datagram.
 	rd := dgram.NewReader(r.cfg.Conn, cap(in)+1, wire.MaxPacketSize+1)
+	done := ctx.Done() // read once, not per datagram: a call through the interface and an atomic load
 	go func() {
 		for {
 			b, from, err := rd.Read()
@@ -345,7 +346,7 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 			d := datagram{b: b, from: from.Addr, at: time.Now()}
 			select {
 			case in <- d:
-			case <-ctx.Done():
+			case <-done:
 				readErr <- ctx.Err()
 				return
 			}
