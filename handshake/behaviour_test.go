@@ -581,3 +581,69 @@ func TestSenderKeypairDatesFromInitiation(t *testing.T) {
 		t.Fatalf("a response RejectAfterTime after its initiation: %v", err)
 	}
 }
+
+// TestResponseToAnEarlierRetryCompletes (PROTOCOL.md §8.2: a sender
+// retries sooner than a round trip while keys wait): the response to any
+// of the last MaxNext initiations completes the handshake, and the
+// receiver, which answered each of them in turn, still holds that
+// keypair, so the sender's first packet under it opens there. A response
+// to an initiation older than that, or one after the handshake completed,
+// completes nothing.
+func TestResponseToAnEarlierRetryCompletes(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		retries  int // initiations after the answered one
+		complete bool
+	}{
+		{"the newest", 0, true},
+		{"one retry later", 1, true},
+		{"MaxNext-1 retries later", MaxNext - 1, true},
+		{"MaxNext retries later: forgotten", MaxNext, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPair(t, 1)
+			var ring Keyring
+			at := t0
+			answer := func(counter uint64) []byte {
+				m := initiation(t, p.init, counter, at)
+				a, err := p.resp.ConsumeInitiation(nil, m, src, false, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ring.Begin(a.Keypair)
+				at = at.Add(2 * InitiationInterval)
+				return a.Packet
+			}
+			first := answer(1)
+			var last []byte
+			for n := range tt.retries {
+				last = answer(uint64(2 + n))
+			}
+			k, err := p.init.ConsumeResponse(mustResponse(t, first), at)
+			if !tt.complete {
+				if !errors.Is(err, ErrNoHandshake) {
+					t.Fatalf("a response to an initiation %d retries back: %v, want ErrNoHandshake", tt.retries, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a response to an initiation %d retries back: %v", tt.retries, err)
+			}
+			b, err := k.Seal(nil, Header{Type: TypeQueue, Session: session, Counter: 100}, []byte("k"), at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := ring.Open(nil, mustTransport(t, b), at); err != nil {
+				t.Fatalf("the receiver cannot open the first packet under the keypair taken: %v", err)
+			}
+			if p.init.Pending() {
+				t.Fatal("handshakes still pending after one completed")
+			}
+			if last != nil {
+				if _, err := p.init.ConsumeResponse(mustResponse(t, last), at); !errors.Is(err, ErrNoHandshake) {
+					t.Fatalf("a later response after completion: %v, want ErrNoHandshake", err)
+				}
+			}
+		})
+	}
+}

@@ -62,9 +62,9 @@ func FuzzParseResponse(f *testing.F) {
 		}
 		p := newPair(t, 1)
 		initiation(t, p.init, 1, t0)
-		p.init.pending.index = m.Sender // let it reach the Noise message
-		binary.BigEndian.PutUint64(p.init.pending.initiation[offSession:], m.Header.Session)
-		binary.BigEndian.PutUint64(p.init.pending.initiation[offCounter:], m.Header.Counter)
+		p.init.pending[0].index = m.Sender // let it reach the Noise message
+		binary.BigEndian.PutUint64(p.init.pending[0].initiation[offSession:], m.Header.Session)
+		binary.BigEndian.PutUint64(p.init.pending[0].initiation[offCounter:], m.Header.Counter)
 		p.init.ConsumeResponse(m, t0)
 	})
 }

@@ -81,8 +81,15 @@ type InitiatorConfig struct {
 	IndexTaken func(uint32) bool
 }
 
-// Initiator runs the sender's handshakes with one receiver: one pending at
-// a time, a new initiation replacing it. It is not safe for concurrent use.
+// Initiator runs the sender's handshakes with one receiver. It keeps the
+// handshakes of its last MaxNext initiations pending, oldest first: a
+// sender may retry sooner than a round trip (while keys wait for the
+// first keypair, PROTOCOL.md §8.2), and the response to an earlier
+// initiation then still completes the handshake. A responder keeps the
+// keypairs of its last MaxNext answers (Keyring) and answers initiations
+// in the order they were made (their timestamps rise), so whichever of
+// the pending ones the sender takes, the receiver still holds its
+// keypair. It is not safe for concurrent use.
 type Initiator struct {
 	cfg     InitiatorConfig
 	static  noise.DHKey
@@ -90,10 +97,10 @@ type Initiator struct {
 	// respMAC1 checks the mac1 of responses: keyed with this end's own
 	// public key, the one they are addressed to.
 	respMAC1 macer
-	pending  *pending
+	pending  []*pending // oldest first, at most MaxNext
 }
 
-// pending is the handshake of the last initiation sent.
+// pending is the handshake of an initiation sent and not yet answered.
 type pending struct {
 	ephemeral  [keyLen]byte
 	initiation [InitiationLen]byte
@@ -141,7 +148,8 @@ func (i *Initiator) state(p *pending, out []byte) (*noise.HandshakeState, error)
 }
 
 // Initiate appends a new initiation to b: for the sender's session and
-// its next packet counter, stamped now. It forgets any handshake pending.
+// its next packet counter, stamped now. Past MaxNext pending it forgets
+// the oldest.
 func (i *Initiator) Initiate(b []byte, session, counter uint64, now time.Time) ([]byte, error) {
 	if session == 0 || counter == 0 {
 		return b, fmt.Errorf("initiation: %w", wire.ErrHeader)
@@ -162,38 +170,44 @@ func (i *Initiator) Initiate(b []byte, session, counter uint64, now time.Time) (
 		return b, fmt.Errorf("initiation: %w", err)
 	}
 	i.cookies.addMACs(m, offInitMAC1, now)
-	i.pending = p
+	if len(i.pending) >= MaxNext {
+		i.drop(len(i.pending) - MaxNext + 1)
+	}
+	i.pending = append(i.pending, p)
 	return append(b, m...), nil
 }
 
 // Pending reports whether an initiation awaits its response.
-func (i *Initiator) Pending() bool { return i.pending != nil }
+func (i *Initiator) Pending() bool { return len(i.pending) > 0 }
 
-// answers reports whether a message with header h and sender index idx
-// answers the pending initiation.
-func (i *Initiator) answers(h Header, idx uint32) bool {
-	p := i.pending
-	if p == nil || idx != p.index {
-		return false
+// answers returns the pending handshake a message with header h and
+// sender index idx answers, nil if none.
+func (i *Initiator) answers(h Header, idx uint32) *pending {
+	for _, p := range i.pending {
+		m := p.initiation[:]
+		if idx == p.index && h.Session == binary.BigEndian.Uint64(m[offSession:]) && h.Counter == binary.BigEndian.Uint64(m[offCounter:]) {
+			return p
+		}
 	}
-	m := p.initiation[:]
-	return h.Session == binary.BigEndian.Uint64(m[offSession:]) && h.Counter == binary.BigEndian.Uint64(m[offCounter:])
+	return nil
 }
 
-// ConsumeResponse completes the pending handshake with a response: the
-// keypair, confirmed (the sender may seal with it at once: Keyring.Use).
-// A response that fails leaves the handshake pending.
+// ConsumeResponse completes a pending handshake with a response to its
+// initiation: the keypair, confirmed (the sender may seal with it at
+// once: Keyring.Use); the other pending handshakes are forgotten. A
+// response that fails leaves them pending.
 func (i *Initiator) ConsumeResponse(m Response, now time.Time) (*Keypair, error) {
-	if !i.answers(m.Header, m.Sender) {
+	p := i.answers(m.Header, m.Sender)
+	if p == nil {
 		return nil, fmt.Errorf("response: %w", ErrNoHandshake)
 	}
 	if !i.respMAC1.check(m.b[:offRespMAC1], m.MAC1()) {
 		return nil, fmt.Errorf("response: %w", ErrMAC1)
 	}
-	p := i.pending
 	if now.Sub(p.sentAt) >= RejectAfterTime {
-		// Its keypair would be born expired (it dates from the initiation).
-		i.pending = nil
+		// Its keypair would be born expired (it dates from the
+		// initiation), and so would every older one's.
+		i.forgetThrough(p)
 		return nil, fmt.Errorf("response: %w", ErrExpired)
 	}
 	if p.hs == nil {
@@ -215,16 +229,35 @@ func (i *Initiator) ConsumeResponse(m Response, now time.Time) (*Keypair, error)
 	// then always rekeys and stops sealing before the receiver drops it,
 	// however long the response took.
 	k.Session, k.Peer, k.Created = m.Header.Session, i.cfg.Peer, p.sentAt
-	i.pending = nil
+	i.drop(len(i.pending))
 	return k, nil
 }
 
-// ConsumeCookieReply takes the cookie of a reply to the pending
-// initiation: the next initiations carry mac2 for CookieLife. The pending
-// handshake stays (the responder did nothing with it); the caller sends a
-// new initiation when its retry timer allows.
+// forgetThrough drops p and the handshakes pending before it.
+func (i *Initiator) forgetThrough(p *pending) {
+	for n, q := range i.pending {
+		if q == p {
+			i.drop(n + 1)
+			return
+		}
+	}
+}
+
+// drop forgets the n oldest pending handshakes, leaving no pointer to
+// their ephemeral keys behind in the slice.
+func (i *Initiator) drop(n int) {
+	k := copy(i.pending, i.pending[n:])
+	clear(i.pending[k:])
+	i.pending = i.pending[:k]
+}
+
+// ConsumeCookieReply takes the cookie of a reply to the newest pending
+// initiation (a cookie reply opens only with its mac1): the next
+// initiations carry mac2 for CookieLife. The pending handshakes stay (the
+// responder did nothing with it); the caller sends a new initiation when
+// its retry timer allows.
 func (i *Initiator) ConsumeCookieReply(m CookieReply, now time.Time) error {
-	if !i.answers(m.Header, m.Sender) {
+	if len(i.pending) == 0 || i.answers(m.Header, m.Sender) != i.pending[len(i.pending)-1] {
 		return fmt.Errorf("cookie reply: %w", ErrNoHandshake)
 	}
 	return i.cookies.consume(m, now)
