@@ -13,9 +13,11 @@ import (
 )
 
 // The answers to initiations (responses, cookie replies) are limited per
-// source (handshake.RateLimiter): a sender retries at most every 100 ms,
-// so 20 a second with a burst of 20 never holds one back, and a flood
-// from one address gets no more. The table forgets the source heard least
+// source (handshake.RateLimiter): a sender retries every 100 ms or slower,
+// or every 40 ms for at most a second while keys wait for its first
+// keypair (PROTOCOL.md §8.2: 25, within the burst of 20 and 20 a
+// second), so these never hold one back, and a flood from one address
+// gets no more. The table forgets the source heard least
 // recently past limiterSources.
 const (
 	answersPerSecond = 20
@@ -26,8 +28,10 @@ const (
 // underLoadAbove: with more initiations than this in the last second the
 // receiver is under load, and answers an initiation without a valid mac2
 // by a cookie reply, with no Diffie-Hellman (handshake.Responder). A
-// sender handshakes once at start, retries at most every 100 ms, and
-// rekeys every two minutes: a few dozen a second is no real sender load.
+// sender handshakes once at start, retries at most 25 times a second (in
+// the first second keys wait for its first keypair, then every 100 ms or
+// slower), and rekeys every two minutes: a few dozen a second is no real
+// sender load.
 // Measured: the responder's half of a handshake (handshake's
 // BenchmarkRespond) took 470 µs on a shared 2-core machine, so 32 a
 // second cost at most 1.5 % of a core before cookies take over.

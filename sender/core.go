@@ -658,7 +658,7 @@ func (c *Core) appendOneWay(b []byte, counter uint64) ([]byte, error) {
 // initiationDue reports whether a link's handshake retry is due at now.
 func (c *Core) initiationDue(now time.Time) bool {
 	for _, l := range c.links {
-		if l.waiting && !now.Before(l.initAt) {
+		if l.waiting && !now.Before(l.nextInit()) {
 			return true
 		}
 	}
