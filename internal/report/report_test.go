@@ -110,6 +110,12 @@ type cell struct {
 // key, so its retries (up to a second apart under loss) do not weigh in
 // the key's latency.
 func simulate(t *testing.T, link netsim.Config, feedback bool, ackInterval, lead time.Duration) cell {
+	return simulateWith(t, link, feedback, ackInterval, lead, nil)
+}
+
+// simulateWith is simulate, calling down (if not nil) with each key-down's
+// place among the trace's key-downs and its latency.
+func simulateWith(t *testing.T, link netsim.Config, feedback bool, ackInterval, lead time.Duration, down func(i int, d time.Duration)) cell {
 	trace := typingTrace()
 	for i := range trace {
 		trace[i].at += lead
@@ -138,12 +144,18 @@ func simulate(t *testing.T, link netsim.Config, feedback bool, ackInterval, lead
 		// Match the i-th key-down (key-up) of a key at the sender with the
 		// i-th at the receiver.
 		seenDown, seenUp := map[keys.Key]int{}, map[keys.Key]int{}
+		nth := -1 // the key-down's place in the trace
 		for _, e := range trace {
 			if e.down {
+				nth++
 				i := seenDown[e.code]
 				seenDown[e.code]++
 				if i < len(gotDowns[e.code]) {
-					c.downs = append(c.downs, gotDowns[e.code][i]-e.at)
+					d := gotDowns[e.code][i] - e.at
+					if down != nil {
+						down(nth, d)
+					}
+					c.downs = append(c.downs, d)
 				} else {
 					c.lostDowns++
 				}
