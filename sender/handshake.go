@@ -94,6 +94,10 @@ type link struct {
 	// and did at the last packet while hurried (Next counts it).
 	waitFrom time.Time
 	hurried  bool
+	// sent are its last initiations, and late the longest round trip a
+	// response to one no longer pending showed (hurriedGap).
+	sent [sentInits]sentInit
+	late time.Duration
 	// why says what the handshake is waiting on, for the user.
 	why  string
 	pace pace // pacing while its receiver is silent (burst.go)
@@ -101,6 +105,18 @@ type link struct {
 	// No key goes to it (PROTOCOL.md §8.4: a unicast destination never
 	// falls back to one-way).
 	unanswered bool
+}
+
+// sentInits is how many of a link's last initiations it remembers, to
+// tell a response that came too late for its handshake (hurriedGap).
+const sentInits = 16
+
+// sentInit is an initiation a link sent: its counter and sender index
+// (which a response echoes), and when.
+type sentInit struct {
+	counter uint64
+	index   uint32
+	at      time.Time
 }
 
 // Why a handshake has no keypair yet (Core.Unanswered).
@@ -197,6 +213,10 @@ func (c *Core) initiate(l *link, i int, counter uint64, now time.Time) {
 	c.hsBuf = b
 	c.cfg.Output(b, i)
 	c.stats.Initiations++
+	if m, err := handshake.ParseInitiation(b); err == nil {
+		copy(l.sent[1:], l.sent[:])
+		l.sent[0] = sentInit{counter, m.Sender, now}
+	}
 	l.lastInit = now
 	l.initAt = now.Add(max(l.backoff, handshake.InitiationInterval))
 	if !l.hurried {
@@ -211,11 +231,35 @@ func (c *Core) initiate(l *link, i int, counter uint64, now time.Time) {
 // (within waitingFor of their first wait).
 func (l *link) nextInit() time.Time {
 	if l.hurried {
-		if at := l.lastInit.Add(waitingGap); at.Before(l.waitFrom.Add(waitingFor)) {
+		if at := l.lastInit.Add(l.hurriedGap()); at.Before(l.waitFrom.Add(waitingFor)) {
 			return earliest(l.initAt, at)
 		}
 	}
 	return l.initAt
+}
+
+// hurriedGap is the gap between hurried retries: waitingGap, or longer
+// once a response came too late for its handshake (the initiator keeps
+// only its last handshake.MaxNext pending): so that MaxNext-1 retries
+// outlast that round trip and a quarter more, and the next response
+// finds its handshake pending. A response carries the session id and the
+// initiation's random sender index, so only someone on the path, who
+// could drop the responses as well, can make the retries slower, and no
+// slower than the backoff's longest gap.
+func (l *link) hurriedGap() time.Duration {
+	return min(max(waitingGap, l.late*5/4/(handshake.MaxNext-1)), maxBackoff)
+}
+
+// lateResponse notes a response that answered no pending handshake: if
+// it answers an initiation l sent and its initiator forgot (retries came
+// faster than the round trip), its round trip widens l's hurried retries.
+func (l *link) lateResponse(h handshake.Header, index uint32, now time.Time) {
+	for _, s := range l.sent {
+		if s.counter == h.Counter && s.index == index && !s.at.IsZero() {
+			l.late = max(l.late, now.Sub(s.at))
+			return
+		}
+	}
 }
 
 // typed reports whether a key event was typed and waits for a receiver
@@ -260,6 +304,11 @@ func (c *Core) handleResponse(m handshake.Response, now time.Time) error {
 		}
 		c.take(l, k, now)
 		return nil
+	}
+	for _, l := range c.links {
+		if l.init != nil && l.current == nil && m.Header.Session == c.keys.id {
+			l.lateResponse(m.Header, m.Sender, now)
+		}
 	}
 	return fmt.Errorf("response: %w", errNoLink)
 }
