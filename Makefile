@@ -246,7 +246,7 @@ measure-acks:
 # the report's link (20 ms ± 5 ms one way) at 10, 30, 50 % and bursty loss,
 # in virtual time (internal/report's TestMeasureStart): key-down tails, the
 # first five key-downs, lost keys and packets per second, MEASURE_SEEDS
-# seeds each (about 25 s for 300).
+# seeds each (25 to 80 s for 300 on 2 shared cores).
 measure-start:
 	set -o pipefail; KEYRELAY_MEASURE=1 MEASURE_SEEDS=$(MEASURE_SEEDS) $(GO) test -count=1 -timeout 30m -run '^TestMeasureStart$$' -v ./internal/report/ | grep -vE '^=== |^ *--- PASS: TestMeasureStart/'
 
