@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -117,27 +115,17 @@ func TestGrabLocalKeysAndDestinationHotkeys(t *testing.T) {
 	display := startXvfb(t)
 	const volUp, volDown = 123, 122 // XF86AudioRaiseVolume, XF86AudioLowerVolume (evdev 115, 114)
 	probe := startKeyProbe(t, display, volUp, volDown)
-	a := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	b := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	c := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	dir := t.TempDir()
-	runtime := filepath.Join(dir, "run")
-	if err := os.Mkdir(runtime, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "config.toml")
+	recvs := logReceivers(t, 3)
+	a, b, c := recvs[0], recvs[1], recvs[2]
 	var text strings.Builder
-	for i, r := range []*proc{a, b, c} {
+	for i, r := range recvs {
 		fmt.Fprintf(&text, "[[send.to]]\nname = %q\naddr = %q\nhotkey = \"ControlRight+Digit%d\"\n", string(rune('a'+i)), r.addr, i+1)
 		if i == 0 {
 			text.WriteString("local-keys = [\"AudioVolumeUp\", \"AudioVolumeDown\"]\n")
 		}
 		text.WriteString("\n")
 	}
-	if err := os.WriteFile(cfg, []byte(text.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"XDG_RUNTIME_DIR=" + runtime}
+	cfg, env := sendConfig(t, text.String())
 	send := startWithEnv(t, append(env, "DISPLAY="+display), "send", "--config", cfg, "--input", "x11", "--grab", "--hotkey", "ScrollLock")
 	poll(t, 10*time.Second, "send to grab", func() bool { return strings.Contains(send.stderr.String(), "relaying to") })
 	x := dialXTest(t, display)

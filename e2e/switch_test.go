@@ -27,15 +27,8 @@ import (
 // liveness.
 func TestSwitchBetweenThreeReceivers(t *testing.T) {
 	t.Parallel()
-	a := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	b := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	c := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	dir := t.TempDir()
-	runtime := filepath.Join(dir, "run")
-	if err := os.Mkdir(runtime, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "config.toml")
+	recvs := logReceivers(t, 3)
+	a, b, c := recvs[0], recvs[1], recvs[2]
 	text := fmt.Sprintf(`[[send.to]]
 name = "a"
 addr = %q
@@ -53,10 +46,7 @@ hotkey = "ControlRight+Digit3"
 map = { KeyQ = "KeyX" }
 local-keys = ["KeyL"]
 `, a.addr, b.addr, c.addr)
-	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"XDG_RUNTIME_DIR=" + runtime}
+	cfg, env := sendConfig(t, text)
 	cmd := exec.Command(bin, "send", "--config", cfg, "--script", "-")
 	cmd.Env = append(os.Environ(), append(env, noExitSleep)...)
 	w, err := cmd.StdinPipe()
@@ -128,23 +118,13 @@ func TestGrabHotkeysSwitchDestinations(t *testing.T) {
 	t.Parallel()
 	needX(t, "xdotool")
 	display := startXvfb(t)
-	a := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	b := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	c := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
-	dir := t.TempDir()
-	runtime := filepath.Join(dir, "run")
-	if err := os.Mkdir(runtime, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "config.toml")
+	recvs := logReceivers(t, 3)
+	a, b, c := recvs[0], recvs[1], recvs[2]
 	var text strings.Builder
-	for i, r := range []*proc{a, b, c} {
+	for i, r := range recvs {
 		fmt.Fprintf(&text, "[[send.to]]\nname = %q\naddr = %q\nhotkey = \"ControlRight+Digit%d\"\n\n", string(rune('a'+i)), r.addr, i+1)
 	}
-	if err := os.WriteFile(cfg, []byte(text.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"XDG_RUNTIME_DIR=" + runtime}
+	cfg, env := sendConfig(t, text.String())
 	send := startWithEnv(t, append(env, "DISPLAY="+display), "send", "--config", cfg, "--input", "x11", "--grab", "--hotkey", "ScrollLock")
 	poll(t, 10*time.Second, "send to grab", func() bool { return strings.Contains(send.stderr.String(), "relaying to") })
 
@@ -247,4 +227,32 @@ func TestSwitchWaitTypesNothingWhenOneIsSilent(t *testing.T) {
 	if got := render(a.stop()); got != "" {
 		t.Errorf("a typed:\n%s", got)
 	}
+}
+
+// logReceivers starts n recv --inject log on ports of their own.
+func logReceivers(t *testing.T, n int) []*proc {
+	t.Helper()
+	out := make([]*proc, n)
+	for i := range out {
+		out[i] = start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+	}
+	return out
+}
+
+// sendConfig writes text as a send's config file beside a runtime
+// directory of its own (0700, as send's control socket needs), and returns
+// the file and the environment that points send, keyrelay switch and
+// keyrelay status at that directory.
+func sendConfig(t *testing.T, text string) (cfg string, env []string) {
+	t.Helper()
+	dir := t.TempDir()
+	runtime := filepath.Join(dir, "run")
+	if err := os.Mkdir(runtime, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg = filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, []string{"XDG_RUNTIME_DIR=" + runtime}
 }
