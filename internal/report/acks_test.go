@@ -44,14 +44,7 @@ func TestMeasureAckInterval(t *testing.T) {
 	if os.Getenv("KEYRELAY_MEASURE") == "" {
 		t.Skip("set KEYRELAY_MEASURE=1 (make measure-acks) to compare ack intervals")
 	}
-	seeds := 30
-	if s := os.Getenv("MEASURE_SEEDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("MEASURE_SEEDS=%q: want a whole number of seeds, 1 or more", s)
-		}
-		seeds = n
-	}
+	seeds := measureSeeds(t)
 	intervals := []time.Duration{receiver.MinAckInterval, 2 * time.Millisecond, 3 * time.Millisecond, 5 * time.Millisecond}
 	losses := []int{5, 10, 20, 30, 40}
 
@@ -133,4 +126,19 @@ func TestMeasureAckInterval(t *testing.T) {
 		}
 	}
 	t.Log("\n" + out.String())
+}
+
+// measureSeeds is how many seeds a measurement runs per row: MEASURE_SEEDS,
+// or 30.
+func measureSeeds(t *testing.T) int {
+	t.Helper()
+	s := os.Getenv("MEASURE_SEEDS")
+	if s == "" {
+		return 30
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("MEASURE_SEEDS=%q: want a whole number of seeds, 1 or more", s)
+	}
+	return n
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,14 +28,7 @@ func TestMeasureStart(t *testing.T) {
 	if os.Getenv("KEYRELAY_MEASURE") == "" {
 		t.Skip("set KEYRELAY_MEASURE=1 (make measure-start) to measure the start of a session")
 	}
-	seeds := 30
-	if s := os.Getenv("MEASURE_SEEDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("MEASURE_SEEDS=%q: want a whole number of seeds, 1 or more", s)
-		}
-		seeds = n
-	}
+	seeds := measureSeeds(t)
 	base := netsim.Config{Delay: 20 * time.Millisecond, Jitter: 5 * time.Millisecond}
 	type profile struct {
 		name string
