@@ -295,15 +295,7 @@ func (s *retargetSource) Retarget() { s.retargets.Add(1) }
 func TestGroupTellsACopyOfASwitch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nw := netsim.NewNetwork(netsim.Config{Delay: 5 * time.Millisecond, Seed: 1})
-		routes := []sender.Route{
-			{Name: "a", Local: []keys.Code{keys.AudioVolumeUp}},
-			{Name: "b", Hotkey: []keys.Code{keys.ControlRight, keys.Digit2}},
-		}
-		_, relays, senders := groupRig(t, nw, len(routes))
-		g, err := sender.GroupOf(senders, sender.NewRouter(routes, false, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, relays, g, _ := localKeyGroup(t, nw)
 		src := &retargetSource{}
 		src.play = func(s *routingSource, emit func(keys.Key, bool) error) {
 			s.pick(1)
@@ -339,15 +331,7 @@ func TestGroupTellsACopyOfASwitch(t *testing.T) {
 func TestGroupTellsASourceThatOwnsTheKeyboard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nw := netsim.NewNetwork(netsim.Config{Delay: 5 * time.Millisecond, Seed: 1})
-		routes := []sender.Route{
-			{Name: "a", Local: []keys.Code{keys.AudioVolumeUp}},
-			{Name: "b", Hotkey: []keys.Code{keys.ControlRight, keys.Digit2}},
-		}
-		oses, relays, senders := groupRig(t, nw, len(routes))
-		g, err := sender.GroupOf(senders, sender.NewRouter(routes, false, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
+		oses, relays, g, routes := localKeyGroup(t, nw)
 		tap := func(emit func(keys.Key, bool) error, k keys.Code) {
 			for _, down := range []bool{true, false} {
 				time.Sleep(50 * time.Millisecond)
@@ -393,4 +377,21 @@ func TestGroupTellsASourceThatOwnsTheKeyboard(t *testing.T) {
 			}
 		}
 	})
+}
+
+// localKeyGroup is the Group both routing tests start from, switching
+// between a, whose local key is AudioVolumeUp, and b, whose hotkey is
+// ControlRight+Digit2, with a the target, over groupRig's relays.
+func localKeyGroup(t *testing.T, nw *netsim.Network) ([]*fake.OS, []*relaytest.Relay, *sender.Group, []sender.Route) {
+	t.Helper()
+	routes := []sender.Route{
+		{Name: "a", Local: []keys.Code{keys.AudioVolumeUp}},
+		{Name: "b", Hotkey: []keys.Code{keys.ControlRight, keys.Digit2}},
+	}
+	oses, relays, senders := groupRig(t, nw, len(routes))
+	g, err := sender.GroupOf(senders, sender.NewRouter(routes, false, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return oses, relays, g, routes
 }
