@@ -36,8 +36,9 @@ func (p *path) runTo(until time.Time) {
 // wire (PROTOCOL.md §3.3, §5), IPv4 bytes (the datagram + 28): per key
 // event while typing taps 10 ms apart (about 100 events a second) and
 // 75 ms apart (about 13), everything the sender sends (resends and bursts
-// included) divided by the key events; and per second while idle, each
-// way. One op is one simulated second.
+// included) divided by the key events, and the receiver's acks likewise
+// (§9: about one per key event); and per second while idle, each way.
+// One op is one simulated second.
 func BenchmarkWireBytes(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -66,6 +67,7 @@ func BenchmarkWireBytes(b *testing.B) {
 			if events > 0 {
 				b.ReportMetric(float64(outBytes+ipUDP*out)/float64(events), "IP-bytes/event")
 				b.ReportMetric(float64(out)/float64(events), "datagrams/event")
+				b.ReportMetric(float64(backBytes+ipUDP*back)/float64(events), "IP-bytes-back/event")
 			} else {
 				b.ReportMetric(float64(outBytes+ipUDP*out)/float64(seconds), "IP-bytes-out/s")
 				b.ReportMetric(float64(backBytes+ipUDP*back)/float64(seconds), "IP-bytes-back/s")
