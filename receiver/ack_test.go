@@ -84,6 +84,69 @@ func TestWhatIsNews(t *testing.T) {
 	}
 }
 
+// TestAckFields (PROTOCOL.md §9): what a session's acks say. The missing
+// bits name the packets not received among the 64 before newest (after a
+// gap of more than 64, all of them); the wall clock is given in the
+// session's first ack and then in an ack only when the last that gave it is
+// WallInterval old, 0 (not given) otherwise, so while typing one ack a
+// second carries it and idle acks (one a second) all do; each session
+// counts its own.
+func TestAckFields(t *testing.T) {
+	conn := &ackConn{}
+	r, err := New(Config{Insecure: true, Conn: conn, Injector: &fake.Recorder{}, Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := []eventqueue.Event{dn(kA, 1)}
+	all := ^uint64(0)
+	check := func(step string, at time.Duration, wantWall bool, wantMissing uint64) {
+		t.Helper()
+		var a wire.Ack
+		if err := wire.ParseAck(conn.sent[len(conn.sent)-1], &a); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		var wall uint64
+		if wantWall {
+			wall = uint64(t0.Add(at).UnixMilli())
+		}
+		if a.Wall != wall || a.Missing != wantMissing {
+			t.Errorf("%s: ack of %d with wall %d, missing %#x; want wall %d, missing %#x", step, a.Newest, a.Wall, a.Missing, wall, wantMissing)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		at      time.Duration
+		counter uint64
+		clock   uint64 // the sender's, ms
+		acked   bool
+		wall    bool
+		missing uint64
+	}{
+		{"the first packet: the first ack gives the wall clock", 0, 1, 0, true, true, 0},
+		{"a burst resend 10 ms later", 10 * time.Millisecond, 2, 10, true, false, 0},
+		{"packet 3 lost", 20 * time.Millisecond, 4, 20, true, false, 0b1},
+		{"a gap of more than 64", 999 * time.Millisecond, 100, 999, true, false, all},
+		{"a second after the first ack's wall clock", time.Second, 101, 1000, true, true, all &^ 0b1},
+		{"10 ms later", 1010 * time.Millisecond, 102, 1010, true, false, all &^ 0b11},
+		{"idle, a second after the last ack", 2010 * time.Millisecond, 103, 1110, true, true, all &^ 0b111},
+		{"idle, 100 ms later: not acked", 2110 * time.Millisecond, 104, 1210, false, false, 0},
+		{"idle, a second after the last ack again", 3010 * time.Millisecond, 105, 1310, true, true, all &^ 0b11111},
+	} {
+		n := len(conn.sent)
+		r.Handle(packet(t, 1, tc.counter, tc.clock, queue...), addr1, t0.Add(tc.at))
+		if got := len(conn.sent) > n; got != tc.acked {
+			t.Fatalf("%s: acked %v, want %v", tc.name, got, tc.acked)
+		}
+		if tc.acked {
+			check(tc.name, tc.at, tc.wall, tc.missing)
+		}
+	}
+	// Another session, 10 ms after session 1's last wall clock: its own
+	// first ack gives it.
+	r.Handle(packet(t, 2, 1, 0, queue...), addr2, t0.Add(3020*time.Millisecond))
+	check("another session's first ack", 3020*time.Millisecond, true, 0)
+}
+
 // replayWithout is a replay window that accepted 1..newest except hole.
 func replayWithout(hole, newest uint64) (f replay.Filter) {
 	for c := uint64(1); c <= newest; c++ {

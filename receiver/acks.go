@@ -12,7 +12,8 @@ import (
 // since the last ack (pending; Expire sends it). A packet without (the next
 // counter, nothing new applied, at the sender's idle pace) is acked only if
 // the last ack is IdleAckInterval old: the sender heard from us recently
-// enough.
+// enough. The ack gives our wall clock when the last that gave it is
+// WallInterval old.
 func (r *Receiver) ack(s *session, now time.Time, news bool) {
 	// An ack says "typed"; with the injector gone nothing is, and the
 	// sender must see the receiver fall silent.
@@ -32,12 +33,16 @@ func (r *Receiver) ack(s *session, now time.Time, news bool) {
 	s.ackPending = false
 	s.lastAck = now
 	a := wire.Ack{
-		Header: wire.Header{Type: wire.TypeAck, Flags: wire.FlagOneWay, Session: s.id},
-		Newest: s.window.Newest(),
-		Bits:   s.window.AckBits(),
-		Stamp:  s.tracker.Newest(),
-		Delay:  uint64(now.Sub(s.newestAt) / time.Microsecond),
-		Wall:   uint64(now.UnixMilli()),
+		Header:  wire.Header{Type: wire.TypeAck, Flags: wire.FlagOneWay, Session: s.id},
+		Newest:  s.window.Newest(),
+		Missing: s.window.Missing(),
+		Stamp:   s.tracker.Newest(),
+		Delay:   uint64(now.Sub(s.newestAt) / time.Microsecond),
+	}
+	wall := s.wallAt.IsZero() || now.Sub(s.wallAt) >= WallInterval
+	if wall {
+		// Unix ms are never 0 after 1970: 0 is free to mean "not given".
+		a.Wall = max(uint64(now.UnixMilli()), 1)
 	}
 	b, err := r.appendAck(s, &a, now)
 	if err != nil {
@@ -46,6 +51,9 @@ func (r *Receiver) ack(s *session, now time.Time, news bool) {
 	r.ackBuf = b
 	if _, err := r.out.WriteTo(b, s.from); err == nil {
 		r.stats.Acks++
+		if wall {
+			s.wallAt = now
+		}
 	}
 }
 

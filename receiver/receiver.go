@@ -168,6 +168,16 @@ const MinAckInterval = time.Millisecond
 // every 100 ms resend. A packet with news is acked at once.
 const IdleAckInterval = time.Second
 
+// WallInterval is how often a session's acks give the receiver's wall
+// clock (PROTOCOL.md §9): an ack gives it when the session's last ack that
+// did is at least this old, or none did (its first ack), and says 0 (not
+// given) otherwise: 1 byte instead of 6. The clock offset the sender
+// works out from it drifts by milliseconds a day, and what it is for (a
+// one-way sender's clock held to --max-skew, 30 s) needs no better; while
+// typing (10 to 100 acks a second) one ack a second carries it, and idle
+// acks, one a second, all do.
+const WallInterval = time.Second
+
 // BusyGap: a packet sent, by the sender's clock, sooner than this after the
 // one before it is acked at once. An idle sender resends every --interval
 // (100 ms by default); it sends faster only while it waits for an ack (a

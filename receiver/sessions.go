@@ -66,6 +66,7 @@ type session struct {
 	from       net.Addr // where acks go: the newest packet's source
 	lastAck    time.Time
 	ackPending bool
+	wallAt     time.Time  // when an ack last gave our wall clock (WallInterval)
 	newestAt   time.Time  // when the newest packet arrived
 	packets    int        // packets applied
 	locks      keys.Locks // the sender's lock state last matched

@@ -1,7 +1,7 @@
 // Package replay is the per-session window of packet counters (PROTOCOL.md
 // §8.5): which counters a session has accepted, so a duplicate or a replay
-// is refused, and, read back the other way, which packets arrived, for the
-// bits of an ack (§9). The receiver keeps one per sender session and the
+// is refused, and, read back the other way, which packets did not arrive,
+// for the missing bits of an ack (§9). The receiver keeps one per sender session and the
 // sender one per receiver's acks. Modelled on wireguard-go's replay package.
 //
 // The window is an RFC 6479 ring of 64-bit blocks holding one bit per
@@ -65,13 +65,16 @@ func (f *Filter) Accept(counter uint64) bool {
 // (PROTOCOL.md §9).
 func (f *Filter) Newest() uint64 { return f.last }
 
-// AckBits are an ack's bits (PROTOCOL.md §9, seed 001's ack_bits widened
-// to 64): bit i set means counter Newest-1-i was accepted. The 64 counters
-// before the newest always lie inside the window.
-func (f *Filter) AckBits() uint64 {
+// Missing is an ack's missing bits (PROTOCOL.md §9): bit i set means
+// counter Newest-1-i was not accepted, for the counters from 1 up (seed
+// 001's ack_bits inverted; the bits of counters below 1 are 0, as the wire
+// requires). The 64 counters before the newest always lie inside the
+// window, and Accept cleared the blocks a jump of the newest slid over, so
+// the counters a gap skipped read as missing.
+func (f *Filter) Missing() uint64 {
 	var bits uint64
 	for i := uint64(0); i < 64 && i+1 < f.last; i++ {
-		if f.has(f.last - 1 - i) {
+		if !f.has(f.last - 1 - i) {
 			bits |= 1 << i
 		}
 	}

@@ -60,13 +60,21 @@ func newRig(t testing.TB, cfg sender.CoreConfig) *rig {
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
 // ack is the receiver's ack, arriving at now, saying it has packet newest
-// (and the ack bits), applied events up to stamp, and held newest for
-// delay.
-func (r *rig) ack(now time.Time, newest, bits, stamp uint64, delay time.Duration) {
+// and those of the received bits (bit i: packet newest-1-i, seed 001's
+// ack_bits; the wire's missing bits are their complement, PROTOCOL.md §9),
+// applied events up to stamp, and held newest for delay.
+// It gives the receiver's wall clock as now.
+func (r *rig) ack(now time.Time, newest, received, stamp uint64, delay time.Duration) {
+	r.t.Helper()
+	r.ackWall(now, newest, received, stamp, delay, uint64(now.UnixMilli()))
+}
+
+// ackWall is ack giving wall as the receiver's wall clock (0: not given).
+func (r *rig) ackWall(now time.Time, newest, received, stamp uint64, delay time.Duration, wall uint64) {
 	r.t.Helper()
 	r.acks++
 	a := wire.Ack{Header: wire.Header{Type: wire.TypeAck, Flags: wire.FlagOneWay, Session: 0x1234, Counter: r.acks},
-		Newest: newest, Bits: bits, Stamp: stamp, Delay: uint64(delay / time.Microsecond), Wall: uint64(now.UnixMilli())}
+		Newest: newest, Missing: ^received & wire.MissingMask(newest), Stamp: stamp, Delay: uint64(delay / time.Microsecond), Wall: wall}
 	b, err := a.Append(nil)
 	if err != nil {
 		r.t.Fatal(err)
@@ -205,6 +213,40 @@ func TestCoreLossFromAckBits(t *testing.T) {
 	r.ack(at(ms(1902)), 20, bits, 0, 0)
 	if p := r.peer(at(ms(1902))); p.Settled != 12 {
 		t.Fatalf("settled %d after a repeat, want 12", p.Settled)
+	}
+}
+
+// TestClockOffsetOnlyFromAcksGivingIt (PROTOCOL.md §9): the clock offset
+// comes from the acks that give the receiver's wall clock, with their own
+// round trip; an ack whose wall is 0 (not given) still samples the round
+// trip, and leaves the offset as it was rather than reading the Unix epoch.
+func TestClockOffsetOnlyFromAcksGivingIt(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true})
+	r.c.Start(t0)
+	for i, step := range []struct {
+		rtt    time.Duration
+		ahead  time.Duration // the receiver's clock ahead of ours; 0: the ack gives none
+		known  bool
+		offset time.Duration
+		srtt   time.Duration
+	}{
+		{ms(40), 0, false, 0, ms(40)}, // a first ack without it: the offset unknown
+		{ms(40), 5 * time.Second, true, 5 * time.Second, ms(40)},
+		{ms(80), 0, true, 5 * time.Second, ms(45)}, // not given: kept, the RTT sampled
+		{ms(40), -2 * time.Second, true, -2 * time.Second, ms(44.375)},
+	} {
+		sent := at(time.Duration(i+1) * 100 * time.Millisecond)
+		r.c.Tick(sent)
+		now := sent.Add(step.rtt)
+		var wall uint64
+		if step.ahead != 0 {
+			wall = uint64(sent.Add(step.rtt / 2).Add(step.ahead).UnixMilli())
+		}
+		r.ackWall(now, uint64(len(r.sent)), ^uint64(0), 0, 0, wall)
+		p := r.peer(now)
+		if p.ClockKnown != step.known || p.ClockOffset != step.offset || p.SRTT != step.srtt {
+			t.Fatalf("ack %d (wall %d): offset %v known %v SRTT %v, want %v %v %v", i+1, wall, p.ClockOffset, p.ClockKnown, p.SRTT, step.offset, step.known, step.srtt)
+		}
 	}
 }
 

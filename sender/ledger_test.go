@@ -24,9 +24,9 @@ func TestLedgerCountsWhatAPacketCarried(t *testing.T) {
 	}{
 		{"queued, acked packet after it", 0, 0, wire.Ack{Newest: 12}, true},
 		{"queued, acked packet its first", 0, 0, wire.Ack{Newest: 10}, true},
-		{"acked packet before it", 0, 0, wire.Ack{Newest: 9, Bits: ^uint64(0)}, false},
-		{"pushed out, only later packets acked", 14, 0, wire.Ack{Newest: 20, Bits: 1<<5 - 1}, false},
-		{"pushed out, an ack bit reports a packet that carried it", 14, 0, wire.Ack{Newest: 20, Bits: 1 << 7}, true},
+		{"acked packet before it", 0, 0, wire.Ack{Newest: 9}, false},
+		{"pushed out, only later packets acked", 14, 0, wire.Ack{Newest: 20, Missing: wire.MissingMask(20) &^ (1<<5 - 1)}, false},
+		{"pushed out, an ack bit reports a packet that carried it", 14, 0, wire.Ack{Newest: 20, Missing: wire.MissingMask(20) &^ (1 << 7)}, true},
 		{"pushed out, Newest carried it", 14, 0, wire.Ack{Newest: 13}, true},
 		{"no newer than the keypair's since", 0, 100, wire.Ack{Newest: 12}, false},
 		{"newer than the keypair's since", 0, 99, wire.Ack{Newest: 12}, true},

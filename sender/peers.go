@@ -42,8 +42,9 @@ type PeerStatus struct {
 	Settled   int           // packets whose fate the acks told
 	Stamp     uint64        // newest event stamp it has applied
 	Newest    uint64        // newest packet counter it has received
-	// ClockOffset is the receiver's wall clock minus ours, from its acks
-	// (accurate to about half the RTT, and to the millisecond); the
+	// ClockOffset is the receiver's wall clock minus ours, from the last of
+	// its acks that gave it (about one a second, PROTOCOL.md §9; accurate
+	// to about half the RTT, and to the millisecond); the
 	// receiver rejects our packets when it exceeds its --max-skew.
 	ClockOffset time.Duration
 	ClockKnown  bool
@@ -256,7 +257,12 @@ func (c *Core) handleAck(m handshake.Message, from string, now time.Time) error 
 		if at, ok := c.sentAt(a.Newest); ok {
 			if r := now.Sub(at) - time.Duration(a.Delay)*time.Microsecond; r > 0 {
 				p.rtt.Sample(r)
-				p.ClockOffset, p.ClockKnown = ClockOffset(a.Wall, now, r), true
+				// Only an ack that gives the receiver's clock (about one a
+				// second, PROTOCOL.md §9) moves the offset; 0 is "not
+				// given", not the Unix epoch.
+				if a.Wall != 0 {
+					p.ClockOffset, p.ClockKnown = ClockOffset(a.Wall, now, r), true
+				}
 			}
 		}
 		p.Newest = a.Newest

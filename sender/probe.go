@@ -47,7 +47,8 @@ type ProbeConfig struct {
 // Probe runs one short session with the receiver at to over conn, with the
 // Core that send runs (so its handshake, keys and acks are send's own, not a
 // copy that could drift from them): the session holds no key, and ends at
-// the first ack that gives a round trip, when timeout has passed, or when
+// the first ack that gives a round trip and the receiver's clock (its first
+// ack gives both, PROTOCOL.md §9), when timeout has passed, or when
 // ctx is done. A receiver that falls silent after it has nothing to
 // release: the probe's session ended, it was not lost. Probe reads conn
 // until it returns; the caller closes it.

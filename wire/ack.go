@@ -18,34 +18,52 @@ type Ack struct {
 	Header Header
 	// Newest is the newest packet counter received from the session.
 	Newest uint64
-	// Bits says which of the AckBits packets before Newest were received:
-	// bit i set means packet Newest-1-i was (seed 001's ack_bits).
-	Bits uint64
+	// Missing says which of the AckBits packets before Newest were not
+	// received: bit i set means packet Newest-1-i was not (seed 001's
+	// ack_bits inverted, so that an ack of a link losing nothing is one
+	// byte, not eight). Bits naming counters below 1 are 0: those packets
+	// do not exist (MissingMask).
+	Missing uint64
 	// Stamp is the newest event stamp the receiver has applied.
 	Stamp uint64
 	// Delay is how long, in microseconds, the receiver held packet Newest
 	// before sending this ack; the sender subtracts it from the RTT sample.
 	Delay uint64
 	// Wall is the receiver's wall clock (Unix milliseconds) when the ack
-	// left: with the RTT it gives the offset between the two clocks, which
-	// the receiver's replay defence (--max-skew, §8.4) depends on.
+	// left, or 0: not given. With the RTT it gives the offset between the
+	// two clocks, which the receiver's one-way replay defence (--max-skew,
+	// §8.6) depends on; the receiver gives it about once a second, which is
+	// all a slowly drifting offset needs (PROTOCOL.md §9).
 	Wall uint64
+}
+
+// MissingMask is the bits of Ack.Missing that name a packet for an ack of
+// newest: bit i for counter newest-1-i, from 1 up (PROTOCOL.md §9). The
+// others must be 0.
+func MissingMask(newest uint64) uint64 {
+	if newest > AckBits {
+		return ^uint64(0)
+	}
+	if newest == 0 {
+		return 0
+	}
+	return 1<<(newest-1) - 1
 }
 
 // Received reports whether the ack says packet counter arrived.
 func (a *Ack) Received(counter uint64) bool {
 	switch {
 	case counter == a.Newest:
-		return true
-	case counter > a.Newest || a.Newest-counter > AckBits:
+		return counter != 0
+	case counter == 0 || counter > a.Newest || a.Newest-counter > AckBits:
 		return false
 	}
-	return a.Bits&(1<<(a.Newest-counter-1)) != 0
+	return a.Missing&(1<<(a.Newest-counter-1)) == 0
 }
 
 func (a *Ack) appendBody(b []byte) []byte {
 	b = binary.AppendUvarint(b, a.Newest)
-	b = binary.BigEndian.AppendUint64(b, a.Bits)
+	b = binary.AppendUvarint(b, a.Missing)
 	b = binary.AppendUvarint(b, a.Stamp)
 	b = binary.AppendUvarint(b, a.Delay)
 	return binary.AppendUvarint(b, a.Wall)
@@ -60,6 +78,16 @@ func (a *Ack) validate() error {
 	}
 	if a.Newest == 0 {
 		return fmt.Errorf("%w: ack of packet 0", ErrQueue)
+	}
+	return checkMissing(a.Newest, a.Missing)
+}
+
+// checkMissing refuses missing bits that name packets below counter 1:
+// they do not exist, and a set bit there would let two acks that say the
+// same thing differ (PROTOCOL.md §4: the format is canonical).
+func checkMissing(newest, missing uint64) error {
+	if extra := missing &^ MissingMask(newest); extra != 0 {
+		return fmt.Errorf("%w: ack of packet %d reports packets below 1 missing (bits %#x)", ErrQueue, newest, extra)
 	}
 	return nil
 }
@@ -97,11 +125,13 @@ func ParseAckBody(h Header, p []byte, dst *Ack) error {
 	if dst.Newest == 0 {
 		return fmt.Errorf("%w: ack of packet 0", ErrQueue)
 	}
-	if len(p) < 8 {
-		return fmt.Errorf("ack bits: %w", ErrTruncated)
+	if dst.Missing, n, err = uvarint(p); err != nil {
+		return fmt.Errorf("missing bits: %w", err)
 	}
-	dst.Bits = binary.BigEndian.Uint64(p)
-	p = p[8:]
+	p = p[n:]
+	if err := checkMissing(dst.Newest, dst.Missing); err != nil {
+		return err
+	}
 	if dst.Stamp, n, err = uvarint(p); err != nil {
 		return fmt.Errorf("stamp: %w", err)
 	}
