@@ -158,27 +158,28 @@ func TestAckDecodeErrors(t *testing.T) {
 	}
 }
 
-// TestAckSizes: the sizes PROTOCOL.md §5 and §9 quote, a minute into a
-// session typing (packet 3,000, stamp 60,000 ms, held 250 µs): no packet
-// missing and the wall clock not given, the common ack while typing, is 9
-// bytes of body (21 with protocol 5's first ack format: 8 bytes of bits
-// and the wall clock in every ack); with the wall clock, 14.
+// TestAckSizes: the sizes PROTOCOL.md §5 quotes, a minute into a session
+// typing (packet 3,000, stamp 60,000 ms, held 250 µs): no packet missing
+// and the wall clock not given, the common ack while typing, is 9 bytes of
+// body, 51 sealed (21 and 63 with seed 001's 8-byte bits and the wall clock
+// in every ack); with the wall clock, 14 and 56.
 func TestAckSizes(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		a    Ack
-		want int
+		name         string
+		a            Ack
+		body, sealed int
 	}{
-		{"nothing missing, no wall clock", Ack{Newest: 3000, Stamp: 60_000, Delay: 250}, 9},
-		{"nothing missing, the wall clock", Ack{Newest: 3000, Stamp: 60_000, Delay: 250, Wall: 1_795_000_000_000}, 14},
-		{"the packet before newest missing", Ack{Newest: 3000, Missing: 1, Stamp: 60_000, Delay: 250}, 9},
-		{"the oldest of the 64 missing", Ack{Newest: 3000, Missing: 1 << 63, Stamp: 60_000, Delay: 250}, 18},
+		{"nothing missing, no wall clock", Ack{Newest: 3000, Stamp: 60_000, Delay: 250}, 9, 51},
+		{"nothing missing, the wall clock", Ack{Newest: 3000, Stamp: 60_000, Delay: 250, Wall: 1_795_000_000_000}, 14, 56},
+		{"the packet before newest missing", Ack{Newest: 3000, Missing: 1, Stamp: 60_000, Delay: 250}, 9, 51},
+		{"the oldest of the 64 missing", Ack{Newest: 3000, Missing: 1 << 63, Stamp: 60_000, Delay: 250}, 18, 60},
+		{"the largest", Ack{Newest: ^uint64(0), Missing: ^uint64(0), Stamp: ^uint64(0), Delay: ^uint64(0), Wall: ^uint64(0)}, 50, 92},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.a.Header = goldenAckBody.Header
 			b, err := tc.a.AppendBody(nil)
-			if err != nil || len(b) != tc.want {
-				t.Errorf("body % x (%v): %d bytes, PROTOCOL.md says %d", b, err, len(b), tc.want)
+			if sealed := HeaderLen + IndexLen + len(b) + TagLen; err != nil || len(b) != tc.body || sealed != tc.sealed {
+				t.Errorf("body % x (%v): %d bytes, %d sealed; PROTOCOL.md says %d and %d", b, err, len(b), sealed, tc.body, tc.sealed)
 			}
 		})
 	}
