@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"net/netip"
 	"testing"
@@ -337,9 +338,8 @@ func TestTransportOpen(t *testing.T) {
 		{"far ahead", seal(5+replay.Window+10, "ahead"), nil},
 		{"4, now older than the window", seal(4, "old"), ErrReplay},
 		{"wrong index", func() []byte { b := seal(6000, "x"); b[offTransportIndex] ^= 1; return b }(), ErrIndex},
-		{"other session", func() []byte { b := seal(6001, "x"); b[offSession] ^= 1; return b }(), ErrSession},
-		{"flipped counter", func() []byte { b := seal(6002, "x"); b[offCounter+7] ^= 1; return b }(), wire.ErrAuth},
-		{"flipped ciphertext", func() []byte { b := seal(6004, "x"); b[offTransportBody] ^= 1; return b }(), wire.ErrAuth},
+		{"flipped counter", func() []byte { b := seal(6002, "x"); b[offTransportCounter+1] ^= 1; return b }(), wire.ErrAuth},
+		{"flipped ciphertext", func() []byte { b := seal(6004, "x"); b[offTransportCounter+2] ^= 1; return b }(), wire.ErrAuth},
 		{"flipped tag", func() []byte { b := seal(6005, "x"); b[len(b)-1] ^= 1; return b }(), wire.ErrAuth},
 		{"6002 (it failed before: the window did not move)", seal(6002, "x"), nil},
 		{"sealed by the receiver", func() []byte {
@@ -366,20 +366,60 @@ func binaryPutIndex(b []byte, i uint32) {
 }
 
 // TestEveryByteAuthenticated: changing any byte of a transport packet
-// makes it fail, however it fails.
+// makes it fail, however it fails: the compact header is the associated
+// data whole (PROTOCOL.md §2, §8.3), so a wrong index, a wrong counter
+// or any other header byte changed does not open, at every length of the
+// counter's uvarint.
 func TestEveryByteAuthenticated(t *testing.T) {
+	for _, counter := range []uint64{2, 127, 128, 16384, 1 << 62} {
+		p := newPair(t, 1)
+		ks, kr := p.handshake(t, session, 1, t0)
+		b, _ := ks.Seal(nil, Header{Type: TypeQueue, Session: session, Counter: counter}, []byte("typed keys"), t0)
+		for i := range b {
+			for _, flip := range []byte{0x01, 0x20, 0x80} {
+				c := bytes.Clone(b)
+				c[i] ^= flip
+				tr, err := ParseTransport(c)
+				if err == nil {
+					_, err = kr.Open(nil, tr, t0)
+				}
+				if err == nil {
+					t.Fatalf("counter %d: byte %d ^ %#02x and the packet still opens", counter, i, flip)
+				}
+			}
+		}
+		if _, err := kr.Open(nil, mustTransport(t, b), t0); err != nil {
+			t.Fatalf("counter %d: the packet as sealed: %v", counter, err)
+		}
+	}
+}
+
+// TestTransportHeaderIsCompact: a transport packet's header is the six
+// bytes every packet starts with, the recipient's index and the counter as
+// a uvarint (PROTOCOL.md §2): 11 bytes up to counter 127, 12 up to 16383,
+// 13 up to 2^21-1; no session id, which the receiver takes from the
+// keypair the index names.
+func TestTransportHeaderIsCompact(t *testing.T) {
 	p := newPair(t, 1)
 	ks, kr := p.handshake(t, session, 1, t0)
-	b, _ := ks.Seal(nil, Header{Type: TypeQueue, Session: session, Counter: 2}, []byte("typed keys"), t0)
-	for i := range b {
-		c := bytes.Clone(b)
-		c[i] ^= 0x20
-		tr, err := ParseTransport(c)
-		if err == nil {
-			_, err = kr.Open(nil, tr, t0)
+	for _, tc := range []struct {
+		counter uint64
+		header  int
+	}{{1, 11}, {127, 11}, {128, 12}, {16383, 12}, {16384, 13}, {1<<21 - 1, 13}, {1<<64 - 1, 20}} {
+		b, err := ks.Seal(nil, Header{Type: TypeQueue, Session: session, Counter: tc.counter}, []byte("keys"), t0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if err == nil {
-			t.Fatalf("byte %d changed and the packet still opens", i)
+		if got := len(b) - len("keys") - tagLen; got != tc.header {
+			t.Errorf("counter %d: header %d bytes, want %d", tc.counter, got, tc.header)
+		}
+		want := binary.AppendUvarint(binary.BigEndian.AppendUint32([]byte{'K', 'R', Version, byte(TypeQueue), FlagSealed, 0}, kr.Local), tc.counter)
+		if !bytes.Equal(b[:tc.header], want) {
+			t.Errorf("counter %d: header % x, want % x", tc.counter, b[:tc.header], want)
+		}
+		tr := mustTransport(t, b)
+		if tr.Header.Len() != tc.header || tr.Index != kr.Local || tr.Header.Counter != tc.counter || tr.Header.Session != 0 {
+			t.Errorf("counter %d: parsed %+v, index %d", tc.counter, tr.Header, tr.Index)
 		}
 	}
 }

@@ -140,7 +140,7 @@ func benchTransport(b *testing.B, size int, open bool) {
 	p := newPair(b, 1)
 	ks, kr := p.handshake(b, session, 1, t0)
 	plain := make([]byte, size)
-	buf := make([]byte, 0, size+TransportOverhead)
+	buf := make([]byte, 0, size+MaxTransportOverhead)
 	out := make([]byte, 0, size)
 	counter := uint64(1)
 	if open {

@@ -120,7 +120,7 @@ func TestHandshakeAgrees(t *testing.T) {
 	if err != nil || string(got) != "ack" {
 		t.Fatalf("sender opened %q, %v", got, err)
 	}
-	if bytes.Equal(q[TransportOverhead:], a[TransportOverhead:]) {
+	if bytes.Equal(q[tq.Header.Len():], a[ta.Header.Len():]) {
 		t.Fatal("directions share a key stream")
 	}
 	_ = wire.ErrAuth

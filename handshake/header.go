@@ -8,7 +8,9 @@ import (
 	"github.com/keyrelay/keyrelay/wire"
 )
 
-// Header layout (PROTOCOL.md §2); the same offsets as protocol 4's.
+// Header layout of the handshake messages (PROTOCOL.md §2); the same
+// offsets as protocol 4's. Transport packets have the compact header
+// (wire.Header.Compact).
 const (
 	offMagic    = 0
 	offVersion  = 2
@@ -63,7 +65,9 @@ var (
 	ErrNoHandshake = errors.New("answers no handshake in progress")
 	// ErrIndex: a transport packet for an index no live keypair has.
 	ErrIndex = errors.New("unknown or expired keypair index")
-	// ErrSession: a transport packet of another session than its keypair's.
+	// ErrSession: a packet to seal for another session than its
+	// keypair's. (A packet opened needs no such check: its compact header
+	// names its session only through the keypair's index.)
 	ErrSession = errors.New("session id does not match the keypair's")
 	// ErrReplay: a transport counter already accepted, or older than the
 	// replay window (PROTOCOL.md §8.5).
@@ -89,29 +93,14 @@ func putHeader(h Header, b []byte) {
 }
 
 // ParseHeader decodes and checks the header of b: size, magic, version,
-// type, flags, ids; nothing of the body. A packet of another version gives
+// type, flags, ids; nothing of the body, which starts at h.Len(). A
+// handshaken link's queue packet or ack has the compact header (its index,
+// no session id: PROTOCOL.md §2). A packet of another version gives
 // wire.ErrVersion: the caller answers it per PROTOCOL.md §10.
 func ParseHeader(b []byte) (Header, error) {
-	if len(b) > wire.MaxPacketSize {
-		return Header{}, fmt.Errorf("%w: %d bytes", wire.ErrTooLarge, len(b))
-	}
-	if len(b) >= offVersion && (b[offMagic] != wire.Magic0 || b[offMagic+1] != wire.Magic1) {
-		return Header{}, wire.ErrMagic
-	}
-	if len(b) < HeaderLen {
-		return Header{}, fmt.Errorf("%w: %d bytes, header needs %d", wire.ErrTruncated, len(b), HeaderLen)
-	}
-	if b[offVersion] != Version {
-		return Header{}, fmt.Errorf("%w: %d (this keyrelay speaks %d; update both ends to the same release)", wire.ErrVersion, b[offVersion], Version)
-	}
-	if b[offReserved] != 0 {
-		return Header{}, fmt.Errorf("%w: reserved byte %#02x", wire.ErrFlags, b[offReserved])
-	}
-	h := Header{
-		Type:    wire.Type(b[offType]),
-		Flags:   b[offFlags],
-		Session: binary.BigEndian.Uint64(b[offSession:]),
-		Counter: binary.BigEndian.Uint64(b[offCounter:]),
+	h, err := wire.ParsePrefix(b)
+	if err != nil {
+		return h, err
 	}
 	switch h.Type {
 	case TypeQueue, TypeAck:
@@ -127,10 +116,7 @@ func ParseHeader(b []byte) (Header, error) {
 	default:
 		return h, fmt.Errorf("%w: %d", wire.ErrType, h.Type)
 	}
-	if h.Session == 0 || h.Counter == 0 {
-		return h, wire.ErrHeader
-	}
-	return h, nil
+	return wire.ReadIDs(h, b)
 }
 
 // checkLen checks that a message of header h is exactly n bytes. Its

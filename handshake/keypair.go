@@ -100,9 +100,10 @@ func (k *Keypair) Expired(now time.Time) bool {
 
 // Seal appends to dst the transport packet carrying plaintext under h
 // (type queue or ack, the session's id and next counter; its flags are
-// set to SEALED): the header, the remote index, the ciphertext and tag.
-// It allocates nothing when dst has room for len(plaintext) +
-// TransportOverhead more bytes. plaintext must not overlap dst's free
+// set to SEALED, its index to k.Remote): the compact header, which names
+// the session only through the index (PROTOCOL.md §2), the ciphertext and
+// tag. It allocates nothing when dst has room for len(plaintext) +
+// MaxTransportOverhead more bytes. plaintext must not overlap dst's free
 // space.
 func (k *Keypair) Seal(dst []byte, h Header, plaintext []byte, now time.Time) ([]byte, error) {
 	if h.Type != TypeQueue && h.Type != TypeAck {
@@ -117,10 +118,9 @@ func (k *Keypair) Seal(dst []byte, h Header, plaintext []byte, now time.Time) ([
 	if k.Expired(now) {
 		return dst, fmt.Errorf("seal: %w", ErrExpired)
 	}
-	h.Flags = FlagSealed
+	h.Flags, h.Index = FlagSealed, k.Remote
 	start := len(dst)
 	dst = h.Append(dst)
-	dst = binary.BigEndian.AppendUint32(dst, k.Remote)
 	binary.BigEndian.PutUint64(k.sendNonce[4:], h.Counter)
 	k.sealed++
 	return k.send.Seal(dst, k.sendNonce[:], plaintext, dst[start:]), nil
@@ -135,12 +135,12 @@ func (k *Keypair) Sealed() uint64 { return k.sealed }
 // Open opens t, sealed by the other end of k, appending the plaintext to
 // dst, and records its counter in k's replay window. It allocates nothing
 // when dst has room. Only a packet that authenticates moves the window.
+// The packet's session is k.Session: its compact header carries none, and
+// k belongs to one session at both ends (the handshake's prologue
+// authenticated it), so the index binds the packet to it.
 func (k *Keypair) Open(dst []byte, t Transport, now time.Time) ([]byte, error) {
 	if t.Index != k.Local {
 		return dst, fmt.Errorf("open: %w", ErrIndex)
-	}
-	if t.Header.Session != k.Session {
-		return dst, fmt.Errorf("open: %w", ErrSession)
 	}
 	if k.Expired(now) {
 		return dst, fmt.Errorf("open: %w", ErrExpired)

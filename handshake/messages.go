@@ -52,15 +52,17 @@ const (
 	CookieReplyLen = offCookieSealed + cookieLen + tagLen
 )
 
-// Transport layout (package doc).
+// Transport layout (package doc): the compact header (wire.Header.Compact),
+// whose counter is a uvarint, so the ciphertext starts at Header.Len().
 const (
-	offTransportIndex = HeaderLen
-	offTransportBody  = offTransportIndex + indexLen
-	// TransportOverhead is what sealing adds to a plaintext.
-	TransportOverhead = offTransportBody + tagLen
+	offTransportIndex   = wire.PrefixLen
+	offTransportCounter = offTransportIndex + indexLen
+	// MaxTransportOverhead is the most sealing adds to a plaintext: the
+	// compact header at its longest counter, and the tag.
+	MaxTransportOverhead = wire.CompactMaxLen + tagLen
 	// TransportMinLen is the length of a transport packet with an empty
-	// plaintext.
-	TransportMinLen = TransportOverhead
+	// plaintext and a counter below 128.
+	TransportMinLen = wire.CompactMinLen + tagLen
 )
 
 // The answers are never larger than what causes them (PROTOCOL.md §10.1's
@@ -181,7 +183,9 @@ func (m CookieReply) sealed() []byte { return m.b[offCookieSealed:CookieReplyLen
 // datagram. Its body is still sealed.
 type Transport struct {
 	Header Header
-	// Index is the recipient's index of the keypair that sealed it.
+	// Index is the recipient's index of the keypair that sealed it
+	// (Header.Index). Header.Session is 0: the packet does not carry it;
+	// the session is the keypair's (Keypair.Session).
 	Index uint32
 	b     []byte
 }
@@ -203,20 +207,21 @@ func transportOf(h Header, b []byte) (Transport, error) {
 	if h.Flags != FlagSealed {
 		return Transport{}, fmt.Errorf("%w: %#02x: not a handshaken link's packet", wire.ErrFlags, h.Flags)
 	}
-	if len(b) < TransportMinLen {
-		return Transport{}, fmt.Errorf("%w: %d bytes, a sealed packet has at least %d", wire.ErrTruncated, len(b), TransportMinLen)
+	if n := h.Len() + tagLen; len(b) < n {
+		return Transport{}, fmt.Errorf("%w: %d bytes, a sealed packet with this header has at least %d", wire.ErrTruncated, len(b), n)
 	}
-	return Transport{Header: h, Index: binary.BigEndian.Uint32(b[offTransportIndex:]), b: b}, nil
+	return Transport{Header: h, Index: h.Index, b: b}, nil
 }
 
 // Bytes is the whole packet.
 func (t Transport) Bytes() []byte { return t.b }
 
-// ad is the associated data: the header and the index.
-func (t Transport) ad() []byte { return t.b[:offTransportBody] }
+// ad is the associated data: the whole compact header, the index and the
+// counter's own bytes included.
+func (t Transport) ad() []byte { return t.b[:t.Header.Len()] }
 
 // sealed is the ciphertext and its tag.
-func (t Transport) sealed() []byte { return t.b[offTransportBody:] }
+func (t Transport) sealed() []byte { return t.b[t.Header.Len():] }
 
 // Message is any datagram of protocol 5, parsed once: its header and the
 // view of its type; the other views are zero.

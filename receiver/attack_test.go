@@ -97,13 +97,13 @@ func TestTwoDestinationsShareNoKeys(t *testing.T) {
 	byCounter := map[uint64][]byte{}
 	for _, b := range l.record[0] {
 		if h, err := handshake.ParseHeader(b); err == nil && h.Type == handshake.TypeQueue {
-			byCounter[h.Counter] = b[handshake.HeaderLen+4:]
+			byCounter[h.Counter] = b[h.Len():]
 		}
 	}
 	same := 0
 	for _, b := range l.record[1] {
 		if h, err := handshake.ParseHeader(b); err == nil && h.Type == handshake.TypeQueue {
-			if a, ok := byCounter[h.Counter]; ok && bytes.Equal(a[:16], b[handshake.HeaderLen+4:][:16]) {
+			if a, ok := byCounter[h.Counter]; ok && bytes.Equal(a[:16], b[h.Len():][:16]) {
 				same++
 			}
 		}

@@ -205,12 +205,6 @@ func (r *Receiver) openTransport(t handshake.Transport, from net.Addr, now time.
 		r.stats.UnknownIdx++
 		r.rejects.note(r.cfg.Logf, now, from, errUnknownIndex)
 		return nil, nil
-	case errors.Is(err, handshake.ErrSession):
-		// The keypair binds its session id: a packet of another session
-		// under it is refused.
-		r.stats.Forged++
-		r.rejects.note(r.cfg.Logf, now, from, err)
-		return nil, nil
 	case err != nil:
 		r.reject(err, from, now)
 		return nil, nil
@@ -219,7 +213,11 @@ func (r *Receiver) openTransport(t handshake.Transport, from net.Addr, now time.
 		s.opened = k
 		r.syncIndices(s) // a packet under next confirmed it
 	}
-	if err := wire.ParseQueueBody(t.Header, body, &r.pkt); err != nil {
+	// The compact header carries no session id: the packet's session is
+	// its keypair's (PROTOCOL.md §2), s's.
+	h := t.Header
+	h.Session = k.Session
+	if err := wire.ParseQueueBody(h, body, &r.pkt); err != nil {
 		r.reject(err, from, now)
 		return nil, nil
 	}

@@ -502,7 +502,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		if old := r.byAddr[addr]; old != nil && (s.mode == handshaken || old.mode != handshaken) {
 			r.end(old, eventqueue.SessionEnd)
 			old.replaced = true
-			r.logf("session %016x from %s replaced by %016x", old.id, from, h.Session)
+			r.logf("session %016x from %s replaced by %016x", old.id, from, s.id)
 		}
 		r.byAddr[addr] = s
 		if s.mode == handshaken {

@@ -61,13 +61,18 @@ type Queue struct {
 
 // MaxQueueLen is the largest encoding of a sealed queue packet of n entries:
 // every varint at its longest (10 bytes), every entry a character beyond
-// U+FFFF (4 bytes), plus the AEAD tag. For n = 64 it is
-// 22+4+10+10+1+1+1+10+64*4+63*10+16 = 961 bytes (a handshaken link's
-// packet: its index and its count of entries carried), so any 64-entry
-// queue fits in MaxPacketSize. An abridged packet carries fewer entries
-// and one more back: never longer.
+// U+FFFF (4 bytes), plus the AEAD tag. The longest kind is a one-way
+// packet, 22+10+10+1+1+10+64*4+63*10+16 = 956 bytes for n = 64 (a
+// handshaken link's packet has the compact header, at most 20 bytes, and
+// its count of entries carried: one byte less), so any 64-entry queue
+// fits in MaxPacketSize. An abridged packet carries fewer entries and one
+// more back: never longer.
 func MaxQueueLen(n int) int {
-	const fixed = HeaderLen + IndexLen + 10 + 10 + 1 + 1 + 1 + TagLen
+	const (
+		oneWay     = HeaderLen + 10 + 10 + 1 + 1
+		handshaken = CompactMaxLen + 10 + 10 + 1 + 1 + 1
+		fixed      = max(oneWay, handshaken) + TagLen
+	)
 	if n <= 0 {
 		return fixed
 	}
@@ -81,7 +86,7 @@ const MaxSafeEvents = 80
 // Len is the encoded length of q in plaintext (add TagLen when sealed); it
 // assumes q is valid (Append checks).
 func (q *Queue) Len() int {
-	n := HeaderLen + uvarintLen(q.Clock) + uvarintLen(q.second()) + 1 + 1
+	n := q.Header.Len() + uvarintLen(q.Clock) + uvarintLen(q.second()) + 1 + 1
 	for i, e := range q.Events {
 		n += entryLen(e.Key)
 		if i == 0 {
@@ -91,7 +96,7 @@ func (q *Queue) Len() int {
 		}
 	}
 	if Handshaken(q.Header.Flags) {
-		n += IndexLen + 1 // the index, and the count of entries carried
+		n++ // the count of entries carried
 	}
 	if q.Abridged {
 		if c := len(q.Events); c == 0 {

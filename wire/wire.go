@@ -3,7 +3,9 @@
 // sentinel errors below, never a panic, and anything that decodes re-encodes
 // to the same bytes.
 //
-// Every packet starts with the same 22-byte header, big-endian:
+// Every packet starts with the same six bytes, then, on all but a
+// handshaken link's transport packets, the 22-byte header's session id and
+// packet counter, big-endian:
 //
 //	 0      2     3     4     5      6                14                22
 //	+------+-----+-----+-----+------+-----------------+-----------------+------
@@ -11,13 +13,24 @@
 //	|"KR"  | 5   |     |     | 0    | u64, non-zero   | u64, non-zero   |
 //	+------+-----+-----+-----+------+-----------------+-----------------+------
 //
+// A handshaken link's queue packets and acks (flags SEALED alone) have the
+// compact header instead (PROTOCOL.md §2): the recipient's keypair index,
+// which stands for the session id (each keypair belongs to one session at
+// both ends), and the counter as a uvarint, 11 bytes up to counter 127:
+//
+//	 0      2     3     4     5      6        10
+//	+------+-----+-----+-----+------+--------+-----------------+-----------
+//	|magic |ver  |type |flags|rsvd  | index  | packet counter  | ciphertext
+//	|"KR"  | 5   | 1,2 | 1   | 0    | u32    | uvarint, not 0  | and tag
+//	+------+-----+-----+-----+------+--------+-----------------+-----------
+//
 // Magic and version come first so that anything else is rejected cheaply.
 // The flags say which of three kinds a queue packet is:
 //
-//	SEALED         handshaken: the recipient's 4-byte index follows the
-//	               header, then the body sealed by the link's keypair
-//	               (package handshake seals and opens it; Queue.AppendBody,
-//	               ParseQueueBody make and read the plaintext body)
+//	SEALED         handshaken: the compact header, then the body sealed
+//	               by the link's keypair (package handshake seals and
+//	               opens it; Queue.AppendBody, ParseQueueBody make and
+//	               read the plaintext body)
 //	SEALED|ONEWAY  one-way (send and recv --one-way): the body sealed with
 //	               ChaCha20-Poly1305 under a key derived from the key file
 //	               and the session id, the header as associated data and the
@@ -52,16 +65,24 @@ import (
 	"fmt"
 )
 
-// Header layout (PROTOCOL.md §2).
+// Header layout (PROTOCOL.md §2). PrefixLen is the six bytes every packet
+// starts with; HeaderLen the header of every packet but a handshaken
+// link's transport packets, whose compact header (Header.Compact) has the
+// index at offIndex and the counter as a uvarint after it: CompactMinLen
+// to CompactMaxLen bytes.
 const (
-	offMagic    = 0
-	offVersion  = 2
-	offType     = 3
-	offFlags    = 4
-	offReserved = 5
-	offSession  = 6
-	offCounter  = 14
-	HeaderLen   = 22
+	offMagic      = 0
+	offVersion    = 2
+	offType       = 3
+	offFlags      = 4
+	offReserved   = 5
+	offSession    = 6
+	offCounter    = 14
+	offIndex      = 6
+	PrefixLen     = 6
+	HeaderLen     = 22
+	CompactMinLen = PrefixLen + IndexLen + 1
+	CompactMaxLen = PrefixLen + IndexLen + 10
 )
 
 const (
@@ -122,21 +143,55 @@ var (
 
 // Header is the fixed part of every packet.
 type Header struct {
-	Type    Type
-	Flags   uint8
+	Type  Type
+	Flags uint8
+	// Session is the sender's session id. A compact header does not carry
+	// it: its parser leaves it 0, and whoever opens the packet takes it
+	// from the keypair Index names; its encoder ignores it.
 	Session uint64
 	Counter uint64
+	// Index is the recipient's keypair index, carried by a compact header
+	// only (a handshaken link's queue packet or ack).
+	Index uint32
+}
+
+// Compact reports whether h is a handshaken link's queue packet or ack
+// (flags SEALED alone), whose header is the compact one: the index in the
+// session id's place, the counter a uvarint (PROTOCOL.md §2).
+func (h Header) Compact() bool {
+	return h.Flags == FlagSealed && (h.Type == TypeQueue || h.Type == TypeAck)
+}
+
+// Len is the encoded length of h: HeaderLen, or a compact header's
+// CompactMinLen to CompactMaxLen by its counter.
+func (h Header) Len() int {
+	if h.Compact() {
+		return PrefixLen + IndexLen + uvarintLen(h.Counter)
+	}
+	return HeaderLen
 }
 
 // Append appends the encoded header to b.
 func (h Header) Append(b []byte) []byte {
 	b = append(b, Magic0, Magic1, Version, byte(h.Type), h.Flags, 0)
+	if h.Compact() {
+		b = binary.BigEndian.AppendUint32(b, h.Index)
+		return binary.AppendUvarint(b, h.Counter)
+	}
 	b = binary.BigEndian.AppendUint64(b, h.Session)
 	return binary.BigEndian.AppendUint64(b, h.Counter)
 }
 
 // check reports why a header is not valid to send or accept.
 func (h Header) check() error {
+	if err := h.checkKind(); err != nil {
+		return err
+	}
+	return h.checkIDs()
+}
+
+// checkKind checks the type and flags of a queue packet or ack.
+func (h Header) checkKind() error {
 	if h.Type != TypeQueue && h.Type != TypeAck {
 		return fmt.Errorf("%w: %d", ErrType, h.Type)
 	}
@@ -145,23 +200,46 @@ func (h Header) check() error {
 	if h.Flags&^knownFlags != 0 || h.Flags == 0 || (h.Type == TypeAck && h.Flags == knownFlags) {
 		return fmt.Errorf("%w: %#02x", ErrFlags, h.Flags)
 	}
-	if h.Session == 0 || h.Counter == 0 {
+	return nil
+}
+
+// checkIDs is PROTOCOL.md §4 rule 6: no zero counter, and no zero
+// session id where the header carries one (a compact header's session is
+// its keypair's, non-zero by construction).
+func (h Header) checkIDs() error {
+	if h.Counter == 0 || h.Session == 0 && !h.Compact() {
 		return ErrHeader
 	}
 	return nil
 }
 
 // ParseHeader decodes and checks the header of b: only the cheap checks
-// (size, magic, version, type, flags, ids), nothing of the body.
+// (size, magic, version, type, flags, ids), nothing of the body; the body
+// starts at h.Len().
 func ParseHeader(b []byte) (Header, error) {
+	h, err := ParsePrefix(b)
+	if err != nil {
+		return h, err
+	}
+	if err := h.checkKind(); err != nil {
+		return h, err
+	}
+	return ReadIDs(h, b)
+}
+
+// ParsePrefix checks the six bytes every packet starts with (PROTOCOL.md
+// §4 rules 1–3 and the reserved byte), cheapest first, and returns the
+// type and flags they hold, for the caller to check against what it reads
+// (rules 4 and 5) before ReadIDs.
+func ParsePrefix(b []byte) (Header, error) {
 	if len(b) > MaxPacketSize {
 		return Header{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(b))
 	}
 	if len(b) >= offVersion && (b[offMagic] != Magic0 || b[offMagic+1] != Magic1) {
 		return Header{}, ErrMagic
 	}
-	if len(b) < HeaderLen {
-		return Header{}, fmt.Errorf("%w: %d bytes, header needs %d", ErrTruncated, len(b), HeaderLen)
+	if len(b) < PrefixLen {
+		return Header{}, fmt.Errorf("%w: %d bytes, header needs at least %d", ErrTruncated, len(b), PrefixLen)
 	}
 	if b[offVersion] != Version {
 		return Header{}, fmt.Errorf("%w: %d (this keyrelay speaks %d; update both ends to the same release)", ErrVersion, b[offVersion], Version)
@@ -169,16 +247,32 @@ func ParseHeader(b []byte) (Header, error) {
 	if b[offReserved] != 0 {
 		return Header{}, fmt.Errorf("%w: reserved byte %#02x", ErrFlags, b[offReserved])
 	}
-	h := Header{
-		Type:    Type(b[offType]),
-		Flags:   b[offFlags],
-		Session: binary.BigEndian.Uint64(b[offSession:]),
-		Counter: binary.BigEndian.Uint64(b[offCounter:]),
+	return Header{Type: Type(b[offType]), Flags: b[offFlags]}, nil
+}
+
+// ReadIDs reads the rest of b's header into h, whose type and flags
+// ParsePrefix read and the caller checked: the session id and counter of
+// a 22-byte header, or a compact header's index and uvarint counter
+// (shortest form, PROTOCOL.md §4 rule 7), and checks rule 6.
+func ReadIDs(h Header, b []byte) (Header, error) {
+	if !h.Compact() {
+		if len(b) < HeaderLen {
+			return h, fmt.Errorf("%w: %d bytes, header needs %d", ErrTruncated, len(b), HeaderLen)
+		}
+		h.Session = binary.BigEndian.Uint64(b[offSession:])
+		h.Counter = binary.BigEndian.Uint64(b[offCounter:])
+		return h, h.checkIDs()
 	}
-	if err := h.check(); err != nil {
-		return h, err
+	if len(b) < CompactMinLen {
+		return h, fmt.Errorf("%w: %d bytes, a handshaken packet's header needs at least %d", ErrTruncated, len(b), CompactMinLen)
 	}
-	return h, nil
+	h.Index = binary.BigEndian.Uint32(b[offIndex:])
+	c, _, err := uvarint(b[offIndex+IndexLen:])
+	if err != nil {
+		return h, fmt.Errorf("packet counter: %w", err)
+	}
+	h.Counter = c
+	return h, h.checkIDs()
 }
 
 // uvarint decodes a canonical uvarint from b: the shortest encoding, at most

@@ -165,7 +165,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown flag", "4b52 05 01 06 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
 		{"reserved byte set", "4b52 05 01 02 01 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
 		{"sealed", "4b52 05 01 03 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrSealed},
-		{"handshaken", "4b52 05 01 01 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrSealed},
+		{"handshaken", "4b52 05 01 01 00 01234567 2a 00 00 00 01 00 000000", ErrSealed},
+		{"handshaken, counter 0", "4b52 05 01 01 00 01234567 00 00 00 00 01 00 000000", ErrHeader},
+		{"handshaken, overlong counter", "4b52 05 01 01 00 01234567 aa00 00 00 00 01 00 000000", ErrVarint},
+		{"handshaken, no counter", "4b52 05 01 01 00 01234567", ErrTruncated},
 		{"no flags", "4b52 05 01 00 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
 		{"session 0", "4b52 05 01 02 00 0000000000000000 000000000000002a 00 00 00 01 00 000000", ErrHeader},
 		{"counter 0", "4b52 05 01 02 00 0123456789abcdef 0000000000000000 00 00 01 00 000000", ErrHeader},
@@ -301,22 +304,30 @@ func TestRoundTrip(t *testing.T) {
 // TestSizes backs PROTOCOL.md §5: N=64 always fits; the sizes of typical
 // typing queues.
 func TestSizes(t *testing.T) {
-	if m := MaxQueueLen(64); m != 961 || m > MaxPacketSize {
-		t.Errorf("MaxQueueLen(64) = %d, want 961 (< 1200)", m)
+	if m := MaxQueueLen(64); m != 956 || m > MaxPacketSize {
+		t.Errorf("MaxQueueLen(64) = %d, want 956 (< 1200)", m)
 	}
 	// The worst case is real: 64 characters beyond U+FFFF with stamps 2^63
-	// apart do make a 960-byte packet with a handshaken link's index and count.
-	worst := Queue{Header: Header{Type: TypeQueue, Flags: FlagSealed, Session: 1, Counter: 1}, Clock: ^uint64(0), Since: ^uint64(0)}
-	for i := range 64 {
-		worst.Events = append(worst.Events, eventqueue.Event{Key: keys.Char(0x10FFFD - rune(i)), Kind: eventqueue.Down, Stamp: ^uint64(0) - uint64(i)*(1<<57)})
-	}
-	worst.Events[63].Stamp = 0
-	worst.Events[62].Stamp = 1 << 63
-	if got := worst.Len() + TagLen; got > MaxQueueLen(64) || got < MaxQueueLen(64)-64 {
-		t.Errorf("a 64-entry queue of long characters and wide stamps is %d bytes; MaxQueueLen(64) = %d", got, MaxQueueLen(64))
+	// apart, and every varint of the header and body at its longest, make
+	// a packet within 64 bytes of it, one-way (the 22-byte header) and
+	// handshaken (the compact header at its longest counter, and the count
+	// carried).
+	for _, h := range []Header{
+		{Type: TypeQueue, Flags: FlagSealed | FlagOneWay, Session: 1, Counter: ^uint64(0)},
+		{Type: TypeQueue, Flags: FlagSealed, Session: 1, Counter: ^uint64(0)},
+	} {
+		worst := Queue{Header: h, Clock: ^uint64(0), Wall: ^uint64(0), Since: ^uint64(0)}
+		for i := range 64 {
+			worst.Events = append(worst.Events, eventqueue.Event{Key: keys.Char(0x10FFFD - rune(i)), Kind: eventqueue.Down, Stamp: ^uint64(0) - uint64(i)*(1<<57)})
+		}
+		worst.Events[63].Stamp = 0
+		worst.Events[62].Stamp = 1 << 63
+		if got := worst.Len() + TagLen; got > MaxQueueLen(64) || got < MaxQueueLen(64)-64 {
+			t.Errorf("flags %#02x: a 64-entry queue of long characters and wide stamps is %d bytes; MaxQueueLen(64) = %d", h.Flags, got, MaxQueueLen(64))
+		}
 	}
 	// Protocol 4's ticket made 80 the largest N that always fits; the
-	// 4-byte index leaves room for one more, but the limit stays where
+	// compact header leaves room for one more, but the limit stays where
 	// send's --queue has it.
 	if MaxQueueLen(MaxSafeEvents) > MaxPacketSize || MaxQueueLen(MaxSafeEvents+2) <= MaxPacketSize {
 		t.Errorf("MaxSafeEvents %d does not always fit, or is far below what does", MaxSafeEvents)
@@ -405,19 +416,98 @@ func FuzzParseQueue(f *testing.F) {
 	})
 }
 
+// FuzzParseHeader: every header that decodes re-encodes to its own bytes
+// (PROTOCOL.md §2, §4): the 22-byte header, or a handshaken packet's
+// compact one, whose uvarint counter must be in its shortest form.
 func FuzzParseHeader(f *testing.F) {
 	b, _ := golden.Append(nil)
 	f.Add(b[:HeaderLen])
+	for _, h := range compactHeaders {
+		f.Add(h.Append(nil))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := ParseHeader(b)
 		if err != nil {
 			return
 		}
-		// The header is the fixed 22 bytes (PROTOCOL.md §2).
-		if out := h.Append(nil); !bytes.Equal(out, b[:HeaderLen]) {
-			t.Fatalf("header re-encodes to % x from % x", out, b[:HeaderLen])
+		if h.Compact() && h.Session != 0 {
+			t.Fatalf("a compact header decoded a session id %#x", h.Session)
+		}
+		if out := h.Append(nil); len(out) != h.Len() || !bytes.Equal(out, b[:h.Len()]) {
+			t.Fatalf("header re-encodes to % x from % x", out, b[:min(len(b), h.Len())])
 		}
 	})
+}
+
+// compactHeaders are handshaken packets' headers, queue and ack, at each
+// length of the counter's uvarint.
+var compactHeaders = []Header{
+	{Type: TypeQueue, Flags: FlagSealed, Index: 0x7a18f2bb, Counter: 1},
+	{Type: TypeAck, Flags: FlagSealed, Index: 0x4efa2bd1, Counter: 127},
+	{Type: TypeQueue, Flags: FlagSealed, Index: 0, Counter: 128},
+	{Type: TypeQueue, Flags: FlagSealed, Index: 0xffffffff, Counter: 1 << 21},
+	{Type: TypeAck, Flags: FlagSealed, Index: 1, Counter: ^uint64(0)},
+}
+
+// TestCompactHeader: a handshaken link's queue packet or ack has the
+// compact header of PROTOCOL.md §2: the six bytes every packet starts
+// with, the recipient's index, the counter as a uvarint (11 bytes up to
+// counter 127), no session id; every other packet the 22-byte header. And
+// the compact header's own decoding errors (§4 rules 2, 6, 7).
+func TestCompactHeader(t *testing.T) {
+	for _, tc := range []struct {
+		h    Header
+		want string
+	}{
+		{compactHeaders[0], "4b52 05 01 01 00 7a18f2bb 01"},
+		{compactHeaders[1], "4b52 05 02 01 00 4efa2bd1 7f"},
+		{compactHeaders[2], "4b52 05 01 01 00 00000000 8001"},
+		{compactHeaders[3], "4b52 05 01 01 00 ffffffff 808080 01"},
+		{compactHeaders[4], "4b52 05 02 01 00 00000001 ffffffffffffffffff01"},
+		// The session id is not encoded: it is the keypair's.
+		{Header{Type: TypeQueue, Flags: FlagSealed, Session: 0x0123456789abcdef, Index: 9, Counter: 3}, "4b52 05 01 01 00 00000009 03"},
+		// One-way and plaintext packets keep the 22-byte header, index or not.
+		{Header{Type: TypeQueue, Flags: FlagSealed | FlagOneWay, Session: 1, Index: 9, Counter: 3}, "4b52 05 01 03 00 0000000000000001 0000000000000003"},
+		{Header{Type: TypeAck, Flags: FlagOneWay, Session: 1, Counter: 3}, "4b52 05 02 02 00 0000000000000001 0000000000000003"},
+	} {
+		b := tc.h.Append(nil)
+		if want := unhex(t, tc.want); !bytes.Equal(b, want) || tc.h.Len() != len(want) {
+			t.Errorf("%+v: encoded % x (Len %d), want % x", tc.h, b, tc.h.Len(), want)
+			continue
+		}
+		got, err := ParseHeader(b)
+		want := tc.h
+		if want.Compact() {
+			want.Session = 0
+		} else {
+			want.Index = 0
+		}
+		if err != nil || got != want {
+			t.Errorf("% x: decoded %+v, %v; want %+v", b, got, err, want)
+		}
+	}
+	if n := compactHeaders[0].Len(); n != 11 {
+		t.Errorf("a handshaken packet's header at counter 1 is %d bytes, want 11", n)
+	}
+	for _, tc := range []struct {
+		name, hex string
+		want      error
+	}{
+		{"the prefix alone", "4b52 05 01 01 00", ErrTruncated},
+		{"no counter", "4b52 05 01 01 00 7a18f2bb", ErrTruncated},
+		{"counter cut short", "4b52 05 01 01 00 7a18f2bb 80", ErrTruncated},
+		{"counter 0", "4b52 05 01 01 00 7a18f2bb 00", ErrHeader},
+		{"overlong counter", "4b52 05 01 01 00 7a18f2bb 8100", ErrVarint},
+		{"counter overflows", "4b52 05 01 01 00 7a18f2bb ffffffffffffffffff02", ErrVarint},
+		{"one-way: read with the 22-byte header", "4b52 05 01 03 00 7a18f2bb 01 000000000000", ErrTruncated},
+		{"reserved byte", "4b52 05 01 01 01 7a18f2bb 01", ErrFlags},
+		{"version 4", "4b52 04 01 01 00 7a18f2bb 01", ErrVersion},
+		{"ack one-way", "4b52 05 02 03 00 7a18f2bb 01", ErrFlags},
+	} {
+		if _, err := ParseHeader(unhex(t, tc.hex)); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
 }
 
 func BenchmarkAppendQueue(b *testing.B) {
