@@ -1,10 +1,14 @@
 package receiver_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"testing"
 	"time"
 
+	"github.com/keyrelay/keyrelay/handshake"
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/wire"
 )
 
 // ipUDP is what IPv4 and UDP add to each datagram on the wire: the
@@ -75,5 +79,49 @@ func BenchmarkWireBytes(b *testing.B) {
 			}
 			b.ReportMetric(float64(outBytes)/float64(max(out, 1)), "bytes/datagram")
 		})
+	}
+}
+
+// TestHandshakenPacketsNameTheirSessionByIndex (PROTOCOL.md §2, §8.3): a
+// handshaken session's queue packets and acks carry the compact header,
+// 11 to 13 bytes at these counters and no session id anywhere in clear;
+// the receiver still files the packets under the sender's session (the
+// keypair's), and the sender takes the acks as its own.
+func TestHandshakenPacketsNameTheirSessionByIndex(t *testing.T) {
+	p := newPath(t)
+	id := binary.BigEndian.AppendUint64(nil, p.c.Session())
+	acks := p.c.Stats().Acks
+	for range 200 {
+		p.event()
+		for i := range p.npk {
+			checkCompact(t, "queue packet", p.pkts[i], id)
+		}
+		p.deliver()
+		for i := range p.acks.n {
+			checkCompact(t, "ack", p.acks.ack(i), id)
+		}
+		p.acked()
+	}
+	if got := p.c.Stats().Acks - acks; got < 200 {
+		t.Errorf("the sender took %d acks for 200 key events, want one each", got)
+	}
+	st := p.r.Status()
+	if len(st) != 1 || st[0].ID != p.c.Session() {
+		t.Errorf("receiver's sessions %+v, want the one of session %016x", st, p.c.Session())
+	}
+}
+
+func checkCompact(t *testing.T, what string, b, id []byte) {
+	t.Helper()
+	m, err := handshake.Parse(b)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	h := m.Header
+	if !h.Compact() || h.Session != 0 || h.Len() < wire.CompactMinLen || h.Len() > wire.CompactMinLen+2 {
+		t.Fatalf("%s % x: header %+v, %d bytes; want a compact one of 11 to 13", what, b[:min(len(b), 16)], h, h.Len())
+	}
+	if bytes.Contains(b[:h.Len()], id) {
+		t.Fatalf("%s: the session id is in its header in clear: % x", what, b[:h.Len()])
 	}
 }
