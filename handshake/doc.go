@@ -13,10 +13,11 @@
 // opens no socket, starts no goroutine and draws randomness only from the
 // io.Reader in its configs, so every byte it makes can be reproduced.
 //
-// Every message starts with protocol 5's 22-byte header (PROTOCOL.md §2),
-// big-endian, flags 0 on handshake messages and SEALED on transport (queue
-// packets and acks of no handshake, one-way or plaintext, carry ONEWAY:
-// Parse passes them on whole, for package wire):
+// Every handshake message starts with protocol 5's 22-byte header
+// (PROTOCOL.md §2), big-endian, flags 0; transport packets (flags SEALED)
+// have the compact header below (queue packets and acks of no handshake,
+// one-way or plaintext, carry ONEWAY and the 22-byte header: Parse passes
+// them on whole, for package wire):
 //
 //	 0      2     3     4     5      6                14                22
 //	+------+-----+-----+-----+------+-----------------+-----------------+
@@ -55,16 +56,20 @@
 // public key), the associated data the mac1 of the initiation it answers.
 //
 // Transport, types 1 (queue, sender → receiver) and 2 (ack, receiver →
-// sender), flags SEALED, at least TransportMinLen = 42 bytes:
+// sender), flags SEALED, at least TransportMinLen = 27 bytes: the compact
+// header, whose counter is a uvarint (1 byte up to 127, 2 up to 16383; at
+// most 10), so the ciphertext starts at Header.Len(), 11 to 20:
 //
-//	0 header 22 recipient index 26 ciphertext ... tag 16
-//	          u32
+//	0 "KR" 5 type 1 0   6 recipient index 10 counter  11.. ciphertext ... tag 16
+//	                      u32                uvarint
 //
-// (offTransportIndex, offTransportBody): the index is the receiver's on
+// (offTransportIndex, offTransportCounter): the index is the receiver's on
 // queue packets and the sender's on acks, so each end finds the keypair
-// with one lookup; the associated data is the 26 bytes before the
-// ciphertext, the nonce 4 zero bytes ‖ the header's counter (big-endian,
-// as protocol 4's, PROTOCOL.md §8.2).
+// with one lookup, and with it the session: the packet carries no session
+// id, as each keypair belongs to one session at both ends (the prologue
+// authenticated it). The associated data is every byte before the
+// ciphertext, the nonce 4 zero bytes ‖ the counter's 8 bytes (big-endian,
+// as protocol 4's, PROTOCOL.md §8.3).
 //
 // mac1 = BLAKE2s-128(key = BLAKE2s-256("mac1----" ‖ the recipient's static
 // public key), the message up to mac1): anyone may compute it, but only
