@@ -388,6 +388,18 @@ func TestEveryByteAuthenticated(t *testing.T) {
 				}
 			}
 		}
+		// A changed index names another keypair (ErrIndex above); even one
+		// that had that index would not open it: the index is associated
+		// data too.
+		for i := offTransportIndex; i < offTransportCounter; i++ {
+			c := bytes.Clone(b)
+			c[i] ^= 0x01
+			other := *kr
+			other.Local = mustTransport(t, c).Index
+			if _, err := other.Open(nil, mustTransport(t, c), t0); !errors.Is(err, wire.ErrAuth) {
+				t.Fatalf("counter %d: index byte %d changed, opened under a keypair of that index: %v, want ErrAuth", counter, i, err)
+			}
+		}
 		if _, err := kr.Open(nil, mustTransport(t, b), t0); err != nil {
 			t.Fatalf("counter %d: the packet as sealed: %v", counter, err)
 		}
