@@ -98,25 +98,25 @@ func putHeader(h Header, b []byte) {
 // no session id: PROTOCOL.md §2). A packet of another version gives
 // wire.ErrVersion: the caller answers it per PROTOCOL.md §10.
 func ParseHeader(b []byte) (Header, error) {
-	h, err := wire.ParsePrefix(b)
+	t, flags, err := wire.ParsePrefix(b)
 	if err != nil {
-		return h, err
+		return Header{}, err
 	}
-	switch h.Type {
+	switch t {
 	case TypeQueue, TypeAck:
 		// SEALED (handshaken), ONEWAY (plaintext), and for a queue packet
 		// SEALED|ONEWAY (one-way): PROTOCOL.md §2.
-		if h.Flags != FlagSealed && h.Flags != wire.FlagOneWay && (h.Type != TypeQueue || h.Flags != FlagSealed|wire.FlagOneWay) {
-			return h, fmt.Errorf("%w: %#02x on a packet of type %d", wire.ErrFlags, h.Flags, h.Type)
+		if flags != FlagSealed && flags != wire.FlagOneWay && (t != TypeQueue || flags != FlagSealed|wire.FlagOneWay) {
+			return Header{Type: t, Flags: flags}, fmt.Errorf("%w: %#02x on a packet of type %d", wire.ErrFlags, flags, t)
 		}
 	case TypeInitiation, TypeResponse, TypeCookieReply:
-		if h.Flags != 0 {
-			return h, fmt.Errorf("%w: %#02x on a handshake message", wire.ErrFlags, h.Flags)
+		if flags != 0 {
+			return Header{Type: t, Flags: flags}, fmt.Errorf("%w: %#02x on a handshake message", wire.ErrFlags, flags)
 		}
 	default:
-		return h, fmt.Errorf("%w: %d", wire.ErrType, h.Type)
+		return Header{Type: t, Flags: flags}, fmt.Errorf("%w: %d", wire.ErrType, t)
 	}
-	return wire.ReadIDs(h, b)
+	return wire.ReadIDs(b, t, flags)
 }
 
 // checkLen checks that a message of header h is exactly n bytes. Its

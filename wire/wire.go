@@ -145,21 +145,24 @@ var (
 type Header struct {
 	Type  Type
 	Flags uint8
+	// Index is the recipient's keypair index, carried by a compact header
+	// only (a handshaken link's queue packet or ack). It shares Type's
+	// word: a Header stays 24 bytes.
+	Index uint32
 	// Session is the sender's session id. A compact header does not carry
 	// it: its parser leaves it 0, and whoever opens the packet takes it
 	// from the keypair Index names; its encoder ignores it.
 	Session uint64
 	Counter uint64
-	// Index is the recipient's keypair index, carried by a compact header
-	// only (a handshaken link's queue packet or ack).
-	Index uint32
 }
 
 // Compact reports whether h is a handshaken link's queue packet or ack
 // (flags SEALED alone), whose header is the compact one: the index in the
 // session id's place, the counter a uvarint (PROTOCOL.md §2).
-func (h Header) Compact() bool {
-	return h.Flags == FlagSealed && (h.Type == TypeQueue || h.Type == TypeAck)
+func (h Header) Compact() bool { return compact(h.Type, h.Flags) }
+
+func compact(t Type, flags uint8) bool {
+	return flags == FlagSealed && (t == TypeQueue || t == TypeAck)
 }
 
 // Len is the encoded length of h: HeaderLen, or a compact header's
@@ -190,15 +193,17 @@ func (h Header) check() error {
 	return h.checkIDs()
 }
 
+func (h Header) checkKind() error { return checkKind(h.Type, h.Flags) }
+
 // checkKind checks the type and flags of a queue packet or ack.
-func (h Header) checkKind() error {
-	if h.Type != TypeQueue && h.Type != TypeAck {
-		return fmt.Errorf("%w: %d", ErrType, h.Type)
+func checkKind(t Type, flags uint8) error {
+	if t != TypeQueue && t != TypeAck {
+		return fmt.Errorf("%w: %d", ErrType, t)
 	}
 	// No flags at all is no kind of packet; an ack is never one-way sealed
 	// (one-way sessions are never acked, PROTOCOL.md §9).
-	if h.Flags&^knownFlags != 0 || h.Flags == 0 || (h.Type == TypeAck && h.Flags == knownFlags) {
-		return fmt.Errorf("%w: %#02x", ErrFlags, h.Flags)
+	if flags&^knownFlags != 0 || flags == 0 || (t == TypeAck && flags == knownFlags) {
+		return fmt.Errorf("%w: %#02x", ErrFlags, flags)
 	}
 	return nil
 }
@@ -217,62 +222,70 @@ func (h Header) checkIDs() error {
 // (size, magic, version, type, flags, ids), nothing of the body; the body
 // starts at h.Len().
 func ParseHeader(b []byte) (Header, error) {
-	h, err := ParsePrefix(b)
+	t, flags, err := ParsePrefix(b)
 	if err != nil {
-		return h, err
+		return Header{}, err
 	}
-	if err := h.checkKind(); err != nil {
-		return h, err
+	if err := checkKind(t, flags); err != nil {
+		return Header{Type: t, Flags: flags}, err
 	}
-	return ReadIDs(h, b)
+	return ReadIDs(b, t, flags)
 }
 
 // ParsePrefix checks the six bytes every packet starts with (PROTOCOL.md
 // §4 rules 1–3 and the reserved byte), cheapest first, and returns the
 // type and flags they hold, for the caller to check against what it reads
-// (rules 4 and 5) before ReadIDs.
-func ParsePrefix(b []byte) (Header, error) {
+// (rules 4 and 5) before ReadIDs. They are two scalars, not a Header: a
+// Header written a field at a time and then copied whole stalls the copy
+// (store forwarding); handed from ParsePrefix to ReadIDs as a Header, it
+// made handshake.Parse of a transport packet 74 ns, against 46 this way.
+func ParsePrefix(b []byte) (Type, uint8, error) {
 	if len(b) > MaxPacketSize {
-		return Header{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(b))
+		return 0, 0, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(b))
 	}
 	if len(b) >= offVersion && (b[offMagic] != Magic0 || b[offMagic+1] != Magic1) {
-		return Header{}, ErrMagic
+		return 0, 0, ErrMagic
 	}
 	if len(b) < PrefixLen {
-		return Header{}, fmt.Errorf("%w: %d bytes, header needs at least %d", ErrTruncated, len(b), PrefixLen)
+		return 0, 0, fmt.Errorf("%w: %d bytes, header needs at least %d", ErrTruncated, len(b), PrefixLen)
 	}
 	if b[offVersion] != Version {
-		return Header{}, fmt.Errorf("%w: %d (this keyrelay speaks %d; update both ends to the same release)", ErrVersion, b[offVersion], Version)
+		return 0, 0, fmt.Errorf("%w: %d (this keyrelay speaks %d; update both ends to the same release)", ErrVersion, b[offVersion], Version)
 	}
 	if b[offReserved] != 0 {
-		return Header{}, fmt.Errorf("%w: reserved byte %#02x", ErrFlags, b[offReserved])
+		return 0, 0, fmt.Errorf("%w: reserved byte %#02x", ErrFlags, b[offReserved])
 	}
-	return Header{Type: Type(b[offType]), Flags: b[offFlags]}, nil
+	return Type(b[offType]), b[offFlags], nil
 }
 
-// ReadIDs reads the rest of b's header into h, whose type and flags
-// ParsePrefix read and the caller checked: the session id and counter of
-// a 22-byte header, or a compact header's index and uvarint counter
-// (shortest form, PROTOCOL.md §4 rule 7), and checks rule 6.
-func ReadIDs(h Header, b []byte) (Header, error) {
-	if !h.Compact() {
+// ReadIDs reads the rest of b's header, whose type t and flags ParsePrefix
+// read and the caller checked: the session id and counter of a 22-byte
+// header, or a compact header's index and uvarint counter (shortest form,
+// PROTOCOL.md §4 rule 7); and checks rule 6.
+func ReadIDs(b []byte, t Type, flags uint8) (Header, error) {
+	if !compact(t, flags) {
 		if len(b) < HeaderLen {
-			return h, fmt.Errorf("%w: %d bytes, header needs %d", ErrTruncated, len(b), HeaderLen)
+			return Header{Type: t, Flags: flags}, fmt.Errorf("%w: %d bytes, header needs %d", ErrTruncated, len(b), HeaderLen)
 		}
-		h.Session = binary.BigEndian.Uint64(b[offSession:])
-		h.Counter = binary.BigEndian.Uint64(b[offCounter:])
-		return h, h.checkIDs()
+		h := Header{Type: t, Flags: flags, Session: binary.BigEndian.Uint64(b[offSession:]), Counter: binary.BigEndian.Uint64(b[offCounter:])}
+		if h.Session == 0 || h.Counter == 0 {
+			return h, ErrHeader
+		}
+		return h, nil
 	}
 	if len(b) < CompactMinLen {
-		return h, fmt.Errorf("%w: %d bytes, a handshaken packet's header needs at least %d", ErrTruncated, len(b), CompactMinLen)
+		return Header{Type: t, Flags: flags}, fmt.Errorf("%w: %d bytes, a handshaken packet's header needs at least %d", ErrTruncated, len(b), CompactMinLen)
 	}
-	h.Index = binary.BigEndian.Uint32(b[offIndex:])
+	index := binary.BigEndian.Uint32(b[offIndex:])
 	c, _, err := uvarint(b[offIndex+IndexLen:])
-	if err != nil {
+	h := Header{Type: t, Flags: flags, Index: index, Counter: c}
+	switch {
+	case err != nil:
 		return h, fmt.Errorf("packet counter: %w", err)
+	case c == 0:
+		return h, ErrHeader
 	}
-	h.Counter = c
-	return h, h.checkIDs()
+	return h, nil
 }
 
 // uvarint decodes a canonical uvarint from b: the shortest encoding, at most
