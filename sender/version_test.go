@@ -1,6 +1,7 @@
 package sender_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -69,6 +70,10 @@ func TestCoreNamesReceiverOfOtherVersion(t *testing.T) {
 		"a malformed notice":          append(notice(t, 0x1234, wire.Version+1), 0),
 		"another session's old ack":   append([]byte("KR\x01\x02\x00\x00"), make([]byte, 30)...),
 		"a short packet of version 9": []byte("KR\x09"),
+		// A handshaken packet's compact header has no session id to echo
+		// (PROTOCOL.md §10.2): the notices that name a receiver answer
+		// initiations.
+		"a notice answering a compact header": echoOf(t, append(wire.Header{Type: wire.TypeQueue, Flags: wire.FlagSealed, Index: 0x7a18f2bb, Counter: 3}.Append(nil), make([]byte, 30)...), wire.Version+1),
 	} {
 		before := r.c.Stats().AckErrors
 		if err := r.c.Ack(b, "10.0.0.3:7575", at(ms(40))); err == nil || r.c.Stats().AckErrors != before+1 {
@@ -120,4 +125,16 @@ func TestCoreVersionNoticeChangesNothingElse(t *testing.T) {
 	if strings.Join(plain, "\n") != strings.Join(noticed, "\n") || !plainEnd.Equal(noticedEnd) {
 		t.Errorf("without notices (end +%v):\n%s\nwith (end +%v):\n%s", plainEnd.Sub(t0), strings.Join(plain, "\n"), noticedEnd.Sub(t0), strings.Join(noticed, "\n"))
 	}
+}
+
+// echoOf is the notice a receiver of version v sends in answer to b: bytes
+// 6–21 of b echoed (PROTOCOL.md §10).
+func echoOf(t *testing.T, b []byte, v uint8) []byte {
+	t.Helper()
+	n := wire.Notice{Version: v, Session: binary.BigEndian.Uint64(b[6:]), Counter: binary.BigEndian.Uint64(b[14:]), Speaks: []uint8{v}}
+	out, err := n.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
