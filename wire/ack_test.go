@@ -159,26 +159,29 @@ func TestAckDecodeErrors(t *testing.T) {
 }
 
 // TestAckSizes: the sizes PROTOCOL.md §5 quotes, a minute into a session
-// typing (packet 3,000, stamp 60,000 ms, held 250 µs): no packet missing
-// and the wall clock not given, the common ack while typing, is 9 bytes of
-// body, 51 sealed (21 and 63 with seed 001's 8-byte bits and the wall clock
-// in every ack); with the wall clock, 14 and 56.
+// typing (packet 3,000, stamp 60,000 ms, held 250 µs, the receiver's ack
+// 900: a 12-byte compact header, §2): no packet missing and the wall clock
+// not given, the common ack while typing, is 9 bytes of body, 37 sealed
+// (21 and 63 with seed 001's 8-byte bits, the wall clock in every ack and
+// the 26 bytes of the 22-byte header and the index); with the wall clock,
+// 14 and 42.
 func TestAckSizes(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		a            Ack
 		body, sealed int
 	}{
-		{"nothing missing, no wall clock", Ack{Newest: 3000, Stamp: 60_000, Delay: 250}, 9, 51},
-		{"nothing missing, the wall clock", Ack{Newest: 3000, Stamp: 60_000, Delay: 250, Wall: 1_795_000_000_000}, 14, 56},
-		{"the packet before newest missing", Ack{Newest: 3000, Missing: 1, Stamp: 60_000, Delay: 250}, 9, 51},
-		{"the oldest of the 64 missing", Ack{Newest: 3000, Missing: 1 << 63, Stamp: 60_000, Delay: 250}, 18, 60},
-		{"the largest", Ack{Newest: ^uint64(0), Missing: ^uint64(0), Stamp: ^uint64(0), Delay: ^uint64(0), Wall: ^uint64(0)}, 50, 92},
+		{"nothing missing, no wall clock", Ack{Newest: 3000, Stamp: 60_000, Delay: 250}, 9, 37},
+		{"nothing missing, the wall clock", Ack{Newest: 3000, Stamp: 60_000, Delay: 250, Wall: 1_795_000_000_000}, 14, 42},
+		{"the packet before newest missing", Ack{Newest: 3000, Missing: 1, Stamp: 60_000, Delay: 250}, 9, 37},
+		{"the oldest of the 64 missing", Ack{Newest: 3000, Missing: 1 << 63, Stamp: 60_000, Delay: 250}, 18, 46},
+		{"the largest", Ack{Newest: ^uint64(0), Missing: ^uint64(0), Stamp: ^uint64(0), Delay: ^uint64(0), Wall: ^uint64(0)}, 50, 78},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.a.Header = goldenAckBody.Header
+			tc.a.Header.Counter = 900
 			b, err := tc.a.AppendBody(nil)
-			if sealed := HeaderLen + IndexLen + len(b) + TagLen; err != nil || len(b) != tc.body || sealed != tc.sealed {
+			if sealed := tc.a.Header.Len() + len(b) + TagLen; err != nil || len(b) != tc.body || sealed != tc.sealed {
 				t.Errorf("body % x (%v): %d bytes, %d sealed; PROTOCOL.md says %d and %d", b, err, len(b), sealed, tc.body, tc.sealed)
 			}
 		})
@@ -228,7 +231,8 @@ func FuzzParseAckBody(f *testing.F) {
 // second: packet 3,000, stamp 60,000 ms, held 250 µs; with no packet
 // missing and the wall clock not given (most acks while typing), with the
 // wall clock (one a second), and with the two packets before newest
-// missing. The datagram (header, index, body, tag) and the IPv4 packet
+// missing; the receiver's ack 900 (a 12-byte compact header, §2). The
+// datagram (header, body, tag) and the IPv4 packet
 // (+ 28 bytes of IP and UDP headers). PROTOCOL.md §5 quotes them.
 func BenchmarkAckSize(b *testing.B) {
 	a := Ack{Header: Header{Type: TypeAck, Flags: FlagSealed, Session: 0x0123456789ABCDEF, Counter: 900},
@@ -247,7 +251,7 @@ func BenchmarkAckSize(b *testing.B) {
 			for b.Loop() {
 				buf, _ = tc.a.AppendBody(buf[:0])
 			}
-			datagram := HeaderLen + IndexLen + len(buf) + TagLen
+			datagram := tc.a.Header.Len() + len(buf) + TagLen
 			b.ReportMetric(float64(datagram), "bytes/datagram")
 			b.ReportMetric(float64(datagram+28), "IPv4-bytes/datagram")
 		})
