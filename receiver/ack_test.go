@@ -256,8 +256,8 @@ func TestIdleAcksOncePerSecond(t *testing.T) {
 			}
 			prev = a
 		}
-		// An event 2 ms after the resend just acked: acked once
-		// MinAckInterval has passed since that ack.
+		// An event 2 ms after the resend just acked: acked at once
+		// (TestTypedIsAckedAtOnce), within MinAckInterval in any case.
 		time.Sleep(2 * time.Millisecond)
 		sent := time.Now()
 		l.send(t, 2*time.Millisecond, append([]eventqueue.Event{dn(kB, 10_050)}, queue...)...)
@@ -317,10 +317,11 @@ func TestEarlyTimerFiringIsNone(t *testing.T) {
 		if len(first) != 1 {
 			t.Fatalf("%d acks of the first packet, want 1", len(first))
 		}
-		// News half an ack interval later: its ack is held back until
-		// MinAckInterval after the first.
+		// A burst's re-send half an ack interval later (news that types
+		// nothing): its ack is held back until MinAckInterval after the
+		// first.
 		time.Sleep(MinAckInterval / 2)
-		l.send(t, time.Millisecond, dn(kB, 2), dn(kA, 1))
+		l.send(t, time.Millisecond, dn(kA, 1))
 		synctest.Wait()
 		tm.c <- time.Now() // fired early
 		if got := l.acks(); len(got) != 1 {
@@ -331,4 +332,46 @@ func TestEarlyTimerFiringIsNone(t *testing.T) {
 			t.Errorf("acks at %v, want the second MinAckInterval after the first (%v)", got, first[0].Add(MinAckInterval))
 		}
 	})
+}
+
+// TestTypedIsAckedAtOnce (PROTOCOL.md §9, "at most one ack per 1 ms"): a
+// packet that types something is acked at once, even within
+// MinAckInterval of the session's last ack; a packet whose news types
+// nothing (a burst's re-send) within it is still held back until
+// MinAckInterval after that ack. A tap's key-up comes within a
+// millisecond of its key-down's ack on a LAN: held back, its ack let the
+// sender's burst re-send it (every sender.MinBurstGap) and drew a second
+// ack.
+func TestTypedIsAckedAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []eventqueue.Event // the second packet's queue
+		want   time.Duration      // its ack, after it was sent
+	}{
+		{"the key-up of a tap", []eventqueue.Event{up(kA, 2), dn(kA, 1)}, 0},
+		{"a second key down", []eventqueue.Event{dn(kB, 2), dn(kA, 1)}, 0},
+		{"a burst's re-send", []eventqueue.Event{dn(kA, 1)}, MinAckInterval - 400*time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l, stop := runAckLog(t)
+				defer stop()
+				l.send(t, 100*time.Millisecond, dn(kA, 1))
+				if got := l.acks(); len(got) != 1 {
+					t.Fatalf("%d acks of the key-down, want 1", len(got))
+				}
+				time.Sleep(400 * time.Microsecond)
+				sent := time.Now()
+				l.send(t, time.Millisecond, tc.events...)
+				time.Sleep(MinAckInterval)
+				got := l.acks()
+				if len(got) != 2 {
+					t.Fatalf("%d acks, want 2", len(got))
+				}
+				if d := got[1].Sub(sent); d != tc.want {
+					t.Errorf("the second packet acked %v after it was sent, want %v", d, tc.want)
+				}
+			})
+		})
+	}
 }

@@ -7,14 +7,25 @@ import (
 	"github.com/keyrelay/keyrelay/wire"
 )
 
-// ack answers a packet of the session (PROTOCOL.md §9). A packet with news
-// is acked now, or when Config.AckInterval (MinAckInterval) has passed
-// since the last ack (pending; Expire sends it). A packet without (the next
-// counter, nothing new applied, at the sender's idle pace) is acked only if
-// the last ack is IdleAckInterval old: the sender heard from us recently
-// enough. The ack gives our wall clock when the last that gave it is
-// WallInterval old.
-func (r *Receiver) ack(s *session, now time.Time, news bool) {
+// ack answers a packet of the session (PROTOCOL.md §9). A packet that
+// typed something (applied: new events, or keys the diff released) is
+// acked now. Another packet with news is acked now, or when
+// Config.AckInterval (MinAckInterval) has passed since the last ack
+// (pending; Expire sends it). A packet without (the next counter, nothing
+// new applied, at the sender's idle pace) is acked only if the last ack is
+// IdleAckInterval old: the sender heard from us recently enough. The ack
+// gives our wall clock when the last that gave it is WallInterval old.
+//
+// Why the applied packet is not held back: its sender re-sends it every
+// burst gap (sender.MinBurstGap, 1 ms on a LAN) until this ack comes, so
+// an ack held back for the rest of AckInterval lets a re-send go, and
+// draws an ack of its own. A key-up typed within a millisecond of its
+// key-down's ack (a tap) cost a burst packet and often a second ack: 2.7
+// datagrams per key event over a veth pair where a packet and its ack are
+// 2. The acks this adds are at most one per event typed, and the events
+// come no faster than the sender's packets: the re-sends, which carry
+// nothing new, are still coalesced.
+func (r *Receiver) ack(s *session, now time.Time, news, applied bool) {
 	// An ack says "typed"; with the injector gone nothing is, and the
 	// sender must see the receiver fall silent.
 	// A one-way session is never acked: nothing goes back (PROTOCOL.md
@@ -26,7 +37,7 @@ func (r *Receiver) ack(s *session, now time.Time, news bool) {
 	if !news && !s.ackPending && !s.lastAck.IsZero() && now.Sub(s.lastAck) < IdleAckInterval {
 		return
 	}
-	if !s.lastAck.IsZero() && now.Sub(s.lastAck) < r.cfg.AckInterval {
+	if !applied && !s.lastAck.IsZero() && now.Sub(s.lastAck) < r.cfg.AckInterval {
 		s.ackPending = true
 		return
 	}

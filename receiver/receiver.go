@@ -151,7 +151,9 @@ type Watched interface {
 }
 
 // MinAckInterval bounds the acks sent to one session: at most one per
-// interval; what arrives in between is covered by the next one (no storms).
+// interval; what arrives in between is covered by the next one (no storms),
+// except a packet that typed something, acked at once (Receiver.ack):
+// those come no faster than the keys typed.
 // It is the sender's least burst gap (sender.MinBurstGap): a sender re-sends
 // no faster, so coalescing for longer only holds back the ack that stops a
 // burst. At 5 ms, on a LAN (1 ms gaps), a key-up coming within 5 ms of the
@@ -531,7 +533,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	if h.Counter <= s.counter || s.replaced {
 		r.stats.Stale++
 		r.late(s, h.Counter, now)
-		r.ack(s, now, false)
+		r.ack(s, now, false, false)
 		return
 	}
 	// Where a session's first packet starts typing: a handshaken session
@@ -582,7 +584,8 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.inject(s, d.Key, d.Kind == eventqueue.Down, d.Cause)
 	}
 	// Acked once typed: an ack tells the sender what was applied.
-	r.ack(s, now, news || len(r.ds) > 0 || s.tracker.Newest() != stamp)
+	applied := len(r.ds) > 0 || s.tracker.Newest() != stamp
+	r.ack(s, now, news || applied, applied)
 }
 
 // rebuild makes r.pkt's abridged queue whole (PROTOCOL.md §3.3): the

@@ -165,7 +165,7 @@ func (r *Receiver) Next() time.Time {
 func (r *Receiver) Expire(now time.Time) {
 	for _, s := range r.sortedSessions() {
 		if s.ackPending {
-			r.ack(s, now, true)
+			r.ack(s, now, true, false)
 		}
 		if s.live && now.Sub(s.lastHeard) >= r.allowance(s) {
 			// A sender that ends cleanly leaves every key released, then
