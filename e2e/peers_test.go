@@ -493,7 +493,11 @@ func writePeers(t *testing.T, rows []peerRow, floor []time.Duration, events int,
 				ratio(float64(k.P50-f50), float64(b.P50-f50)))
 		}
 	} else {
-		w.WriteString("\nBarrier (barriers, barrierc) was not installed: keyrelay alone.\n")
+		if *peersOnly != "" {
+			fmt.Fprintf(&w, "\nOnly %s was measured (-peers.only): no ratios.\n", *peersOnly)
+		} else {
+			w.WriteString("\nBarrier (barriers, barrierc) was not installed: keyrelay alone.\n")
+		}
 	}
 	w.WriteString(peersEnd + "\n")
 	path := filepath.Join("..", "BENCHMARKS.md")
