@@ -101,3 +101,40 @@ func TestTimerFiresAfterEachReset(t *testing.T) {
 		})
 	}
 }
+
+// TestNoFiringBeforeDue: the reader hands a firing only when the timer
+// expired, though it reads the timerfd only before its first wait: a timer
+// armed far ahead gives nothing, before and after a firing taken, and a
+// Reset after a firing arms it afresh rather than repeating the old one.
+// Real time, as in TestTimerFires.
+func TestNoFiringBeforeDue(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fireFirst bool // a firing taken before the far Reset
+	}{
+		{"armed far ahead from the start", false},
+		{"armed far ahead after a firing", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tm, err := New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tm.Close()
+			if tc.fireFirst {
+				tm.Reset(time.Millisecond)
+				select {
+				case <-tm.C():
+				case <-time.After(5 * time.Second):
+					t.Fatal("Reset(1ms) never fired")
+				}
+			}
+			tm.Reset(time.Hour)
+			select {
+			case at := <-tm.C():
+				t.Fatalf("fired at %v with an hour to go", at)
+			case <-time.After(50 * time.Millisecond):
+			}
+		})
+	}
+}
