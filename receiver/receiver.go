@@ -383,12 +383,26 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 		if next.Equal(armed) {
 			return
 		}
-		armed = next
 		if next.IsZero() {
+			armed = next
 			check.Stop()
 			return
 		}
-		check.Reset(time.Until(next))
+		now := time.Now()
+		// A live session's deadline, its allowance after the last packet
+		// heard (PROTOCOL.md §7.2), moves later at each packet: an idle
+		// sender's every 100 ms. A deadline armed no later than next and
+		// at least halfway to it is kept: it may fire early, and then
+		// Expire runs only what is due and rearm arms for next. So a
+		// session heard steadily costs a timerfd_settime about once per
+		// half its allowance, not at each datagram, and its timer fires
+		// early only once it falls silent. A deadline that comes sooner
+		// (an ack held back, §9) is armed as before.
+		if !armed.IsZero() && !armed.After(next) && armed.Sub(now) >= next.Sub(now)/2 {
+			return
+		}
+		armed = next
+		check.Reset(next.Sub(now))
 	}
 	// An injector that notices its backend going away between keys (an X
 	// server stopping) ends Run at once, not at the next key.
