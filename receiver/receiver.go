@@ -330,40 +330,11 @@ func New(cfg Config) (*Receiver, error) {
 	return r, nil
 }
 
-type datagram struct {
-	b    []byte
-	from net.Addr
-	at   time.Time
-}
-
 // Run receives until ctx is done, then releases every key it holds (cause
 // Shutdown) and returns. It returns an error only if reading fails for
 // another reason than ctx.
 func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 	r.since = time.Now()
-	in := make(chan datagram, 64)
-	readErr := make(chan error, 1)
-	// Read into buffers that outlast the datagrams in flight (in's and
-	// the one Handle has), with each source's address made once: no
-	// allocation per datagram.
-	rd := dgram.NewReader(r.cfg.Conn, cap(in)+1, wire.MaxPacketSize+1)
-	done := ctx.Done() // read once, not per datagram: a call through the interface and an atomic load
-	go func() {
-		for {
-			b, from, err := rd.Read()
-			if err != nil {
-				readErr <- err
-				return
-			}
-			d := datagram{b: b, from: from.Addr, at: time.Now()}
-			select {
-			case in <- d:
-			case <-done:
-				readErr <- ctx.Err()
-				return
-			}
-		}
-	}()
 	// Closing the conn is what unblocks ReadFrom, so Run closes it however
 	// it ends.
 	defer r.cfg.Conn.Close()
@@ -404,6 +375,44 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 		armed = next
 		check.Reset(next.Sub(now))
 	}
+
+	// The reader handles each datagram as it reads it, under mu, which
+	// Run's own steps (a deadline, the end) take too: handing each one to
+	// Run through a channel woke a second goroutine per datagram, and
+	// with it a select over every channel Run waits on, which for an idle
+	// receiver (a datagram every 100 ms, on a cold cache) was a good part
+	// of what each datagram cost. After stopped, the reader handles
+	// nothing more: no key is pressed after ReleaseAll.
+	var mu sync.Mutex
+	stopped := false
+	readErr := make(chan error, 1)
+	goneErr := make(chan struct{}, 1) // the injector's backend went away in Handle
+	// Read into buffers that outlast the datagram Handle has, with each
+	// source's address made once: no allocation per datagram.
+	rd := dgram.NewReader(r.cfg.Conn, 1, wire.MaxPacketSize+1)
+	go func() {
+		for {
+			b, from, err := rd.Read()
+			if err != nil {
+				readErr <- err
+				return
+			}
+			at := time.Now()
+			mu.Lock()
+			if stopped {
+				mu.Unlock()
+				return
+			}
+			r.Handle(b, from.Addr, at)
+			if r.gone != nil {
+				stopped = true
+				goneErr <- struct{}{}
+			} else {
+				rearm()
+			}
+			mu.Unlock()
+		}
+	}()
 	// An injector that notices its backend going away between keys (an X
 	// server stopping) ends Run at once, not at the next key.
 	var gone <-chan struct{}
@@ -415,21 +424,21 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 loop:
 	for {
 		select {
-		case d := <-in:
-			r.Handle(d.b, d.from, d.at)
-			if r.gone != nil {
-				break loop
-			}
-			rearm()
+		case <-goneErr:
+			break loop
 		case <-gone:
+			mu.Lock()
 			if r.gone == nil {
 				r.gone = w.GoneErr()
 			}
+			mu.Unlock()
 			break loop
 		case <-check.C():
+			mu.Lock()
 			armed = time.Time{}
 			r.Expire(time.Now()) // an early firing: Expire runs only what is due
 			rearm()
+			mu.Unlock()
 		case err = <-readErr:
 			if ctx.Err() != nil {
 				err = nil // closed because we are stopping
@@ -439,6 +448,9 @@ loop:
 			break loop
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	stopped = true
 	r.ReleaseAll(eventqueue.Shutdown)
 	if r.gone != nil {
 		return r.stats, r.gone
