@@ -519,16 +519,6 @@ func (c *Core) addNow(ev keyEvent, now time.Time) {
 			c.ledger.expire(c.keys.nonce - sentRing)
 		}
 		c.send(now)
-		if c.phase == running || c.phase == flushing {
-			// The regular resend goes an Interval after the last packet
-			// with an event, not on a fixed grid (PROTOCOL.md §7.1: every
-			// --interval without events): the receiver still hears the
-			// queue at least every Interval, and a resend that lands
-			// sooner after an event's packet than the receiver's BusyGap
-			// would be news to it (§9 rule 4) and draw an ack of its own,
-			// about one datagram in eight while typing.
-			c.tickAt = now.Add(c.cfg.Interval)
-		}
 		c.startBurst(now)
 	case r == eventqueue.Dropped:
 		c.stats.Dropped++

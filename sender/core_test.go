@@ -113,9 +113,8 @@ func (r *rig) peer(now time.Time) sender.PeerStatus {
 	return ps[0]
 }
 
-// The resend period (mission: the whole queue every 100 ms; PROTOCOL.md
-// §7.1: every --interval without events, so an Interval after the last
-// event's packet) and the event send (on every event), one-way: no bursts.
+// The resend period (mission: the whole queue every 100 ms) and the event
+// send (on every event), one-way: no bursts.
 func TestCoreResendsEveryInterval(t *testing.T) {
 	r := newRig(t, sender.CoreConfig{})
 	r.c.Start(t0)
@@ -129,21 +128,17 @@ func TestCoreResendsEveryInterval(t *testing.T) {
 	if len(r.sent) != 2 || r.sent[1].Events[0].Key != kA {
 		t.Fatalf("a key event sent %d packets, want one more carrying it", len(r.sent)-1)
 	}
-	if got := r.c.Next(); !got.Equal(at(ms(130))) {
-		t.Fatalf("one-way, a key event must not start a burst, and the resend goes an Interval after it: Next = +%v, want +130ms", got.Sub(t0))
+	if got := r.c.Next(); !got.Equal(at(ms(100))) {
+		t.Fatalf("one-way, a key event must not start a burst: Next = +%v, want +100ms", got.Sub(t0))
 	}
 	r.c.Tick(at(ms(100)))
-	if len(r.sent) != 2 {
-		t.Fatalf("a tick at +100ms, 70ms after the event's packet: %d packets in all, want 2", len(r.sent))
-	}
-	r.c.Tick(at(ms(130)))
 	if len(r.sent) != 3 {
-		t.Fatalf("the resend at +130ms: %d packets in all, want 3", len(r.sent))
+		t.Fatalf("the resend at +100ms: %d packets in all, want 3", len(r.sent))
 	}
 	// A late tick keeps the period's phase and skips what it missed.
-	r.c.Tick(at(ms(380)))
-	if got := r.c.Next(); !got.Equal(at(ms(430))) {
-		t.Fatalf("Next after a tick late at +380ms = +%v, want +430ms", got.Sub(t0))
+	r.c.Tick(at(ms(350)))
+	if got := r.c.Next(); !got.Equal(at(ms(400))) {
+		t.Fatalf("Next after a tick late at +350ms = +%v, want +400ms", got.Sub(t0))
 	}
 	for i, q := range r.sent {
 		if q.Header.Counter != uint64(i+1) {
@@ -293,8 +288,8 @@ func TestCoreBurstUntilAcked(t *testing.T) {
 	if len(r.sent) != n+1 {
 		t.Fatalf("the burst went on after the event's packet was acked")
 	}
-	if got := r.c.Next(); !got.Equal(at(ms(150))) {
-		t.Fatalf("after the burst: Next = +%v, want the resend at +150ms, an Interval after the event's packet", got.Sub(t0))
+	if got := r.c.Next(); !got.Equal(at(ms(100))) {
+		t.Fatalf("after the burst: Next = +%v, want the resend at +100ms", got.Sub(t0))
 	}
 }
 
