@@ -108,27 +108,34 @@ type Config struct {
 	// --wait). 0: the source plays at once.
 	Wait time.Duration
 	// Timer is the loop's one timer, stopped; Run closes it. Nil: a
-	// time.Timer. send gives a wake.Timer, which fires through the
-	// network poller instead of the runtime's timers (package wake says
-	// why).
+	// runtime timer (time.AfterFunc). send gives a wake.Timer, which fires
+	// through the network poller instead of the runtime's timers (package
+	// wake says why).
 	Timer Timer
 }
 
-// Timer is a one-shot timer for Run's loop (Config.Timer). Its C may give
-// a value early, from before a Reset: the loop then asks the core, which
-// runs only what is due, and arms the timer again.
+// Timer is a one-shot timer for Run's loop (Config.Timer). Run sets, with
+// OnFire, what each firing calls, before it arms the timer; the calls come
+// on the timer's own goroutine, one at a time, and may call Reset. A call
+// may come early, for a deadline from before a Reset: the loop then asks
+// the core, which runs only what is due, and arms the timer again. Close
+// waits for a call under way, if the timer can say when none is.
 type Timer interface {
-	C() <-chan time.Time
+	OnFire(f func())
 	Reset(d time.Duration)
 	Close() error
 }
 
-// stdTimer is the Timer of a Config without one.
+// stdTimer is the Timer of a Config without one: a runtime timer whose
+// function is OnFire's.
 type stdTimer struct{ t *time.Timer }
 
-func (s stdTimer) C() <-chan time.Time   { return s.t.C }
-func (s stdTimer) Reset(d time.Duration) { s.t.Reset(d) }
-func (s stdTimer) Close() error          { s.t.Stop(); return nil }
+func (s *stdTimer) OnFire(f func()) {
+	s.t = time.AfterFunc(time.Hour, f)
+	s.t.Stop()
+}
+func (s *stdTimer) Reset(d time.Duration) { s.t.Reset(d) }
+func (s *stdTimer) Close() error          { s.t.Stop(); return nil }
 
 // NoAnswerError is Run's error when a destination did not answer within
 // Config.Wait: the source never played, no key went anywhere.
@@ -185,8 +192,15 @@ type Sender struct {
 	sendErrors int
 	errSeen    map[string]bool
 
-	mu  sync.Mutex // guards pub
-	pub published
+	// mu guards pub and, while Run runs, the core and what follows: Run's
+	// loop and the timer's calls (fire) take turns at the core under it.
+	mu      sync.Mutex
+	pub     published
+	timer   Timer
+	armed   time.Time     // what timer is armed for; zero once it fired
+	lockSrc LockSource    // Run's source, if it knows the lock state
+	ended   bool          // Run has left its loop: fire does nothing more
+	kick    chan struct{} // fire tells Run's loop the core is done
 }
 
 // published is what the status methods report: a copy Run makes after
@@ -313,21 +327,23 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	}
 
 	c := s.core
-	now := time.Now()
+	s.lockSrc = lockSrc
+	s.kick = make(chan struct{}, 1)
+	s.timer = s.cfg.Timer
+	if s.timer == nil {
+		s.timer = &stdTimer{}
+	}
+	s.timer.OnFire(s.fire)
+	defer s.timer.Close() // after the loop, without mu: Close waits for a call under way
 	s.mu.Lock()
+	now := time.Now()
 	s.pub.start = now
-	s.mu.Unlock()
 	if lockSrc != nil {
 		c.SetLocks(lockSrc.Locks())
 	}
 	c.Start(now) // announce the session at once
-	armed := c.Next()
-	timer := s.cfg.Timer
-	if timer == nil {
-		timer = stdTimer{time.NewTimer(time.Hour)}
-	}
-	defer timer.Close()
-	timer.Reset(armed.Sub(now))
+	s.stepped(now)
+	s.mu.Unlock()
 	var waited <-chan time.Time
 	if s.cfg.Wait > 0 {
 		w := time.NewTimer(s.cfg.Wait)
@@ -339,62 +355,111 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	stopping := ctx.Done()
 	var srcErr error
 	for {
-		s.publish(now)
-		if c.Done() {
-			break
-		}
-		if waited != nil && len(c.Unheard(nil)) == 0 {
+		s.mu.Lock()
+		done := c.Done()
+		if !done && waited != nil && len(c.Unheard(nil)) == 0 {
 			waited = nil
 			play()
 		}
-		if next := c.Next(); !next.Equal(armed) {
-			timer.Reset(time.Until(next))
-			armed = next
+		s.mu.Unlock()
+		if done {
+			break
 		}
 		select {
 		case ev := <-events:
+			s.mu.Lock()
 			now = s.step(lockSrc)
 			c.Key(ev.key, ev.down, now)
+			s.stepped(now)
+			s.mu.Unlock()
 		case d := <-acks:
+			s.mu.Lock()
 			now = s.step(lockSrc)
 			c.Ack(d.b, d.from, d.at)
-		case <-timer.C():
-			armed = time.Time{}
-			now = s.step(lockSrc)
-			c.Tick(now)
+			s.stepped(now)
+			s.mu.Unlock()
+		case <-s.kick:
+			// The timer's call left the core done: the loop's head ends it.
 		case srcErr = <-played:
 			played = nil
 			stopping = nil
-			now = s.step(lockSrc)
 			why := SourceEnded
 			if srcErr != nil {
 				why = Interrupted // the source failed: exit soon, named
 			}
+			s.mu.Lock()
+			now = s.step(lockSrc)
 			c.Stop(now, why)
+			s.stepped(now)
+			s.mu.Unlock()
 		case <-waited:
 			// Nothing played, so nothing was typed: no release is owed,
 			// and the receivers that answered see a session that sent
 			// nothing end.
-			return s.stats(), &NoAnswerError{Wait: s.cfg.Wait, Addrs: c.Unheard(nil)}
+			s.mu.Lock()
+			s.ended = true
+			err := &NoAnswerError{Wait: s.cfg.Wait, Addrs: c.Unheard(nil)}
+			s.mu.Unlock()
+			return s.stats(), err
 		case <-stopping:
 			if waited != nil {
+				s.mu.Lock()
+				s.ended = true
+				s.mu.Unlock()
 				return s.stats(), nil // stopped while waiting: nothing typed, nothing to release
 			}
 			stopping = nil
 			stopPlay()
 			srcErr = <-played
 			played = nil
+			s.mu.Lock()
 			now = s.step(lockSrc)
 			c.Stop(now, Interrupted)
+			s.stepped(now)
+			s.mu.Unlock()
 		}
 	}
 	s.mu.Lock()
+	s.ended = true
 	s.pub.deliveries = c.Deliveries(s.pub.deliveries[:0])
 	s.mu.Unlock()
 	if errors.Is(srcErr, context.Canceled) && ctx.Err() != nil {
 		srcErr = nil // stopped by the caller (a signal): a clean exit
 	}
 	return s.stats(), srcErr
+}
+
+// fire is the timer's call (Timer.OnFire): the core's due deadlines,
+// run on the timer's goroutine under mu, so that a firing wakes that one
+// goroutine and not Run's loop too (an idle sender's every resend,
+// PROTOCOL.md §7). Run's loop hears of it only when it left the core done.
+func (s *Sender) fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	s.armed = time.Time{}
+	now := s.step(s.lockSrc)
+	s.core.Tick(now)
+	s.stepped(now)
+	if s.core.Done() {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// stepped follows each step of the core, under mu: it publishes the
+// status and arms the timer for the core's next deadline, unless it is
+// armed for it already.
+func (s *Sender) stepped(now time.Time) {
+	s.publish(now)
+	if next := s.core.Next(); !next.Equal(s.armed) {
+		s.timer.Reset(time.Until(next)) // from the clock now, not now's step: no drift by a step's length
+		s.armed = next
+	}
 }
 
 // step reads the clock and the source's lock state for one step of the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -228,29 +229,28 @@ func TestStatsStringNamesInitiations(t *testing.T) {
 	}
 }
 
-// pokeTimer is a Timer that fires as a wake.Timer does (a value dropped
-// when C is full) and that a test can also fire early, as a value left in
-// C from before a Reset would.
+// pokeTimer is a Timer that fires as a wake.Timer does (a call of
+// OnFire's function) and that a test can also fire early, as a firing
+// from before a Reset would.
 type pokeTimer struct {
-	c chan time.Time
+	f atomic.Pointer[func()] // set by Run, called by the test's pokes
 	t *time.Timer
 }
 
 func newPokeTimer() *pokeTimer {
-	p := &pokeTimer{c: make(chan time.Time, 1)}
+	p := &pokeTimer{}
 	p.t = time.AfterFunc(time.Hour, p.poke)
 	p.t.Stop()
 	return p
 }
 
 func (p *pokeTimer) poke() {
-	select {
-	case p.c <- time.Now():
-	default:
+	if f := p.f.Load(); f != nil {
+		(*f)()
 	}
 }
 
-func (p *pokeTimer) C() <-chan time.Time   { return p.c }
+func (p *pokeTimer) OnFire(f func())       { p.f.Store(&f) }
 func (p *pokeTimer) Reset(d time.Duration) { p.t.Reset(d) }
 func (p *pokeTimer) Close() error          { p.t.Stop(); return nil }
 

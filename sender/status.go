@@ -15,11 +15,10 @@ type Status struct {
 	Uptime  time.Duration
 }
 
-// publish copies what the status methods report; Run calls it after each
-// step. The slices are reused: no allocation once they have grown.
+// publish copies what the status methods report, under mu; Run's loop and
+// the timer's calls make it after each step. The slices are reused: no
+// allocation once they have grown.
 func (s *Sender) publish(now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	c := s.core
 	s.pub.packets = c.Packets()
 	s.pub.held = c.Held(s.pub.held[:0])

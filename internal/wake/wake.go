@@ -28,5 +28,5 @@ type Timer struct {
 	t *timerfd
 }
 
-// C is the channel the timer fires on.
+// C is the channel the timer fires on, until OnFire.
 func (t *Timer) C() <-chan time.Time { return t.c }

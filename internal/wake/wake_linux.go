@@ -3,6 +3,7 @@ package wake
 import (
 	"errors"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -20,6 +21,8 @@ type timerfd struct {
 	fn func(fd uintptr) bool // read, bound once
 	n  uint64                // read's result: expirations
 	c  chan time.Time        // the Timer's C
+	// fire, once set (OnFire), takes each firing instead of c.
+	fire atomic.Pointer[func()]
 	// waited: the poller has woken read at least once, so each call
 	// since answers a firing (see read).
 	waited bool
@@ -70,12 +73,26 @@ func (tf *timerfd) read(fd uintptr) bool {
 			return false // not fired yet
 		}
 	}
+	if f := tf.fire.Load(); f != nil {
+		(*f)()
+		return false
+	}
 	select {
 	case tf.c <- time.Now():
 	default:
 	}
 	return false
 }
+
+// OnFire makes each later firing a call of f, on the timer's own
+// goroutine (the one that reads the timerfd), instead of a value on C:
+// a loop that does a firing's work in f wakes one goroutine per firing,
+// not two. The calls of f come one at a time; f may call Reset and Stop,
+// not Close. Close waits for a call under way to return (the descriptor
+// is closed once its reader lets go of it), so none comes after Close
+// returns, and f must not wait for anything Close's caller holds. Call
+// OnFire before the timer is armed.
+func (t *Timer) OnFire(f func()) { t.t.fire.Store(&f) }
 
 // run reads the timer until Close.
 func (t *Timer) run() {

@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,5 +137,50 @@ func TestNoFiringBeforeDue(t *testing.T) {
 			case <-time.After(50 * time.Millisecond):
 			}
 		})
+	}
+}
+
+// TestOnFireCallsInsteadOfC: after OnFire each firing is a call of f on
+// the reader's goroutine and nothing goes to C; f re-arming the timer
+// from within gets the next firing, and no call comes after Close
+// returns. Real time, as in TestTimerFires.
+func TestOnFireCallsInsteadOfC(t *testing.T) {
+	tm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := make(chan int, 10)
+	var n atomic.Int32
+	tm.OnFire(func() {
+		i := int(n.Add(1))
+		calls <- i
+		if i < 3 {
+			tm.Reset(time.Millisecond) // from f itself, as send's loop does
+		}
+	})
+	tm.Reset(time.Millisecond)
+	for want := 1; want <= 3; want++ {
+		select {
+		case got := <-calls:
+			if got != want {
+				t.Fatalf("call %d, want %d", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("call %d never came", want)
+		}
+	}
+	select {
+	case at := <-tm.C():
+		t.Fatalf("C gave %v after OnFire", at)
+	default:
+	}
+	tm.Reset(time.Millisecond)
+	if err := tm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := n.Load()
+	<-time.After(20 * time.Millisecond) // real time, as in TestNoFiringBeforeDue: a late call would come in it
+	if got := n.Load(); got != after {
+		t.Errorf("%d calls after Close returned", got-after)
 	}
 }
