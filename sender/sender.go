@@ -197,10 +197,14 @@ type Sender struct {
 	mu      sync.Mutex
 	pub     published
 	timer   Timer
-	armed   time.Time     // what timer is armed for; zero once it fired
-	lockSrc LockSource    // Run's source, if it knows the lock state
-	ended   bool          // Run has left its loop: fire does nothing more
-	kick    chan struct{} // fire tells Run's loop the core is done
+	armed   time.Time  // what timer is armed for; zero once it fired
+	lockSrc LockSource // Run's source, if it knows the lock state
+	ended   bool       // Run has left its loop: fire does nothing more
+	// stale: a step of the core came since pub was copied, at steppedAt
+	// (publish).
+	stale     bool
+	steppedAt time.Time
+	kick      chan struct{} // fire tells Run's loop the core is done
 }
 
 // published is what the status methods report: a copy Run makes after
@@ -421,6 +425,7 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	}
 	s.mu.Lock()
 	s.ended = true
+	s.publish() // the last copy: nothing steps the core any more
 	s.pub.deliveries = c.Deliveries(s.pub.deliveries[:0])
 	s.mu.Unlock()
 	if errors.Is(srcErr, context.Canceled) && ctx.Err() != nil {
@@ -451,11 +456,11 @@ func (s *Sender) fire() {
 	}
 }
 
-// stepped follows each step of the core, under mu: it publishes the
-// status and arms the timer for the core's next deadline, unless it is
-// armed for it already.
+// stepped follows each step of the core, under mu: it marks the status
+// stale (publish) and arms the timer for the core's next deadline, unless
+// it is armed for it already.
 func (s *Sender) stepped(now time.Time) {
-	s.publish(now)
+	s.stale, s.steppedAt = true, now
 	if next := s.core.Next(); !next.Equal(s.armed) {
 		s.timer.Reset(time.Until(next)) // from the clock now, not now's step: no drift by a step's length
 		s.armed = next

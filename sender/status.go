@@ -15,11 +15,17 @@ type Status struct {
 	Uptime  time.Duration
 }
 
-// publish copies what the status methods report, under mu; Run's loop and
-// the timer's calls make it after each step. The slices are reused: no
-// allocation once they have grown.
-func (s *Sender) publish(now time.Time) {
-	c := s.core
+// publish copies what the status methods report, under mu, if a step of
+// the core came since the last copy: the status methods call it, not each
+// step, so an idle sender's resends, ten a second, make no copy that no
+// display asks for. The core is read under mu, which Run holds for each of
+// its steps. The slices are reused: no allocation once they have grown.
+func (s *Sender) publish() {
+	if !s.stale {
+		return
+	}
+	s.stale = false
+	c, now := s.core, s.steppedAt
 	s.pub.packets = c.Packets()
 	s.pub.held = c.Held(s.pub.held[:0])
 	s.pub.pending = c.Pending()
@@ -33,6 +39,7 @@ func (s *Sender) Status() Status {
 	peers := s.Peers()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.publish()
 	st := Status{
 		Packets: s.pub.packets,
 		Held:    append([]keys.Key(nil), s.pub.held...),
@@ -50,6 +57,7 @@ func (s *Sender) Status() Status {
 func (s *Sender) Peers() []PeerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.publish()
 	now := time.Now()
 	out := append([]PeerStatus(nil), s.pub.peers...)
 	for i := range out {
@@ -63,6 +71,7 @@ func (s *Sender) Peers() []PeerStatus {
 func (s *Sender) Pending() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.publish()
 	return s.pub.pending
 }
 
@@ -73,6 +82,7 @@ func (s *Sender) Pending() int {
 func (s *Sender) Final() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.publish()
 	return s.pub.final
 }
 
@@ -82,6 +92,7 @@ func (s *Sender) Final() uint64 {
 func (s *Sender) Unanswered() []LinkState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.publish()
 	return append([]LinkState(nil), s.pub.unanswered...)
 }
 
