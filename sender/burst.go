@@ -190,7 +190,7 @@ type pace struct {
 // overdue reports whether the receiver of l has left a packet with news
 // unanswered for over a round trip (at least minAnswerWait) at now.
 func (c *Core) overdue(l *link, now time.Time) bool {
-	p := c.peers[l.Addr]
+	p := c.peerOf(l)
 	if p == nil || l.pace.asked == 0 || p.Newest >= l.pace.asked {
 		return false
 	}
@@ -200,7 +200,7 @@ func (c *Core) overdue(l *link, now time.Time) bool {
 // silent reports whether the receiver of l is silent at now: overdue, and
 // unheard for over SilentAfter.
 func (c *Core) silent(l *link, now time.Time) bool {
-	return c.overdue(l, now) && now.Sub(c.peers[l.Addr].LastHeard) > SilentAfter
+	return c.overdue(l, now) && now.Sub(c.peerOf(l).LastHeard) > SilentAfter
 }
 
 // allOverdue reports whether every receiver heard is overdue at now (and
@@ -208,7 +208,7 @@ func (c *Core) silent(l *link, now time.Time) bool {
 func (c *Core) allOverdue(now time.Time) bool {
 	heard := false
 	for _, l := range c.links {
-		if c.peers[l.Addr] == nil {
+		if c.peerOf(l) == nil {
 			continue
 		}
 		if !c.overdue(l, now) {
@@ -271,7 +271,7 @@ func (c *Core) sentOn(l *link, counter, top uint64, now time.Time) {
 	ps := &l.pace
 	clock := c.clock(now)
 	news := counter != ps.counter+1 || clock < ps.clock+busyGapMs || top > ps.top
-	if p := c.peers[l.Addr]; news && p != nil && (ps.asked == 0 || p.Newest >= ps.asked) {
+	if p := c.peerOf(l); news && p != nil && (ps.asked == 0 || p.Newest >= ps.asked) {
 		ps.asked, ps.askedAt = counter, now
 	}
 	ps.counter, ps.clock, ps.top = counter, clock, top
@@ -290,7 +290,7 @@ func (c *Core) sentOn(l *link, counter, top uint64, now time.Time) {
 // about 25 tries fit in that 0.5 s.
 func (c *Core) linkGap(l *link, now time.Time) time.Duration {
 	waiting := len(c.backlog) > 0 || c.phase == flushing || c.phase == lingering
-	if p := c.peers[l.Addr]; waiting && p != nil && c.owed(p, now) && now.Sub(p.LastHeard) >= c.cfg.Outage-SilentAfter {
+	if p := c.peerOf(l); waiting && p != nil && c.owed(p, now) && now.Sub(p.LastHeard) >= c.cfg.Outage-SilentAfter {
 		return MaxBurstGap
 	}
 	return SilentGap
@@ -301,7 +301,7 @@ func (c *Core) linkGap(l *link, now time.Time) time.Duration {
 func (c *Core) paceGap(now time.Time) time.Duration {
 	gap := SilentGap
 	for _, l := range c.links {
-		if c.peers[l.Addr] != nil {
+		if c.peerOf(l) != nil {
 			gap = min(gap, c.linkGap(l, now))
 		}
 	}

@@ -101,6 +101,9 @@ type link struct {
 	// why says what the handshake is waiting on, for the user.
 	why  string
 	pace pace // pacing while its receiver is silent (burst.go)
+	// peer is c.peers[Addr] once it is there (peerOf): the core's
+	// deadlines ask for it at every packet, and a peer, once heard, stays.
+	peer *peer
 	// unanswered: no response within PeerTimeout, and the log said so.
 	// No key goes to it (PROTOCOL.md §8.4: a unicast destination never
 	// falls back to one-way).
@@ -430,7 +433,7 @@ func (c *Core) Unanswered(dst []LinkState) []LinkState {
 // not listed (send --wait waits for the others).
 func (c *Core) Unheard(dst []string) []string {
 	for _, l := range c.links {
-		if l.OneWay || !c.cfg.Feedback || l.current != nil || c.peers[l.Addr] != nil {
+		if l.OneWay || !c.cfg.Feedback || l.current != nil || c.peerOf(l) != nil {
 			continue
 		}
 		dst = append(dst, l.Addr)

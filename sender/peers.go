@@ -223,6 +223,17 @@ func (c *Core) settle(p *peer, a *wire.Ack) {
 	p.counted = max(p.counted, last)
 }
 
+// peerOf is what its receiver told of l, nil while it has not acked: a
+// lookup of c.peers by l's address the first time, kept on l after (peers
+// are never removed from c.peers), so that the deadlines of an idle sender,
+// which ask at every packet (paced, silent), hash no address.
+func (c *Core) peerOf(l *link) *peer {
+	if l.peer == nil {
+		l.peer = c.peers[l.Addr]
+	}
+	return l.peer
+}
+
 // handleAck applies one ack, parsed as m, from the address from. A
 // handshaken link's ack counts for that link's destination, whatever
 // address it came from: it authenticates, but its address is trusted for
