@@ -58,6 +58,15 @@ func script(t *testing.T, s string) *capture.Script {
 
 // run plays src from a sender on a perfect in-memory network to two
 // receivers and returns what each got.
+// arrivalTimes is when the packets got arrived, as "0s 100ms …".
+func arrivalTimes(got []arrival) string {
+	var at []string
+	for _, a := range got {
+		at = append(at, a.at.String())
+	}
+	return strings.Join(at, " ")
+}
+
 func run(t *testing.T, cfg Config, src Source, ctx context.Context) (Stats, error, [][]arrival) {
 	nw := netsim.NewNetwork(netsim.Config{})
 	sc, _ := nw.Listen("10.0.0.1:1")
@@ -86,12 +95,8 @@ func TestIntervalAndLinger(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var times []string
-		for _, a := range got[0] {
-			times = append(times, a.at.String())
-		}
 		want := "0s 100ms 200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 950ms 1s 1.05s 1.1s 1.15s 1.2s"
-		if strings.Join(times, " ") != want {
+		if times := arrivalTimes(got[0]); times != want {
 			t.Errorf("packets at %v\nwant        %s", times, want)
 		}
 		if len(got[1]) != len(got[0]) || st.Packets != len(got[0]) {
@@ -113,11 +118,7 @@ func TestEventsSendAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var at []string
-		for _, a := range got[0] {
-			at = append(at, a.at.String())
-		}
-		if strings.Join(at, " ") != "0s 30ms 70ms" {
+		if at := arrivalTimes(got[0]); at != "0s 30ms 70ms" {
 			t.Fatalf("packets at %v, want 0s 30ms 70ms", at)
 		}
 		if e := got[0][1].q.Events[0]; e.Key != keys.Key(keys.KeyA) || e.Kind != eventqueue.Down || e.Stamp != 30 {
@@ -268,12 +269,8 @@ func TestEarlyTimerFiringsSendNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var times []string
-		for _, a := range got[0] {
-			times = append(times, a.at.String())
-		}
 		want := "0s 100ms 200ms 300ms 400ms 500ms 600ms 700ms 800ms 900ms 950ms 1s 1.05s 1.1s 1.15s 1.2s"
-		if strings.Join(times, " ") != want {
+		if times := arrivalTimes(got[0]); times != want {
 			t.Errorf("packets at %v\nwant        %s", times, want)
 		}
 	})
