@@ -273,6 +273,9 @@ lint:
 	@# so overlapping runs cannot trip over each other.
 	@if ! out=$$($(GO) mod tidy -diff 2>&1); then \
 	  echo "go mod tidy would change go.mod/go.sum (run go mod tidy):"; echo "$$out"; exit 1; fi
+	@# Commit messages since the convention was adopted: "pkg: phrase" in
+	@# at most 72 characters, then a blank line (scripts/commitlint.sh).
+	@scripts/commitlint.sh
 
 # robotgo's cgo and pure-Go X11 backends side by side on $$DISPLAY (needs
 # libxtst-dev libx11-dev, and an X server: e.g. Xvfb :9 -noreset & DISPLAY=:9).
