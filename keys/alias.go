@@ -11,8 +11,12 @@ import (
 )
 
 // aliases are other names people know for physical keys, as they are
-// usually written (Parse ignores ASCII case): the X keysym names xdotool takes (Return, BackSpace, Prior, Control_L,
-// ISO_Level3_Shift, KP_Enter) and short forms (ctrl, alt, super, esc). Each
+// usually written (Parse ignores ASCII case): the X keysym names xdotool
+// takes (Return, BackSpace, Prior, Control_L, ISO_Level3_Shift, KP_Enter),
+// short forms (ctrl, alt, super, esc), and, added from table_gen.go's
+// oldNames, keycodemapdb's names for keys the browsers name otherwise
+// (Katakana for Lang3, Hiragana for Lang4), so that scripts written with
+// them keep working. Each
 // names the key that has that keysym on a US keyboard, as a W3C name names
 // the key by its US label: they are physical keys, and the receiver's
 // layout decides what they type.
@@ -109,6 +113,9 @@ var aliases = map[string]Code{
 var aliasByLower = map[string]Code{}
 
 func init() {
+	for a, c := range oldNames {
+		aliases[a] = c
+	}
 	for a, c := range aliases {
 		aliasByLower[strings.ToLower(a)] = c
 	}

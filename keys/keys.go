@@ -2,8 +2,10 @@
 // the keyboard page (0x07), or, for a key that has none (media, launch and
 // brightness keys, Redo, Print), EvdevBase + its Linux evdev code (PROTOCOL.md
 // §3.1); people name keys with W3C KeyboardEvent.code names (KeyA, ShiftLeft,
-// Enter). The tables are generated from qemu's keycodemapdb
-// (see LICENSE.keycodemapdb) by `go generate`; the build never reads the CSV.
+// Enter), the names a browser reports for the key. The tables are generated
+// by `go generate` from qemu's keycodemapdb (see LICENSE.keycodemapdb), with
+// the names of Chromium's code table where it names a key otherwise
+// (keys/internal/keygen); the build never reads their sources.
 // Everything here is read-only after init and safe for concurrent use.
 package keys
 
@@ -15,7 +17,7 @@ import (
 	"unicode/utf8"
 )
 
-//go:generate go run ./internal/gen -in testdata/keycodemapdb/keymaps.csv -license testdata/keycodemapdb/LICENSE.BSD -out table_gen.go
+//go:generate go run ./internal/gen -in testdata/keycodemapdb/keymaps.csv -license testdata/keycodemapdb/LICENSE.BSD -chromium testdata/chromium/dom_codes.tsv -spec testdata/uievents-code/codes.tsv -out table_gen.go
 
 // Code is a USB HID usage ID on the keyboard/keypad page (0x07), or
 // EvdevBase + a Linux evdev code for a key without one. The zero Code is "no
@@ -36,7 +38,9 @@ const evdevMax = 0x2FF
 // A column the CSV leaves empty holds the sentinel its comment names.
 type Info struct {
 	Code Code
-	// Name is the W3C KeyboardEvent.code name, "" if the key has none.
+	// Name is the KeyboardEvent.code name, "" if the key has none: the UI
+	// Events spec's, or Chromium's for a key the spec does not name
+	// (MediaPlay; table_gen.go marks them).
 	Name string
 	// Evdev is the Linux input event code (KEY_*), EvdevName its name
 	// ("" where keycodemapdb has none, as for 84, XKB's <LVL3>); 0

@@ -179,15 +179,24 @@ func TestForRuneMatchesKeysyms(t *testing.T) {
 // csvPath is the copy of keycodemapdb the table is generated from.
 const csvPath = "testdata/keycodemapdb/keymaps.csv"
 
+// sources are the generator's inputs, as the //go:generate lines name them.
+var sources = keygen.Sources{
+	CSV:      csvPath,
+	License:  "testdata/keycodemapdb/LICENSE.BSD",
+	Chromium: "testdata/chromium/dom_codes.tsv",
+	Spec:     "testdata/uievents-code/codes.tsv",
+}
+
 // TestTableIsGenerated: the committed table is what the generator makes from
-// the CSV checked in beside it.
+// the CSV, Chromium's code table and the spec's code values checked in
+// beside it.
 func TestTableIsGenerated(t *testing.T) {
 	committed, err := os.ReadFile("table_gen.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Run("in process", func(t *testing.T) {
-		got, err := keygen.Generate(csvPath, filepath.Join(filepath.Dir(csvPath), "LICENSE.BSD"))
+		got, err := keygen.Generate(sources)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/csv"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/keyrelay/keyrelay/keys/internal/keygen"
 	"github.com/keyrelay/keyrelay/keys/internal/scangen"
 )
 
@@ -101,7 +101,7 @@ func TestWindowsScanCodes(t *testing.T) {
 }
 
 // TestScanTableIsGenerated: scancode_gen.go is what the generator makes
-// from the CSV now.
+// from the CSV now, its comments labelled as table_gen.go names the keys.
 func TestScanTableIsGenerated(t *testing.T) {
 	if _, err := os.Stat(csvPath); err != nil {
 		t.Skipf("keycodemapdb not beside the repository: %v", err)
@@ -110,7 +110,11 @@ func TestScanTableIsGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := scangen.Generate(csvPath, filepath.Join(filepath.Dir(csvPath), "LICENSE.BSD"))
+	names, err := keygen.Load(sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := scangen.Generate(csvPath, sources.License, names.Labels())
 	if err != nil {
 		t.Fatal(err)
 	}

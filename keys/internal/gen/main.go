@@ -1,7 +1,7 @@
-// Command gen writes keys/table_gen.go from qemu's keycodemapdb keymaps.csv;
-// go generate runs it from keys/. Package keygen does the work and documents
-// the rule for CSV rows that share a USB usage: the first row in file order
-// with a W3C name wins, else the first row.
+// Command gen writes keys/table_gen.go from qemu's keycodemapdb keymaps.csv,
+// Chromium's KeyboardEvent.code table and the UI Events code values; go
+// generate runs it from keys/. Package keygen does the work and documents
+// the rules: which CSV row a key is made from, and which name it gets.
 package main
 
 import (
@@ -13,14 +13,17 @@ import (
 )
 
 func main() {
-	in := flag.String("in", "", "keymaps.csv")
+	var s keygen.Sources
+	flag.StringVar(&s.CSV, "in", "", "keycodemapdb keymaps.csv")
+	flag.StringVar(&s.License, "license", "", "keycodemapdb LICENSE.BSD to quote in the header")
+	flag.StringVar(&s.Chromium, "chromium", "", "Chromium's code table (dom_codes.tsv)")
+	flag.StringVar(&s.Spec, "spec", "", "the UI Events code values (codes.tsv)")
 	out := flag.String("out", "table_gen.go", "output file")
-	license := flag.String("license", "", "LICENSE.BSD to quote in the header")
 	flag.Parse()
-	if *in == "" || *license == "" {
-		log.Fatal("gen: -in and -license are required")
+	if s.CSV == "" || s.License == "" || s.Chromium == "" || s.Spec == "" {
+		log.Fatal("gen: -in, -license, -chromium and -spec are required")
 	}
-	src, err := keygen.Generate(*in, *license)
+	src, err := keygen.Generate(s)
 	if err != nil {
 		log.Fatal(err)
 	}

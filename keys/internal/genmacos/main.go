@@ -1,6 +1,8 @@
 // Command genmacos writes keys/macos_gen.go, the key of each macOS virtual
-// keycode, from qemu's keycodemapdb keymaps.csv; go generate runs it from
-// keys/. Package keygen does the work (GenerateMacOS).
+// keycode, from qemu's keycodemapdb keymaps.csv, naming the keys in its
+// comments as table_gen.go does (Chromium's code table, the UI Events code
+// values); go generate runs it from keys/. Package keygen does the work
+// (GenerateMacOS).
 package main
 
 import (
@@ -12,13 +14,16 @@ import (
 )
 
 func main() {
-	in := flag.String("in", "", "keymaps.csv")
+	var s keygen.Sources
+	flag.StringVar(&s.CSV, "in", "", "keycodemapdb keymaps.csv")
+	flag.StringVar(&s.Chromium, "chromium", "", "Chromium's code table (dom_codes.tsv)")
+	flag.StringVar(&s.Spec, "spec", "", "the UI Events code values (codes.tsv)")
 	out := flag.String("out", "macos_gen.go", "output file")
 	flag.Parse()
-	if *in == "" {
-		log.Fatal("genmacos: -in is required")
+	if s.CSV == "" || s.Chromium == "" || s.Spec == "" {
+		log.Fatal("genmacos: -in, -chromium and -spec are required")
 	}
-	src, err := keygen.GenerateMacOS(*in)
+	src, err := keygen.GenerateMacOS(s)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,18 +1,33 @@
-// Package keygen makes keys/table_gen.go from qemu's keycodemapdb keymaps.csv.
+// Package keygen makes keys/table_gen.go from qemu's keycodemapdb keymaps.csv,
+// naming the keys as the browsers do.
 //
 // The rule for duplicates: one entry per USB HID usage ID (the "USB Keycodes"
 // column, decimal). A row without one gets the code EvdevBase + its Linux
 // evdev code (PROTOCOL.md §3.1: the keys that have no usage on the keyboard
 // page, media, launch and brightness keys among them), unless that evdev
 // code has a usage on another row; KEY_RESERVED (0) is skipped. Several rows
-// can share a
-// usage (different Linux keys, or one key listed once per X11 keysym or per
-// Win32 VK): the first row in file order that has a W3C name ("HTML code")
-// wins, else the first row. A W3C name that several usages carry names only
-// the lowest usage (the keyboard page's own: Backslash is 0x31, not the ISO
-// 0x32); the others are unnamed and print as hex. A key listed with a second
-// keysym (XK_1, then XK_exclam) keeps it as its shifted keysym; for letters,
-// listed XK_A before XK_a, the lower case one is the unshifted keysym.
+// can share a usage (different Linux keys, or one key listed once per X11
+// keysym or per Win32 VK): the first row in file order that has a W3C name
+// ("HTML code") wins, else the first row. A W3C name that several usages
+// carry names only the lowest usage (the keyboard page's own: Backslash is
+// 0x31, not the ISO 0x32); the others are unnamed and print as hex. A key
+// listed with a second keysym (XK_1, then XK_exclam) keeps it as its shifted
+// keysym; for letters, listed XK_A before XK_a, the lower case one is the
+// unshifted keysym.
+//
+// The rule for names: a key is named what a browser reports as
+// KeyboardEvent.code when the key is pressed, where keycodemapdb's name
+// differs. Chromium's code table (keys/testdata/chromium) gives each code a
+// Linux evdev code; the key keyrelay relays that evdev code as (the lowest
+// code that has it, as keys.FromEvdev finds it) takes the name, and a
+// keycodemapdb name that Chromium gives another key leaves its key unnamed.
+// So the Katakana key (0x92) is Lang3, as Chromium and the USB HID tables
+// call it, and Select is the keyboard page's Select (0x77, KEY_FRONT), not
+// KEY_SELECT. Every name must be a code value of the UI Events spec
+// (keys/testdata/uievents-code) or one of Chromium's; the generated constants
+// mark Chromium's that the spec lacks (MediaPlay, BrightnessUp, ...). A
+// keycodemapdb name a key lost to the browsers' name, and that names no other
+// key, stays an alias of its key (Katakana for Lang3).
 package keygen
 
 import (
@@ -20,9 +35,9 @@ import (
 	"encoding/csv"
 	"fmt"
 	"go/format"
-	"go/token"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,51 +67,152 @@ type entry struct {
 	xkb          string
 }
 
+// Sources are the generator's inputs.
+type Sources struct {
+	// CSV is qemu keycodemapdb's keymaps.csv.
+	CSV string
+	// License is keycodemapdb's LICENSE.BSD, quoted in table_gen.go's
+	// header (Generate only).
+	License string
+	// Chromium is Chromium's code table (keys/testdata/chromium/dom_codes.tsv).
+	Chromium string
+	// Spec is the UI Events code values (keys/testdata/uievents-code/codes.tsv).
+	Spec string
+}
+
+// Table is the keys read from Sources, named as the package doc says.
+type Table struct {
+	entries []entry // in code order
+	// oldNames are keycodemapdb's names that the browsers' replaced, each
+	// the code of the key it names.
+	oldNames map[string]int
+	// chromiumOnly are the names from Chromium's table that the spec does
+	// not define.
+	chromiumOnly map[string]bool
+}
+
+// Load reads the sources and names the keys.
+func Load(s Sources) (*Table, error) {
+	k, err := readFile(s.CSV, readCSV)
+	if err != nil {
+		return nil, err
+	}
+	chromium, err := readFile(s.Chromium, readChromium)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := readFile(s.Spec, readSpec)
+	if err != nil {
+		return nil, err
+	}
+	return name(k, chromium, spec)
+}
+
+// Names returns each named key's name by code.
+func (t *Table) Names() map[int]string {
+	m := map[int]string{}
+	for _, e := range t.entries {
+		if e.name != "" {
+			m[e.usage] = e.name
+		}
+	}
+	return m
+}
+
+// Labels returns, by code, what a generated table's comment calls each key:
+// its name, or its Linux evdev name (KEY_VOLUMEUP) for a key without one.
+func (t *Table) Labels() map[int]string {
+	m := map[int]string{}
+	for _, e := range t.entries {
+		if m[e.usage] = e.name; e.name == "" {
+			m[e.usage] = e.evdevName
+		}
+	}
+	return m
+}
+
 // Generate returns the Go source of the table.
-func Generate(csvPath, licensePath string) ([]byte, error) {
-	f, err := os.Open(csvPath)
+func Generate(s Sources) ([]byte, error) {
+	lic, err := os.ReadFile(s.License)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	lic, err := os.ReadFile(licensePath)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := read(f)
+	t, err := Load(s)
 	if err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "// Code generated by keys/internal/gen from qemu keycodemapdb keymaps.csv; DO NOT EDIT.\n\n")
+	fmt.Fprintf(&b, "// Code generated by keys/internal/gen from keycodemapdb, Chromium's code table and the UI Events code values; DO NOT EDIT.\n\n")
 	fmt.Fprintf(&b, "// The data is from qemu's keycodemapdb, used under the BSD licence:\n//\n")
 	for _, l := range strings.Split(strings.TrimRight(string(lic), "\n"), "\n") {
 		fmt.Fprintf(&b, "//\t%s\n", l)
 	}
+	fmt.Fprintf(&b, "//\n// The key names are checked against the code values of the W3C's UI Events\n// KeyboardEvent code Values, and where they differ from keycodemapdb's, or\n// the spec names no key, taken from Chromium's\n// ui/events/keycodes/dom/dom_code_data.inc (BSD-style licence; see\n// keys/testdata/chromium/SOURCE.md).\n")
 	fmt.Fprintf(&b, "\npackage keys\n\n")
-	fmt.Fprintf(&b, "// Named keys: W3C KeyboardEvent.code names as codes (USB HID usages, or\n// EvdevBase + the evdev code for a key without one).\nconst (\n")
-	for _, e := range entries {
-		if e.name != "" {
-			if !token.IsIdentifier(e.name) || !token.IsExported(e.name) {
-				return nil, fmt.Errorf("W3C name %q of usage %#02x is not an exported Go identifier", e.name, e.usage)
-			}
-			fmt.Fprintf(&b, "\t%s Code = %#02x\n", e.name, e.usage)
+	fmt.Fprintf(&b, "// Named keys: KeyboardEvent.code names as codes (USB HID usages, or\n// EvdevBase + the evdev code for a key without one).\nconst (\n")
+	for _, e := range t.entries {
+		if e.name == "" {
+			continue
 		}
+		fmt.Fprintf(&b, "\t%s Code = %#02x", e.name, e.usage)
+		if t.chromiumOnly[e.name] {
+			fmt.Fprintf(&b, " // Chromium's; not a UI Events code value")
+		}
+		fmt.Fprintf(&b, "\n")
 	}
 	fmt.Fprintf(&b, ")\n\n// table is every usage keycodemapdb knows, then every evdev code it knows\n// without one (EvdevBase + the evdev code), in code order.\nvar table = [...]Info{\n")
-	for _, e := range entries {
+	for _, e := range t.entries {
 		fmt.Fprintf(&b, "\t{Code: %#02x, Name: %q, Evdev: %d, EvdevName: %q, X11Keysym: %#x, X11Name: %q, X11Shifted: %#x, X11ShiftedName: %q, MacOS: %d, Win32VK: %#x, Win32Name: %q, XKB: %q},\n",
 			e.usage, e.name, e.evdev, e.evdevName, e.x11, e.x11Name, e.x11Shift, e.x11ShiftName, e.mac, e.win32, e.win32Name, e.xkb)
+	}
+	fmt.Fprintf(&b, "}\n\n// oldNames are the names keycodemapdb gives keys that the browsers name\n// otherwise; Parse takes them as aliases.\nvar oldNames = map[string]Code{\n")
+	old := make([]string, 0, len(t.oldNames))
+	for n := range t.oldNames {
+		old = append(old, n)
+	}
+	sort.Strings(old)
+	for _, n := range old {
+		fmt.Fprintf(&b, "\t%q: %s,\n", n, t.Names()[t.oldNames[n]])
 	}
 	fmt.Fprintf(&b, "}\n")
 	return format.Source(b.Bytes())
 }
 
+// readFile opens path and reads it with read, naming the file in its error.
+func readFile[T any](path string, read func(io.Reader) (T, error)) (T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer f.Close()
+	v, err := read(f)
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+// csvKeys are the keys of the CSV, named as keycodemapdb names them.
+type csvKeys struct {
+	entries []entry // in code order
+	// names are the W3C names of every row each code was made from, in
+	// file order: the entry's own, and any other (the Katakana key's
+	// rows are named Katakana and Lang3).
+	names map[int][]string
+}
+
+// read returns the CSV's keys in code order.
 func read(r io.Reader) ([]entry, error) {
+	k, err := readCSV(r)
+	return k.entries, err
+}
+
+func readCSV(r io.Reader) (csvKeys, error) {
 	cr := csv.NewReader(r)
 	head, err := cr.Read()
 	if err != nil {
-		return nil, err
+		return csvKeys{}, err
 	}
 	col := map[string]int{}
 	for i, h := range head {
@@ -104,7 +220,7 @@ func read(r io.Reader) ([]entry, error) {
 	}
 	for _, h := range []string{"USB Keycodes", "HTML code", "Linux Name", "Linux Keycode", "X11 keysym", "X11 keysym name", "OS-X Keycode", "Win32 Keycode", "Win32 Name", "XKB key name"} {
 		if _, ok := col[h]; !ok {
-			return nil, fmt.Errorf("column %q missing", h)
+			return csvKeys{}, fmt.Errorf("column %q missing", h)
 		}
 	}
 	var rows []entry
@@ -115,7 +231,7 @@ func read(r io.Reader) ([]entry, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return csvKeys{}, err
 		}
 		line, _ := cr.FieldPos(0)
 		get := func(h string) string { return strings.TrimSpace(rec[col[h]]) }
@@ -123,43 +239,47 @@ func read(r io.Reader) ([]entry, error) {
 		// Base 0: the CSV writes evdev codes above 255 in hex (0x100).
 		ev, err := strconv.ParseUint(get("Linux Keycode"), 0, 16)
 		if err != nil || ev > evdevMax {
-			return nil, fmt.Errorf("line %d: evdev code %q is not in 0..%#x", line, get("Linux Keycode"), evdevMax)
+			return csvKeys{}, fmt.Errorf("line %d: evdev code %q is not in 0..%#x", line, get("Linux Keycode"), evdevMax)
 		}
 		e.evdev = int(ev)
 		if v := get("USB Keycodes"); v != "" {
 			u, err := strconv.ParseUint(v, 10, 16)
 			if err != nil || u == 0 || u >= EvdevBase {
-				return nil, fmt.Errorf("line %d: usage %q is not in 1..%d", line, v, EvdevBase-1)
+				return csvKeys{}, fmt.Errorf("line %d: usage %q is not in 1..%d", line, v, EvdevBase-1)
 			}
 			e.usage = int(u)
 			hasUsage[e.evdev] = true
 		}
 		if v := get("X11 keysym"); v != "" {
 			if e.x11, err = strconv.ParseUint(v, 0, 32); err != nil {
-				return nil, fmt.Errorf("line %d: keysym: %w", line, err)
+				return csvKeys{}, fmt.Errorf("line %d: keysym: %w", line, err)
 			}
 		}
 		if v := get("OS-X Keycode"); v != "" {
 			m, err := strconv.ParseUint(v, 0, 15) // an int16, -1 meaning none
 			if err != nil {
-				return nil, fmt.Errorf("line %d: macOS: %w", line, err)
+				return csvKeys{}, fmt.Errorf("line %d: macOS: %w", line, err)
 			}
 			e.mac = int(m)
 		}
 		if v := get("Win32 Keycode"); v != "" {
 			if e.win32, err = strconv.ParseUint(v, 0, 8); err != nil {
-				return nil, fmt.Errorf("line %d: win32: %w", line, err)
+				return csvKeys{}, fmt.Errorf("line %d: win32: %w", line, err)
 			}
 		}
 		rows = append(rows, e)
 	}
 	byUsage := map[int]entry{}
+	names := map[int][]string{}
 	for _, e := range rows {
 		if e.usage == 0 {
 			if e.evdev == 0 || hasUsage[e.evdev] {
 				continue
 			}
 			e.usage = EvdevBase + e.evdev
+		}
+		if e.name != "" && !slices.Contains(names[e.usage], e.name) {
+			names[e.usage] = append(names[e.usage], e.name)
 		}
 		old, ok := byUsage[e.usage]
 		switch {
@@ -189,5 +309,5 @@ func read(r io.Reader) ([]entry, error) {
 		}
 		named[out[i].name] = true
 	}
-	return out, nil
+	return csvKeys{out, names}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
-	"os"
 )
 
 // macOSMax is the last macOS virtual keycode: the keyboard ones are 7 bits
@@ -17,16 +16,12 @@ const macOSMax = 0x7F
 // keycode (VolumeUp is usage 0x80 and 0xED), the lowest code wins, the
 // keyboard page's own, as keys.FromEvdev does for evdev codes. The way back,
 // key to virtual keycode, is the MacOS column of table_gen.go.
-func GenerateMacOS(csvPath string) ([]byte, error) {
-	f, err := os.Open(csvPath)
+func GenerateMacOS(s Sources) ([]byte, error) {
+	t, err := Load(s)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	entries, err := read(f)
-	if err != nil {
-		return nil, err
-	}
+	entries := t.entries
 	var byMac [macOSMax + 1]*entry
 	for i := range entries {
 		e := &entries[i]

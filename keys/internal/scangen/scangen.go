@@ -44,8 +44,9 @@ type Entry struct {
 	Scan  uint16
 }
 
-// Generate returns the Go source of the table.
-func Generate(csvPath, licensePath string) ([]byte, error) {
+// Generate returns the Go source of the table. names, by usage, label the
+// keys in its comments (keygen.Table.Labels); Entry.Name where names is nil.
+func Generate(csvPath, licensePath string, names map[int]string) ([]byte, error) {
 	f, err := os.Open(csvPath)
 	if err != nil {
 		return nil, err
@@ -68,7 +69,11 @@ func Generate(csvPath, licensePath string) ([]byte, error) {
 	fmt.Fprintf(&b, "\npackage keys\n\n")
 	fmt.Fprintf(&b, "// winScanTable is the Windows scan code (0xe0XX: extended) of every usage\n// that has one, in usage order.\nvar winScanTable = [...]struct {\n\tCode Code\n\tScan uint16\n}{\n")
 	for _, e := range entries {
-		fmt.Fprintf(&b, "\t{%#02x, %#04x}, // %s\n", e.Usage, e.Scan, e.Name)
+		name := e.Name
+		if names != nil {
+			name = names[e.Usage]
+		}
+		fmt.Fprintf(&b, "\t{%#02x, %#04x}, // %s\n", e.Usage, e.Scan, name)
 	}
 	fmt.Fprintf(&b, "}\n")
 	return format.Source(b.Bytes())

@@ -1,6 +1,8 @@
 // Command gen writes keys/scancode_gen.go, the USB HID usage ↔ Windows scan
-// code table, from qemu's keycodemapdb keymaps.csv; go generate runs it from
-// keys/. Package scangen does the work and documents the rules.
+// code table, from qemu's keycodemapdb keymaps.csv, naming the keys in its
+// comments as keys/table_gen.go does (Chromium's code table, the UI Events
+// code values); go generate runs it from keys/. Package scangen does the
+// work and documents the rules.
 package main
 
 import (
@@ -8,18 +10,26 @@ import (
 	"log"
 	"os"
 
+	"github.com/keyrelay/keyrelay/keys/internal/keygen"
 	"github.com/keyrelay/keyrelay/keys/internal/scangen"
 )
 
 func main() {
-	in := flag.String("in", "", "keymaps.csv")
+	var s keygen.Sources
+	flag.StringVar(&s.CSV, "in", "", "keycodemapdb keymaps.csv")
+	flag.StringVar(&s.License, "license", "", "LICENSE.BSD to quote in the header")
+	flag.StringVar(&s.Chromium, "chromium", "", "Chromium's code table (dom_codes.tsv), for the names")
+	flag.StringVar(&s.Spec, "spec", "", "the UI Events code values (codes.tsv), for the names")
 	out := flag.String("out", "scancode_gen.go", "output file")
-	license := flag.String("license", "", "LICENSE.BSD to quote in the header")
 	flag.Parse()
-	if *in == "" || *license == "" {
-		log.Fatal("scangen: -in and -license are required")
+	if s.CSV == "" || s.License == "" || s.Chromium == "" || s.Spec == "" {
+		log.Fatal("scangen: -in, -license, -chromium and -spec are required")
 	}
-	src, err := scangen.Generate(*in, *license)
+	t, err := keygen.Load(s)
+	if err != nil {
+		log.Fatal(err)
+	}
+	src, err := scangen.Generate(s.CSV, s.License, t.Labels())
 	if err != nil {
 		log.Fatal(err)
 	}
