@@ -51,7 +51,8 @@ func (c *Core) hold(ev keyEvent, now time.Time) {
 
 // drain adds the waiting events, in order, as far as the acks allow. While
 // flushing, progress restarts the stuck deadline: the backlog is given up
-// only after Outage without any.
+// only after Outage without any; after a signal, the deadline stands
+// (Stop).
 func (c *Core) drain(now time.Time) {
 	n := 0
 	for n < len(c.backlog) && c.mayAdd(c.backlog[n], now) {
@@ -65,7 +66,7 @@ func (c *Core) drain(now time.Time) {
 	if len(c.backlog) == 0 {
 		c.backlog = nil
 	}
-	if c.phase == flushing {
+	if c.phase == flushing && !c.interrupted {
 		c.stuckAt = now.Add(c.patience())
 	}
 }

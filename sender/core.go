@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
@@ -60,6 +61,8 @@ type Core struct {
 	maxEnd      time.Time // lingering: given up then
 	final       uint64    // the counter of the packet that carried the final state
 	interrupted bool      // Stop(Interrupted): the end does not wait out an outage
+	endBy       time.Time // interrupted: the session is over by then, whatever the acks
+	released    bool      // flushing: the end's key-ups are in the queue or the backlog
 	held        []keys.Key
 }
 
@@ -308,9 +311,14 @@ const (
 	Interrupted
 )
 
-// Stop ends the source's part at now: the backlog drains with the acks
-// (flushing; given up after Outage without progress), then every held key
-// is released and the final state is resent (lingering) until Done.
+// Stop ends the source's part at now: the backlog drains with the acks,
+// then a key-up for every held key joins it, under the rule every event
+// obeys (flushing); then the final state is resent (lingering) until Done.
+// A source that ended waits for acks as long as they make progress, up to
+// Outage without any; an interrupted one (a signal) is over within Linger
+// + PeerTimeout of now at any loss: the flush is given up PeerTimeout
+// after now, the events still waiting counted (Stats.GivenUp) and named,
+// and the final state gets Linger.
 func (c *Core) Stop(now time.Time, why StopReason) {
 	if c.phase != running {
 		return
@@ -318,6 +326,9 @@ func (c *Core) Stop(now time.Time, why StopReason) {
 	c.interrupted = why == Interrupted
 	c.phase = flushing
 	c.stuckAt = now.Add(c.patience())
+	if c.interrupted {
+		c.endBy = now.Add(max(c.cfg.Linger, 0) + c.cfg.PeerTimeout)
+	}
 	c.flushed(now)
 }
 
@@ -388,12 +399,7 @@ func (c *Core) Tick(now time.Time) {
 			c.send(now)
 		}
 		if c.phase == flushing && !now.Before(c.stuckAt) && len(c.backlog) > 0 {
-			// No ack let the backlog shrink for Outage: add what is left
-			// as the plain queue would.
-			for _, ev := range c.backlog {
-				c.addNow(ev, now)
-			}
-			c.backlog = nil
+			c.giveUp(now)
 		}
 		c.flushed(now)
 	case lingering:
@@ -423,9 +429,54 @@ func nextTick(at time.Time, period time.Duration, now time.Time) time.Time {
 	return at
 }
 
-// flushed moves on from flushing once the backlog is empty (restarting the
-// stuck deadline whenever it shrank): every key is released and the final
-// state lingers.
+// giveUp ends a flush that the acks did not let drain (no progress for
+// Outage; a signal's PeerTimeout): what is left is added as the plain
+// queue would, and may push out events a receiver never applied (the
+// ledger counts those undelivered). It says how many it gave up, and for
+// which receivers.
+func (c *Core) giveUp(now time.Time) {
+	n := len(c.backlog)
+	c.stats.GivenUp += n
+	var waiting []string
+	for _, l := range c.links {
+		if p := c.peerOf(l); p != nil && c.owed(p, now) && p.Stamp < c.queue.Events()[0].Stamp {
+			waiting = append(waiting, l.Addr)
+		}
+	}
+	why := fmt.Sprintf("no ack let them in for %v", c.patience())
+	if c.interrupted {
+		why = fmt.Sprintf("the end after a signal waits %v at most (--timeout)", c.cfg.PeerTimeout)
+	}
+	what := fmt.Sprintf("%d key events", n)
+	if c.cfg.Debug {
+		what = fmt.Sprintf("%d key events (%s)", n, describeEvents(c.backlog))
+	}
+	if len(waiting) == 0 {
+		waiting = []string{"the receivers"}
+	}
+	c.logf("gave up waiting for %s to acknowledge what was typed before %s: %s: they may not have been typed there", strings.Join(waiting, ", "), what, why)
+	for _, ev := range c.backlog {
+		c.addNow(ev, now)
+	}
+	c.backlog = nil
+}
+
+// describeEvents names key events for a log line (send --debug only).
+func describeEvents(evs []keyEvent) string {
+	parts := make([]string, len(evs))
+	for i, ev := range evs {
+		dir := "up"
+		if ev.down {
+			dir = "down"
+		}
+		parts[i] = fmt.Sprintf("%v %s", ev.key, dir)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// flushed moves on from flushing once the backlog is empty: a key-up for
+// every held key joins the backlog's rule (releaseAll), and once those are
+// in the queue too, the final state lingers.
 func (c *Core) flushed(now time.Time) {
 	if c.phase != flushing {
 		return
@@ -433,7 +484,13 @@ func (c *Core) flushed(now time.Time) {
 	if len(c.backlog) > 0 {
 		return
 	}
-	c.releaseAll(now)
+	if !c.released {
+		c.released = true
+		c.releaseAll(now)
+		if len(c.backlog) > 0 {
+			return
+		}
+	}
 	c.burst.stop()
 	if c.cfg.Linger < 0 {
 		c.final = c.keys.nonce // releaseAll sent it
@@ -452,6 +509,9 @@ func (c *Core) flushed(now time.Time) {
 		wait = c.patience()
 	}
 	c.maxEnd = c.minEnd.Add(wait)
+	if c.interrupted && c.endBy.Before(c.maxEnd) {
+		c.maxEnd = c.endBy
+	}
 	c.send(now)
 	c.final = c.keys.nonce
 	c.tickAt = now.Add(c.lingerPeriod())
@@ -532,12 +592,20 @@ func (c *Core) addNow(ev keyEvent, now time.Time) {
 }
 
 // releaseAll adds a key-up for every held key: the all-up state a clean exit
-// must leave at the receiver (DESIGN.md invariant 6).
+// must leave at the receiver (DESIGN.md invariant 6). Each obeys the rule
+// every event does (Key): one that would push out an event a receiver
+// owed it has not applied (a key-down, in a queue full of them) waits in
+// the backlog for its acks, as a key typed would.
 func (c *Core) releaseAll(now time.Time) {
 	c.held = c.queue.HeldKeys(c.held[:0])
 	for _, k := range c.held {
 		c.stats.Events++
-		c.addNow(keyEvent{k, false, now}, now)
+		ev := keyEvent{k, false, now}
+		if len(c.backlog) > 0 || !c.mayAdd(ev, now) {
+			c.hold(ev, now)
+			continue
+		}
+		c.addNow(ev, now)
 	}
 }
 

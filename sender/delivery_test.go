@@ -34,7 +34,12 @@ type deliverySim struct {
 	lossTx  float64 // sender to receiver
 	lossRx  float64 // receiver to sender
 	latency time.Duration
-	now     time.Time
+	// jitter: each datagram takes up to this much longer, at random, so
+	// later ones may overtake it (reordering); dup: the chance a datagram
+	// arrives twice, each copy with its own delay.
+	jitter time.Duration
+	dup    float64
+	now    time.Time
 
 	rx       *receiver.Receiver   // nil while down
 	rxs      []*receiver.Receiver // every instance, for their stats
@@ -74,7 +79,7 @@ func newDeliverySim(t testing.TB, seed uint64, lossTx, lossRx float64, cfg sende
 	cfg.PSK, cfg.Feedback, cfg.Identity = s.psk, true, txID
 	cfg.Dests = []sender.Dest{{Addr: simRx, PeerKey: rxID.Public()}}
 	cfg.Output = func(b []byte, _ int) {
-		s.inflight = append(s.inflight, datagram{at: s.now.Add(s.latency), toRx: true, b: append([]byte(nil), b...)})
+		s.fly(datagram{toRx: true, b: append([]byte(nil), b...)})
 	}
 	c, err := sender.NewCore(cfg, t0)
 	if err != nil {
@@ -104,9 +109,25 @@ func (s *deliverySim) kill() { s.rx, s.cur = nil, nil }
 // collect moves what the receiver sent into flight.
 func (s *deliverySim) collect() {
 	for _, b := range s.conn.out {
-		s.inflight = append(s.inflight, datagram{at: s.now.Add(s.latency), b: b, by: s.cur, typed: len(s.cur.rec.Events())})
+		s.fly(datagram{b: b, by: s.cur, typed: len(s.cur.rec.Events())})
 	}
 	s.conn.out = nil
+}
+
+// fly puts d in flight from now: the latency, plus a random share of the
+// jitter; with the duplication chance, twice.
+func (s *deliverySim) fly(d datagram) {
+	copies := 1
+	if s.dup > 0 && s.rng.Float64() < s.dup {
+		copies = 2
+	}
+	for range copies {
+		d.at = s.now.Add(s.latency)
+		if s.jitter > 0 {
+			d.at = d.at.Add(time.Duration(s.rng.Int64N(int64(s.jitter))))
+		}
+		s.inflight = append(s.inflight, d)
+	}
 }
 
 // next is the earliest deadline of the core, the receiver and the

@@ -357,8 +357,12 @@ func (c *Core) take(l *link, k *handshake.Keypair, now time.Time) {
 	c.answered = now
 	if c.phase == lingering && c.maxEnd.Before(now.Add(c.cfg.PeerTimeout)) {
 		// Answered near the end's deadline: the final state (and the keys
-		// that waited for this keypair) still get PeerTimeout to be acked.
+		// that waited for this keypair) still get PeerTimeout to be acked,
+		// within a signal's bound (Stop).
 		c.maxEnd = now.Add(c.cfg.PeerTimeout)
+		if c.interrupted && c.endBy.Before(c.maxEnd) {
+			c.maxEnd = c.endBy
+		}
 	}
 	c.stats.Handshakes++
 	switch {

@@ -11,22 +11,35 @@ import (
 // "every key was typed": a receiver that came back after an outage longer
 // than Outage, or a new instance of it, acks the final state while the
 // events pushed out of the queue meanwhile never reached it. So the core
-// keeps a ledger: each key event the queue took, with the packets that
-// carried it (every packet stands for the whole queue, abridged ones too:
-// PROTOCOL.md §3.3; so those from the
-// first after it was added to the last before it was pushed out), and the
-// unicast destinations that have not yet acknowledged one of those
-// packets under a keypair that types it. A keypair types an event only if
-// it is newer than the keypair's since (PROTOCOL.md §8.4): older ones
-// are the earlier instance's, confirmed by its own acks or not at all.
-// An event is delivered to a destination once an ack under its keypair
-// says (Newest, or its ack bits) that a packet carrying it arrived; one
-// still unconfirmed at the end, or pushed out of the queue and no longer
-// reportable, is undelivered there. A press the queue dropped (full of
-// held keys) reached nobody. One-way destinations are not accounted:
-// nothing acks them. A plaintext destination (--insecure) has no keypair
-// and so no since: a receiver restarted there joins the session
-// (PROTOCOL.md §7.2), and what it skipped counts delivered.
+// keeps a ledger: each key event the queue took, with the events before
+// and after which the queue held it (from its own stamp to the stamp of
+// the event that pushed it out), and the unicast destinations that have
+// not yet confirmed it under a keypair that types it.
+//
+// An ack confirms what the receiver applied, not what it received: its
+// stamp is the newest stamp of the queue the receiver applied last
+// (PROTOCOL.md §9), and the queue whose newest stamp that is holds
+// exactly the events from their own stamp up to the one that pushed them
+// out. So an event is delivered once an ack's stamp lies in that span.
+// The ack bits say which packets arrived, and a packet that arrived after
+// a newer one was applied is stale and dropped (PROTOCOL.md §7.2): its
+// events were not applied, and counting them from the bits made the
+// ledger count delivered a key-down that the key-ups added at the end had
+// pushed out unapplied. An ack under a keypair confirms only events newer
+// than the keypair's since (PROTOCOL.md §8.4): older ones are the earlier
+// instance's, confirmed by its own acks or not at all.
+//
+// While a receiver is owed events, none leaves the queue before an ack's
+// stamp reached it (backlog.go), and the first such ack's stamp lies in
+// its span: then the ledger is exact. One pushed out without that (the
+// receiver silent past Outage, the end giving up, the backlog full) is
+// confirmed only by an ack of a queue that held it, and an instance that
+// applied one whose every ack was lost counts it undelivered: "not
+// confirmed", not "not typed". A press the queue dropped (full of held
+// keys) reached nobody. One-way destinations are not accounted: nothing
+// acks them. A plaintext destination (--insecure) has no keypair and so
+// no since: a receiver restarted there joins the session (PROTOCOL.md
+// §7.2), and what it skipped counts delivered.
 
 // maxTracked bounds the destinations accounted for (the pending mask's
 // width); the others are reported as not accounted.
@@ -38,9 +51,10 @@ type record struct {
 	at    time.Time // when the source gave it
 	first uint64    // the first packet carrying it
 	// gone is the first packet that no longer carries it (pushed out of
-	// the queue); 0 while the queue holds it.
-	gone    uint64
-	pending uint64 // bit i: destination i has not acknowledged it
+	// the queue), and goneStamp the stamp of the event that pushed it
+	// out; 0 while the queue holds it.
+	gone, goneStamp uint64
+	pending         uint64 // bit i: destination i has not acknowledged it
 }
 
 // tally is one destination's figures.
@@ -85,7 +99,7 @@ func newLedger(links []*link, feedback bool) ledger {
 func (lg *ledger) added(stamp uint64, at time.Time, first, pushedOut uint64) {
 	if pushedOut != 0 {
 		if i, ok := lg.find(pushedOut); ok {
-			lg.recs[i].gone = first
+			lg.recs[i].gone, lg.recs[i].goneStamp = first, stamp
 		}
 	}
 	if lg.tracked != 0 {
@@ -115,8 +129,8 @@ func (lg *ledger) find(stamp uint64) (int, bool) {
 }
 
 // acked applies ack a from destination i under a keypair whose since is
-// since: each pending event newer than since that a packet it reports
-// carried is delivered there.
+// since: each pending event newer than since that the queue the receiver
+// applied last (its newest stamp a.Stamp) held is delivered there.
 func (lg *ledger) acked(i int, since uint64, a *wire.Ack) {
 	if i < 0 || lg.tracked&(1<<i) == 0 {
 		return
@@ -124,36 +138,22 @@ func (lg *ledger) acked(i int, since uint64, a *wire.Ack) {
 	bit := uint64(1) << i
 	for j := range lg.recs {
 		r := &lg.recs[j]
-		if r.first > a.Newest {
-			break // sent after the newest packet reported (recs by stamp, so first too)
+		if r.stamp > a.Stamp {
+			break // added after that queue (recs by stamp)
 		}
-		if r.pending&bit == 0 || r.stamp <= since {
+		if r.pending&bit == 0 || r.stamp <= since || (r.goneStamp != 0 && r.goneStamp <= a.Stamp) {
 			continue
 		}
-		hi := a.Newest
-		if r.gone != 0 {
-			hi = min(hi, r.gone-1)
-		}
-		lo := r.first
-		if a.Newest > wire.AckBits {
-			lo = max(lo, a.Newest-wire.AckBits)
-		}
-		for m := hi; m >= lo && m > 0; m-- {
-			if a.Received(m) {
-				r.pending &^= bit
-				lg.tally[i].delivered++
-				break
-			}
-		}
+		r.pending &^= bit
+		lg.tally[i].delivered++
 	}
 	lg.compact(0)
 }
 
 // compact drops the records every destination confirmed, and settles
-// those pushed out of the queue before packet horizon: no ack can report
-// a packet that old any more (the ack bits reach AckBits back, and acks
-// come late by far fewer packets than the horizon's margin), and no later
-// keypair was sent them. What is left is the queue's events and those
+// those pushed out of the queue before packet horizon: an ack that could
+// confirm them would be of a queue sent that long ago, and acks come late
+// by far fewer packets than that; no later keypair was sent them. What is left is the queue's events and those
 // pushed out recently, in order.
 func (lg *ledger) compact(horizon uint64) {
 	lg.recs = slices.DeleteFunc(lg.recs, func(r record) bool {

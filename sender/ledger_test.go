@@ -8,11 +8,15 @@ import (
 	"github.com/keyrelay/keyrelay/wire"
 )
 
-// TestLedgerCountsWhatAPacketCarried (PROTOCOL.md §9, acks; §8.4, since):
-// one event, first carried by packet 10; an ack under a keypair marks it
-// delivered only if a packet it reports (Newest, or its bits) carried it
-// and the event is newer than the keypair's since; one pushed out of the
-// queue and past the horizon is settled undelivered.
+// TestLedgerCountsWhatAPacketCarried (PROTOCOL.md §9, acks; §9.1; §8.4,
+// since): one event, stamp 100, first carried by packet 10, and pushed
+// out (or not) by the event of stamp 101 from packet 14 on. An ack under
+// a keypair marks it delivered only if the queue the receiver applied
+// last (the ack's stamp) held it, whatever packets the ack bits say
+// arrived (a packet that arrived after a newer one was applied is stale,
+// and was not applied: §7.2), and only if the event is newer than the
+// keypair's since; one pushed out and past the horizon is settled
+// undelivered.
 func TestLedgerCountsWhatAPacketCarried(t *testing.T) {
 	at := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -22,14 +26,14 @@ func TestLedgerCountsWhatAPacketCarried(t *testing.T) {
 		ack       wire.Ack
 		delivered bool
 	}{
-		{"queued, acked packet after it", 0, 0, wire.Ack{Newest: 12}, true},
-		{"queued, acked packet its first", 0, 0, wire.Ack{Newest: 10}, true},
-		{"acked packet before it", 0, 0, wire.Ack{Newest: 9}, false},
-		{"pushed out, only later packets acked", 14, 0, wire.Ack{Newest: 20, Missing: wire.MissingMask(20) &^ (1<<5 - 1)}, false},
-		{"pushed out, an ack bit reports a packet that carried it", 14, 0, wire.Ack{Newest: 20, Missing: wire.MissingMask(20) &^ (1 << 7)}, true},
-		{"pushed out, Newest carried it", 14, 0, wire.Ack{Newest: 13}, true},
-		{"no newer than the keypair's since", 0, 100, wire.Ack{Newest: 12}, false},
-		{"newer than the keypair's since", 0, 99, wire.Ack{Newest: 12}, true},
+		{"queued, a later queue applied", 0, 0, wire.Ack{Newest: 12, Stamp: 105}, true},
+		{"queued, the queue it tops applied", 0, 0, wire.Ack{Newest: 10, Stamp: 100}, true},
+		{"a queue before it applied", 0, 0, wire.Ack{Newest: 12, Stamp: 99}, false},
+		{"pushed out, only a queue without it applied", 14, 0, wire.Ack{Newest: 20, Missing: wire.MissingMask(20) &^ (1<<5 - 1), Stamp: 101}, false},
+		{"pushed out, the bits report a packet that carried it, applied a queue without it", 14, 0, wire.Ack{Newest: 20, Missing: wire.MissingMask(20) &^ (1 << 7), Stamp: 101}, false},
+		{"pushed out, a queue that held it applied", 14, 0, wire.Ack{Newest: 13, Stamp: 100}, true},
+		{"no newer than the keypair's since", 0, 100, wire.Ack{Newest: 12, Stamp: 100}, false},
+		{"newer than the keypair's since", 0, 99, wire.Ack{Newest: 12, Stamp: 100}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lg := ledger{tracked: 1, tally: make([]tally, 1)}

@@ -160,6 +160,7 @@ type Stats struct {
 	Paced       int // packets held back from a silent receiver (PROTOCOL.md §9)
 	Held        int // events that waited in the backlog for acks
 	Overflow    int // events forced into the queue because the backlog was full
+	GivenUp     int // events the end stopped waiting for acks of (Core.Stop): added without the wait
 	Acks        int // acks applied
 	AckErrors   int // feedback datagrams that were not a valid ack of this session
 	Handshakes  int // handshakes completed: keypairs taken (PROTOCOL.md §8.3)
