@@ -40,6 +40,8 @@ type deliverySim struct {
 	jitter time.Duration
 	dup    float64
 	now    time.Time
+	// onSend, if set, sees every datagram the core sends, as it sends it.
+	onSend func(b []byte)
 
 	rx       *receiver.Receiver   // nil while down
 	rxs      []*receiver.Receiver // every instance, for their stats
@@ -79,6 +81,9 @@ func newDeliverySim(t testing.TB, seed uint64, lossTx, lossRx float64, cfg sende
 	cfg.PSK, cfg.Feedback, cfg.Identity = s.psk, true, txID
 	cfg.Dests = []sender.Dest{{Addr: simRx, PeerKey: rxID.Public()}}
 	cfg.Output = func(b []byte, _ int) {
+		if s.onSend != nil {
+			s.onSend(b)
+		}
 		s.fly(datagram{toRx: true, b: append([]byte(nil), b...)})
 	}
 	c, err := sender.NewCore(cfg, t0)

@@ -37,9 +37,10 @@ const (
 	maxBackoff     = time.Second
 )
 
-// Retries while key events wait for a destination's first keypair
-// (PROTOCOL.md §7.1, §8.2): every waitingGap, for the first waitingFor
-// they wait, instead of the backoff. Before its first keypair nothing
+// Retries while key events wait for a destination's keypair, its first
+// or the one a restarted receiver must answer (PROTOCOL.md §7.1, §8.2,
+// §8.4): every waitingGap, for the first waitingFor they wait, instead of
+// the backoff. Before its first keypair nothing
 // typed reaches the receiver, so each retry the backoff skips is a key's
 // latency: at 50 % loss both ways a round trip succeeds 1 time in 4, and
 // with the backoff alone (100 ms doubling to 1 s) the keys typed in the
@@ -89,9 +90,10 @@ type link struct {
 	stamp             uint64        // newest event stamp acked on this link (any keypair)
 	base              uint64        // newest event stamp acked under current: what its packets may be abridged to (PROTOCOL.md §3.3)
 	lastInit          time.Time     // the last initiation went then
-	// Keys typed have waited for the first keypair since waitFrom (zero:
-	// none yet); retries go every waitingGap up to waitingFor after it,
-	// and did at the last packet while hurried (Next counts it).
+	// Keys typed have waited for a keypair since waitFrom (zero: none
+	// yet, or since the last was taken); retries go every waitingGap up
+	// to waitingFor after it, and did at the last packet while hurried
+	// (Next counts it).
 	waitFrom time.Time
 	hurried  bool
 	// sent are its last initiations, and late the longest round trip a
@@ -200,10 +202,11 @@ func (c *Core) initiate(l *link, i int, counter uint64, now time.Time) {
 	if !l.waiting {
 		return
 	}
-	if l.current == nil && l.waitFrom.IsZero() && c.typed() {
+	keysWait := c.keysWaitFor(l, now)
+	if keysWait && l.waitFrom.IsZero() {
 		l.waitFrom = now
 	}
-	l.hurried = !l.waitFrom.IsZero() && l.current == nil && now.Sub(l.waitFrom) < waitingFor
+	l.hurried = keysWait && now.Sub(l.waitFrom) < waitingFor
 	if now.Before(l.nextInit()) {
 		return
 	}
@@ -263,6 +266,22 @@ func (l *link) lateResponse(h handshake.Header, index uint32, now time.Time) {
 			return
 		}
 	}
+}
+
+// keysWaitFor reports whether key events wait for l's next keypair:
+// before its first, any event typed (typed); after it, when its receiver
+// stopped acking (restartAfter: it may have restarted, and only a new
+// handshake reaches it), an event it has not acknowledged, in the queue or
+// the backlog. A rekey of a receiver that acks waits for nothing: the
+// packets go on under the current keypair.
+func (c *Core) keysWaitFor(l *link, now time.Time) bool {
+	if l.sealer(now) == nil {
+		return c.typed()
+	}
+	if !c.cfg.Feedback || now.Sub(l.ackedAt) < c.restartAfter() {
+		return false
+	}
+	return len(c.backlog) > 0 || c.queue.Events()[0].Stamp > l.stamp
 }
 
 // typed reports whether a key event was typed and waits for a receiver
@@ -353,7 +372,7 @@ func (c *Core) take(l *link, k *handshake.Keypair, now time.Time) {
 	// one (PROTOCOL.md §3.3).
 	l.acked, l.ackedAt, l.base = false, now, 0
 	l.backoff, l.initAt, l.why, l.waiting = initialBackoff, time.Time{}, "", false
-	l.hurried = false
+	l.hurried, l.waitFrom = false, time.Time{}
 	c.answered = now
 	if c.phase == lingering && c.maxEnd.Before(now.Add(c.cfg.PeerTimeout)) {
 		// Answered near the end's deadline: the final state (and the keys

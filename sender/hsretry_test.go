@@ -185,3 +185,135 @@ func hurriedHandshake(t *testing.T, oneWay time.Duration) time.Time {
 	}
 	return typedAt
 }
+
+// restartRun types a tap every 100 ms from +100 ms to +12 s into a
+// receiver that is killed at +2 s and back (a new instance) at +2.3 s,
+// over a link losing loss each way, and returns when the initiations
+// went and how long after each instance came up it typed its first key
+// event.
+func restartRun(t *testing.T, seed uint64, loss float64) (inits []time.Duration, firstKey, afterRestart time.Duration) {
+	t.Helper()
+	s := newDeliverySim(t, seed, loss, loss, sender.CoreConfig{})
+	s.onSend = func(b []byte) {
+		if h, err := handshake.ParseHeader(b); err == nil && h.Type == handshake.TypeInitiation {
+			inits = append(inits, s.now.Sub(t0))
+		}
+	}
+	s.c.Start(t0)
+	killAt, upAt := t0.Add(2*time.Second), t0.Add(2300*time.Millisecond)
+	killed, up := false, false
+	firstKey, afterRestart = -1, -1
+	taps := distinctTaps(40)
+	for i, when := 0, t0.Add(100*time.Millisecond); when.Before(t0.Add(12 * time.Second)); i, when = i+1, when.Add(100*time.Millisecond) {
+		if !killed && !when.Before(killAt) {
+			s.runUntil(killAt)
+			s.kill()
+			killed = true
+		}
+		if !up && !when.Before(upAt) {
+			s.runUntil(upAt)
+			s.start()
+			up = true
+		}
+		s.runUntil(when)
+		s.c.Key(taps[i%len(taps)], true, s.now)
+		s.runUntil(when.Add(30 * time.Millisecond))
+		s.c.Key(taps[i%len(taps)], false, s.now)
+		if firstKey < 0 && len(s.inst[0].sent(len(s.inst[0].rec.Events()))) > 0 {
+			firstKey = s.now.Sub(t0.Add(100 * time.Millisecond))
+		}
+		if afterRestart < 0 && len(s.inst) == 2 && len(s.inst[1].sent(len(s.inst[1].rec.Events()))) > 0 {
+			afterRestart = s.now.Sub(upAt)
+		}
+	}
+	return inits, firstKey, afterRestart
+}
+
+// TestRehandshakeHurriesAsTheFirst (PROTOCOL.md §7.1, §8.2, §8.4): keys
+// waiting for the handshake a restarted receiver must answer hurry it as
+// keys waiting for the first one do: once the receiver has been silent
+// for restartAfter (1.5 s) with keys unacknowledged, an initiation goes
+// every 40 ms for a second, where the backoff (100 ms doubling to 1 s)
+// sent 4. Over a lossless link the first of them is answered; at 43, 60
+// and 75 % loss each way the keys typed after the restart reach the new instance
+// about as soon after it came up as the first keys reached the first.
+func TestRehandshakeHurriesAsTheFirst(t *testing.T) {
+	inits, _, after := restartRun(t, 1, 0)
+	// The last ack came at about +2 s (the last tap before the kill);
+	// silence from then for restartAfter, and the receiver is back.
+	var re []time.Duration
+	for _, at := range inits {
+		if at > 2*time.Second {
+			re = append(re, at)
+		}
+	}
+	if len(re) == 0 || after < 0 {
+		t.Fatalf("no initiation after the kill (%v), or the new instance typed nothing (%v)", inits, after)
+	}
+	if re[0] > 3700*time.Millisecond || after > 2*time.Second {
+		t.Errorf("first initiation after the kill at +%v, first key at the new instance %v after it came up; want by +3.7s (restartAfter and a tap) and within 2s", re[0], after)
+	}
+
+	// A receiver that stays away: count the retries in the second from
+	// the first that looks for it.
+	s := newDeliverySim(t, 1, 0, 0, sender.CoreConfig{})
+	var away []time.Duration
+	s.onSend = func(b []byte) {
+		if h, err := handshake.ParseHeader(b); err == nil && h.Type == handshake.TypeInitiation && s.now.After(t0.Add(2*time.Second)) {
+			away = append(away, s.now.Sub(t0))
+		}
+	}
+	s.c.Start(t0)
+	for i, when := 0, t0.Add(100*time.Millisecond); when.Before(t0.Add(8 * time.Second)); i, when = i+1, when.Add(100*time.Millisecond) {
+		if i == 19 {
+			s.kill()
+		}
+		s.runUntil(when)
+		s.c.Key(keys.Key(keys.KeyA)+keys.Key(i%20), true, s.now)
+		s.c.Key(keys.Key(keys.KeyA)+keys.Key(i%20), false, s.now)
+	}
+	s.runUntil(t0.Add(8 * time.Second))
+	if len(away) == 0 {
+		t.Fatal("no initiation looked for the killed receiver")
+	}
+	inWindow := 0
+	for _, at := range away {
+		if at < away[0]+time.Second {
+			inWindow++
+		}
+	}
+	t.Logf("initiations after the kill: %v", away)
+	if inWindow != 25 {
+		t.Errorf("%d initiations in the second from +%v, want 25 (one every 40 ms, as before the first keypair)", inWindow, away[0])
+	}
+
+	// Loss: how long the keys stall after each instance comes up. An
+	// instance that typed nothing by the end of the run (+12 s; the first
+	// one: by the kill at +2 s) counts as a stall of 10 s.
+	const never = 10 * time.Second
+	for _, loss := range []float64{0.43, 0.6, 0.75} {
+		var first, restarted []time.Duration
+		stuck := 0
+		for seed := range uint64(30) {
+			_, f, a := restartRun(t, seed, loss)
+			if f < 0 {
+				f = never
+			}
+			if a < 0 {
+				a = never
+				stuck++
+			}
+			first, restarted = append(first, f), append(restarted, a)
+		}
+		slices.Sort(first)
+		slices.Sort(restarted)
+		med := func(d []time.Duration) time.Duration { return d[len(d)/2] }
+		t.Logf("%.0f %% loss each way, 30 seeds: the first key typed %v (median) after the start; after the restart %v (median), %d of 30 typed nothing in the 9.7 s after it", 100*loss, med(first), med(restarted), stuck)
+		// The restarted receiver is looked for only after restartAfter of
+		// silence: 1.2 s after it came up, plus what the first handshake
+		// takes.
+		if med(restarted) > med(first)+2*time.Second {
+			t.Errorf("%.0f %% loss: after a restart the keys stalled %v (median), the first keys %v: the re-handshake is not hurried as the first is", 100*loss, med(restarted), med(first))
+		}
+	}
+}
