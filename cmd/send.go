@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -127,7 +128,8 @@ firewall). At the end send says "delivered: every receiver acknowledged the
 final state and all N key events" and exits 0, or exits 3 when a receiver
 never answered, did not acknowledge the final state (all keys released), or
 missed key events: how many, and when they were typed (down or unreachable
-longer than --outage). The summary gives each receiver's figures; with
+longer than --outage). A script stops, exit 3, once a receiver that
+answered has been silent for --outage, rather than play on for no one. The summary gives each receiver's figures; with
 --log-format json as fields (summary=session: events, queued, dropped,
 undelivered, packets, bytes, acks, handshakes...; summary=receiver:
 receiver, delivered, undelivered, undelivered_from, undelivered_to, rtt_ms,
@@ -511,6 +513,9 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		Conn: conn, Dests: senderDests(resolved), QueueLen: o.Queue, Interval: o.Interval,
 		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
 		Identity: id, Insecure: o.Key.Insecure, Wait: o.Wait,
+		// A script plays on for no one once its receiver is gone: it stops
+		// (exit 3) instead. A person typing sees the status and decides.
+		StopWhenSilent: o.Input == "script",
 	}
 	if o.Wait > 0 && !answersAny(dests) {
 		return involving(fmt.Errorf("--wait: --to %s is broadcast or multicast, which no receiver answers (one-way): nothing to wait for (drop --wait)", joinAddrs(dests)), "wait", "to")
@@ -586,6 +591,10 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if na, ok := errors.AsType[*sender.NoAnswerError](err); ok {
 		err = noAnswer(na, fingerprintOf(id), s)
 	}
+	silenced, _ := errors.AsType[*sender.SilentError](err)
+	if silenced != nil {
+		err = nil // said below, with what it cost
+	}
 	if silent != nil {
 		silent.Stop()
 	}
@@ -597,6 +606,11 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	}
 	if err == nil {
 		err = checkDelivery(o, dests, s, fingerprintOf(id), logf)
+	}
+	if silenced != nil {
+		// checkDelivery names what the receiver missed of what was
+		// played; the rest of the script never was.
+		err = undeliveredError{fmt.Errorf("%v (exit status %d); %w", silenced, ExitUndelivered, cmp.Or(err, error(errNothingMissed)))}
 	}
 	if !o.Quiet || err != nil {
 		summarize(o, logger, errf, logf, s, stats, err == nil)
@@ -734,6 +748,10 @@ func checkOneWay(o *SendOptions, dests []net.Addr) error {
 	}
 	return nil
 }
+
+// errNothingMissed completes a stop for a silent receiver whose ledger,
+// oddly, shows nothing missed of what was played.
+var errNothingMissed = errors.New("what was played before was acknowledged")
 
 // undeliveredError is send's error when a receiver did not acknowledge the
 // final state: exit status ExitUndelivered, which scripts test.

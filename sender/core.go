@@ -62,6 +62,7 @@ type Core struct {
 	final       uint64    // the counter of the packet that carried the final state
 	interrupted bool      // Stop(Interrupted): the end does not wait out an outage
 	endBy       time.Time // interrupted: the session is over by then, whatever the acks
+	silenced    []string  // StopWhenSilent: the receivers silent past Outage that ended the session
 	released    bool      // flushing: the end's key-ups are in the queue or the backlog
 	held        []keys.Key
 }
@@ -107,6 +108,11 @@ type CoreConfig struct {
 	// Wait is Config.Wait: the source does not play before every
 	// destination answered, up to this long (Sender.Run).
 	Wait time.Duration
+	// StopWhenSilent ends the session (Silenced) once a receiver that
+	// was heard has been silent for Outage: a script plays on for no one
+	// there, the keys it types from then on are lost, and its run must
+	// fail soon rather than at its end.
+	StopWhenSilent bool
 }
 
 type phase int
@@ -332,6 +338,37 @@ func (c *Core) Stop(now time.Time, why StopReason) {
 	c.flushed(now)
 }
 
+// stopSilent ends a running session whose receiver heard before has
+// been silent for Outage (StopWhenSilent): no longer owed the keys typed,
+// it loses them from now on. The end is a signal's (Interrupted): within
+// Linger + PeerTimeout, since the receiver will not ack it.
+func (c *Core) stopSilent(now time.Time) bool {
+	for _, l := range c.links {
+		p := c.peerOf(l)
+		if p == nil || l.OneWay {
+			continue
+		}
+		heard := p.LastHeard
+		if l.init != nil && l.ackedAt.After(heard) {
+			heard = l.ackedAt // a new keypair taken: its receiver answered then
+		}
+		if now.Sub(heard) >= c.cfg.Outage {
+			c.silenced = append(c.silenced, l.Addr)
+		}
+	}
+	if len(c.silenced) == 0 {
+		return false
+	}
+	c.logf("%s silent for %v (--outage): stopping; the keys not yet played are not sent", strings.Join(c.silenced, ", "), c.cfg.Outage)
+	c.drain(now) // a receiver no longer owed holds nothing back
+	c.Stop(now, Interrupted)
+	return true
+}
+
+// Silenced lists the receivers whose silence past Outage ended the
+// session (StopWhenSilent); nil if none did.
+func (c *Core) Silenced() []string { return c.silenced }
+
 // patience is how long the end waits for a silent receiver: Outage for
 // one that was heard, unless the session was interrupted.
 func (c *Core) patience() time.Duration {
@@ -376,6 +413,9 @@ func earliest(a, b time.Time) time.Time {
 func (c *Core) Tick(now time.Time) {
 	if c.cfg.Feedback {
 		c.noteUnanswered(now)
+	}
+	if c.phase == running && c.cfg.StopWhenSilent && c.stopSilent(now) {
+		return
 	}
 	switch c.phase {
 	case running, flushing:

@@ -1,6 +1,7 @@
 package sender_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -483,4 +484,55 @@ func TestDeliveryUnderLossAndRestarts(t *testing.T) {
 		abridged, packets = abridged+s.c.Stats().Abridged, packets+s.c.Stats().Packets
 		rt.Logf("%d of %d events typed over %d instances; ledger: %d delivered, %d undelivered; %d of %d packets abridged", typed, 2*len(taps), len(s.inst), d.Delivered, d.Undelivered, s.c.Stats().Abridged, s.c.Stats().Packets)
 	})
+}
+
+// TestStopWhenSilent (PROTOCOL.md §9.1; send's exit status 3): a script
+// typing a tap every 100 ms for 30 s whose receiver is killed 2 s in
+// stops once the receiver has been silent for Outage: the session is
+// over within Outage + Linger of the receiver's last ack, names it
+// (Silenced), and the keys typed after it died count undelivered. Without
+// StopWhenSilent (a person typing) it plays on to the end.
+func TestStopWhenSilent(t *testing.T) {
+	for _, stop := range []bool{true, false} {
+		t.Run(fmt.Sprintf("StopWhenSilent=%v", stop), func(t *testing.T) {
+			s := newDeliverySim(t, 1, 0, 0, sender.CoreConfig{Linger: 300 * time.Millisecond, StopWhenSilent: stop})
+			s.c.Start(t0)
+			killAt := t0.Add(2 * time.Second)
+			killed := false
+			taps := distinctTaps(40)
+			for i, when := 0, t0.Add(100*time.Millisecond); when.Before(t0.Add(30*time.Second)) && !s.c.Done(); i, when = i+1, when.Add(100*time.Millisecond) {
+				if !killed && !when.Before(killAt) {
+					s.runUntil(killAt)
+					s.kill()
+					killed = true
+				}
+				s.runUntil(when)
+				s.c.Key(taps[i%len(taps)], true, s.now)
+				s.c.Key(taps[i%len(taps)], false, s.now)
+			}
+			if !s.c.Done() {
+				s.c.Stop(s.now, sender.SourceEnded)
+				s.runUntil(time.Time{})
+			}
+			lastHeard := s.c.Peers(nil, s.now)[0].LastHeard
+			took := s.now.Sub(killAt)
+			d := s.c.Deliveries(nil)[0]
+			t.Logf("over %v after the kill (last ack %v before it); silenced %v; ledger %d delivered, %d undelivered", took, killAt.Sub(lastHeard), s.c.Silenced(), d.Delivered, d.Undelivered)
+			if !stop {
+				if s.c.Silenced() != nil || took < 27*time.Second {
+					t.Errorf("without StopWhenSilent: over %v after the kill, silenced %v; want the script played to its end (28 s after the kill), none named", took, s.c.Silenced())
+				}
+				return
+			}
+			if got := s.c.Silenced(); !slices.Equal(got, []string{simRx}) {
+				t.Errorf("silenced %v, want [%s]", got, simRx)
+			}
+			if limit := sender.DefaultOutage + 300*time.Millisecond + 100*time.Millisecond; s.now.Sub(lastHeard) > limit {
+				t.Errorf("over %v after the last ack, want within Outage + Linger + an Interval (%v)", s.now.Sub(lastHeard), limit)
+			}
+			if d.Undelivered == 0 {
+				t.Errorf("nothing counted undelivered, though the receiver died 2 s in")
+			}
+		})
+	}
 }

@@ -107,6 +107,10 @@ type Config struct {
 	// returns a *NoAnswerError and nothing was typed anywhere (send
 	// --wait). 0: the source plays at once.
 	Wait time.Duration
+	// StopWhenSilent: Run stops the source and returns a *SilentError
+	// once a receiver heard before has been silent for Outage
+	// (CoreConfig.StopWhenSilent): for a script, which plays on for no one.
+	StopWhenSilent bool
 	// Timer is the loop's one timer, stopped; Run closes it. Nil: a
 	// runtime timer (time.AfterFunc). send gives a wake.Timer, which fires
 	// through the network poller instead of the runtime's timers (package
@@ -146,6 +150,18 @@ type NoAnswerError struct {
 
 func (e *NoAnswerError) Error() string {
 	return fmt.Sprintf("no answer from %s within %v: nothing was typed", strings.Join(e.Addrs, ", "), e.Wait)
+}
+
+// SilentError is Run's error when it stopped the source because a
+// receiver heard before had been silent for Outage (Config.StopWhenSilent):
+// the source did not play to its end.
+type SilentError struct {
+	Outage time.Duration
+	Addrs  []string // the receivers silent that long, as Dests name them
+}
+
+func (e *SilentError) Error() string {
+	return fmt.Sprintf("%s silent for %v (--outage): stopped before the end of the script, whose remaining keys were not sent", strings.Join(e.Addrs, ", "), e.Outage)
 }
 
 // Stats are what a Sender did.
@@ -241,7 +257,7 @@ func New(cfg Config) (*Sender, error) {
 		PeerTimeout: cfg.PeerTimeout, Outage: cfg.Outage, Session: cfg.Session, PSK: cfg.PSK,
 		Identity: cfg.Identity, Insecure: cfg.Insecure,
 		Feedback: len(cfg.Feedback) > 0, Dests: dests(cfg.Dests), Output: s.output, Logf: cfg.Logf, Debug: cfg.Debug,
-		Wait: cfg.Wait,
+		Wait: cfg.Wait, StopWhenSilent: cfg.StopWhenSilent,
 	}, time.Now())
 	if err != nil {
 		return nil, err
@@ -428,7 +444,17 @@ func (s *Sender) Run(ctx context.Context, src Source) (Stats, error) {
 	s.ended = true
 	s.publish() // the last copy: nothing steps the core any more
 	s.pub.deliveries = c.Deliveries(s.pub.deliveries[:0])
+	silenced := c.Silenced()
 	s.mu.Unlock()
+	if played != nil {
+		// The core ended the session while the source played (a
+		// receiver silent past Outage): stop it.
+		stopPlay()
+		<-played
+	}
+	if len(silenced) > 0 && srcErr == nil {
+		return s.stats(), &SilentError{Outage: c.cfg.Outage, Addrs: silenced}
+	}
 	if errors.Is(srcErr, context.Canceled) && ctx.Err() != nil {
 		srcErr = nil // stopped by the caller (a signal): a clean exit
 	}
