@@ -35,7 +35,28 @@ type Ack struct {
 	// §8.6) depends on; the receiver gives it about once a second, which is
 	// all a slowly drifting offset needs (PROTOCOL.md §9).
 	Wall uint64
+	// Nowhere is how many of the session's key events this receiver
+	// instance typed into no application (no window had the keyboard
+	// focus), counted from its start; 0: none, or the receiver cannot
+	// tell. Why says why the latest of them reached none (a Why value;
+	// 0 exactly when Nowhere is). Both are left out of an ack when
+	// Nowhere is 0 (PROTOCOL.md §9).
+	Nowhere uint64
+	Why     Why
 }
+
+// Why is the reason an ack gives for key events typed into no
+// application (Ack.Why, PROTOCOL.md §9). A decoder takes any non-zero
+// value: a newer receiver may give a reason this build does not know.
+type Why uint8
+
+// The reasons defined so far.
+const (
+	// WhyNoFocus: no window had the keyboard focus (X11: the focus was
+	// None, the root window, or the pointer's window with the pointer over
+	// none), so the server gave the keys to no application.
+	WhyNoFocus Why = 1
+)
 
 // MissingMask is the bits of Ack.Missing that name a packet for an ack of
 // newest: bit i for counter newest-1-i, from 1 up (PROTOCOL.md §9). The
@@ -66,7 +87,12 @@ func (a *Ack) appendBody(b []byte) []byte {
 	b = binary.AppendUvarint(b, a.Missing)
 	b = binary.AppendUvarint(b, a.Stamp)
 	b = binary.AppendUvarint(b, a.Delay)
-	return binary.AppendUvarint(b, a.Wall)
+	b = binary.AppendUvarint(b, a.Wall)
+	if a.Nowhere == 0 {
+		return b
+	}
+	b = binary.AppendUvarint(b, a.Nowhere)
+	return append(b, byte(a.Why))
 }
 
 func (a *Ack) validate() error {
@@ -78,6 +104,9 @@ func (a *Ack) validate() error {
 	}
 	if a.Newest == 0 {
 		return fmt.Errorf("%w: ack of packet 0", ErrQueue)
+	}
+	if (a.Nowhere == 0) != (a.Why == 0) {
+		return fmt.Errorf("%w: %d key events typed into nothing, reason %d (both 0, or neither)", ErrQueue, a.Nowhere, a.Why)
 	}
 	return checkMissing(a.Newest, a.Missing)
 }
@@ -143,8 +172,28 @@ func ParseAckBody(h Header, p []byte, dst *Ack) error {
 	if dst.Wall, n, err = uvarint(p); err != nil {
 		return fmt.Errorf("wall clock: %w", err)
 	}
-	if len(p) > n {
-		return fmt.Errorf("%w: %d bytes", ErrTrailing, len(p)-n)
+	p = p[n:]
+	dst.Nowhere, dst.Why = 0, 0
+	if len(p) == 0 {
+		return nil
+	}
+	// The keys typed into nothing: present only when not 0, so that each
+	// ack has one encoding.
+	if dst.Nowhere, n, err = uvarint(p); err != nil {
+		return fmt.Errorf("keys typed into nothing: %w", err)
+	}
+	p = p[n:]
+	if dst.Nowhere == 0 {
+		return fmt.Errorf("%w: a count of keys typed into nothing of 0 (left out when 0)", ErrQueue)
+	}
+	if len(p) == 0 {
+		return fmt.Errorf("why keys were typed into nothing: %w", ErrTruncated)
+	}
+	if dst.Why = Why(p[0]); dst.Why == 0 {
+		return fmt.Errorf("%w: keys typed into nothing for reason 0", ErrQueue)
+	}
+	if len(p) > 1 {
+		return fmt.Errorf("%w: %d bytes", ErrTrailing, len(p)-1)
 	}
 	return nil
 }

@@ -7,13 +7,17 @@ import (
 )
 
 // The golden acks of PROTOCOL.md §9: a plaintext ack giving the wall clock
-// with two packets missing, and the body of a handshaken ack with none
-// missing and the wall clock not given.
+// with two packets missing, the body of a handshaken ack with none
+// missing and the wall clock not given, and the body of the ack after it
+// from a receiver that typed 3 key events into no application (no window
+// had the keyboard focus).
 var (
 	goldenAck = Ack{Header: Header{Type: TypeAck, Flags: FlagOneWay, Session: 0x0123456789ABCDEF, Counter: 7},
 		Newest: 42, Missing: 0b10100, Stamp: 1497, Delay: 250, Wall: 1_795_000_000_120}
 	goldenAckBody = Ack{Header: Header{Type: TypeAck, Flags: FlagSealed, Session: 0x0123456789ABCDEF, Counter: 8},
 		Newest: 43, Stamp: 1497, Delay: 180}
+	goldenAckNowhere = Ack{Header: Header{Type: TypeAck, Flags: FlagSealed, Session: 0x0123456789ABCDEF, Counter: 9},
+		Newest: 44, Stamp: 1530, Delay: 150, Nowhere: 3, Why: WhyNoFocus}
 )
 
 // TestGoldenAcks: the golden vectors of PROTOCOL.md §9 decode field by
@@ -33,6 +37,16 @@ func TestGoldenAcks(t *testing.T) {
 	body := readHex(t, "../testdata/golden/ack_v5_body.hex")
 	if err := ParseAckBody(goldenAckBody.Header, body, &a); err != nil || a != goldenAckBody {
 		t.Fatalf("ack_v5_body.hex: ParseAckBody = %+v, %v\nwant %+v", a, err, goldenAckBody)
+	}
+	nowhere := readHex(t, "../testdata/golden/ack_v5_nowhere_body.hex")
+	if err := ParseAckBody(goldenAckNowhere.Header, nowhere, &a); err != nil || a != goldenAckNowhere {
+		t.Fatalf("ack_v5_nowhere_body.hex: ParseAckBody = %+v, %v\nwant %+v", a, err, goldenAckNowhere)
+	}
+	if enc, err := goldenAckNowhere.AppendBody(nil); err != nil || !bytes.Equal(enc, nowhere) {
+		t.Errorf("goldenAckNowhere encodes to % x, want ack_v5_nowhere_body.hex % x (%v)", enc, nowhere, err)
+	}
+	if len(nowhere) != 9 {
+		t.Errorf("ack_v5_nowhere_body.hex is %d bytes, PROTOCOL.md says 9", len(nowhere))
 	}
 	if enc, err := goldenAckBody.AppendBody(nil); err != nil || !bytes.Equal(enc, body) {
 		t.Errorf("encoded % x (%v)\nwant    % x", enc, err, body)
@@ -58,8 +72,13 @@ func TestAckRoundTrip(t *testing.T) {
 			t.Errorf("truncated to %d: accepted", i)
 		}
 	}
-	if err := ParseAck(append(bytes.Clone(b), 0), &a); !errors.Is(err, ErrTrailing) {
-		t.Errorf("extended: %v", err)
+	// After the wall clock only a count of keys typed into nothing, not
+	// 0, and its reason may follow (PROTOCOL.md §9).
+	if err := ParseAck(append(bytes.Clone(b), 0), &a); !errors.Is(err, ErrQueue) {
+		t.Errorf("extended by a count of 0: %v, want ErrQueue", err)
+	}
+	if err := ParseAck(append(bytes.Clone(b), 1, 1, 0), &a); !errors.Is(err, ErrTrailing) {
+		t.Errorf("extended past the reason: %v, want ErrTrailing", err)
 	}
 	// A one-way sealed ack does not exist (one-way sessions are never
 	// acked, PROTOCOL.md §9), nor an ack with no flags.
@@ -77,6 +96,8 @@ func TestAckRoundTrip(t *testing.T) {
 		{Newest: 65, Missing: 1 << 63, Wall: 1},
 		{Newest: ^uint64(0), Missing: ^uint64(0), Stamp: ^uint64(0), Delay: ^uint64(0), Wall: ^uint64(0)},
 		{Newest: 64, Missing: 1<<63 - 1},
+		goldenAckNowhere,
+		{Newest: 1, Nowhere: ^uint64(0), Why: 255},
 	} {
 		h.Header = goldenAckBody.Header
 		body, err := h.AppendBody(nil)
@@ -140,8 +161,12 @@ func TestAckDecodeErrors(t *testing.T) {
 		{"ends after newest", "2a", ErrTruncated},
 		{"ends after the missing bits", "2a 00", ErrTruncated},
 		{"ends before the wall", "2a 00 00 00", ErrTruncated},
-		{"a byte after the wall", "2a 00 00 00 00 00", ErrTrailing},
-		{"the old fixed 8-byte bits", "2a 00 00 00 00 00 00 00 0b d9 0b fa 01 00", ErrTrailing},
+		{"a count of keys typed into nothing of 0", "2a 00 00 00 00 00", ErrQueue},
+		{"the old fixed 8-byte bits", "2a 00 00 00 00 00 00 00 0b d9 0b fa 01 00", ErrQueue},
+		{"a count and no reason", "2a 00 00 00 00 03", ErrTruncated},
+		{"reason 0", "2a 00 00 00 00 03 00", ErrQueue},
+		{"the count overlong", "2a 00 00 00 00 83 00 01", ErrVarint},
+		{"a byte after the reason", "2a 00 00 00 00 03 01 00", ErrTrailing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var a Ack
@@ -150,10 +175,11 @@ func TestAckDecodeErrors(t *testing.T) {
 			}
 		})
 	}
-	for _, a := range []Ack{{Newest: 5, Missing: 1 << 4}, {Newest: 1, Missing: 1}, {Newest: 64, Missing: 1 << 63}} {
+	for _, a := range []Ack{{Newest: 5, Missing: 1 << 4}, {Newest: 1, Missing: 1}, {Newest: 64, Missing: 1 << 63},
+		{Newest: 5, Nowhere: 3}, {Newest: 5, Why: WhyNoFocus}} {
 		a.Header = goldenAckBody.Header
 		if b, err := a.AppendBody(nil); !errors.Is(err, ErrQueue) {
-			t.Errorf("AppendBody(newest %d, missing %#x) = % x, %v, want ErrQueue", a.Newest, a.Missing, b, err)
+			t.Errorf("AppendBody(%+v) = % x, %v, want ErrQueue", a, b, err)
 		}
 	}
 }
@@ -175,7 +201,8 @@ func TestAckSizes(t *testing.T) {
 		{"nothing missing, the wall clock", Ack{Newest: 3000, Stamp: 60_000, Delay: 250, Wall: 1_795_000_000_000}, 14, 42},
 		{"the packet before newest missing", Ack{Newest: 3000, Missing: 1, Stamp: 60_000, Delay: 250}, 9, 37},
 		{"the oldest of the 64 missing", Ack{Newest: 3000, Missing: 1 << 63, Stamp: 60_000, Delay: 250}, 18, 46},
-		{"the largest", Ack{Newest: ^uint64(0), Missing: ^uint64(0), Stamp: ^uint64(0), Delay: ^uint64(0), Wall: ^uint64(0)}, 50, 78},
+		{"3 key events typed into nothing", Ack{Newest: 3000, Stamp: 60_000, Delay: 250, Nowhere: 3, Why: WhyNoFocus}, 11, 39},
+		{"the largest", Ack{Newest: ^uint64(0), Missing: ^uint64(0), Stamp: ^uint64(0), Delay: ^uint64(0), Wall: ^uint64(0), Nowhere: ^uint64(0), Why: 255}, 61, 89},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.a.Header = goldenAckBody.Header
@@ -211,6 +238,8 @@ func FuzzParseAck(f *testing.F) {
 func FuzzParseAckBody(f *testing.F) {
 	b, _ := goldenAckBody.AppendBody(nil)
 	f.Add(b)
+	b, _ = goldenAckNowhere.AppendBody(nil)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var a Ack
 		if err := ParseAckBody(goldenAckBody.Header, b, &a); err != nil {
@@ -218,6 +247,9 @@ func FuzzParseAckBody(f *testing.F) {
 		}
 		if a.Missing&^MissingMask(a.Newest) != 0 || a.Received(0) {
 			t.Fatalf("body % x decoded to newest %d, missing %#x: a packet below 1", b, a.Newest, a.Missing)
+		}
+		if (a.Nowhere == 0) != (a.Why == 0) {
+			t.Fatalf("body % x decoded to %d keys typed into nothing for reason %d", b, a.Nowhere, a.Why)
 		}
 		out, err := a.AppendBody(nil)
 		if err != nil || !bytes.Equal(out, b) {
