@@ -128,12 +128,14 @@ firewall). At the end send says "delivered: every receiver acknowledged the
 final state and all N key events" and exits 0, or exits 3 when a receiver
 never answered, did not acknowledge the final state (all keys released), or
 missed key events: how many, and when they were typed (down or unreachable
-longer than --outage). A script stops, exit 3, once a receiver that
-answered has been silent for --outage, rather than play on for no one. The summary gives each receiver's figures; with
+longer than --outage), or typed them into no application: how many, why,
+and the fix (recv --inject x11 with no window focused). A script stops,
+exit 3, once a receiver that answered has been silent for --outage, rather
+than play on for no one. The summary gives each receiver's figures; with
 --log-format json as fields (summary=session: events, queued, dropped,
-undelivered, packets, bytes, acks, handshakes...; summary=receiver:
-receiver, delivered, undelivered, undelivered_from, undelivered_to, rtt_ms,
-loss...).
+undelivered, nowhere, packets, bytes, acks, handshakes...;
+summary=receiver: receiver, delivered, undelivered, undelivered_from,
+undelivered_to, nowhere, nowhere_why, rtt_ms, loss...).
 
 With --wait, nothing plays (no script line, no key read) until every unicast
 receiver has answered: its handshake answered, or with --insecure its first
@@ -161,7 +163,9 @@ recv --one-way. One-way use exits 0 and says delivery was not confirmed.
 
 Exit status: 0 delivered (or one-way), 1 the command failed (an error
 names it), 2 bad flags or arguments, 3 delivery not confirmed (a receiver
-missed key events, or the final state).`,
+missed key events, or the final state, or typed keys into no
+application; a script stopped because its receiver was silent past
+--outage).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			// Not from a config file or the environment, which fill the
@@ -626,13 +630,14 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 func summarize(o *SendOptions, logger *slog.Logger, errf, logf func(string, ...any), s *sender.Sender, stats sender.Stats, confirmed bool) {
 	asJSON := o.LogFormat == "json"
 	deliveries := s.Deliveries()
-	undelivered := 0
+	undelivered, nowhere := 0, 0
 	for _, d := range deliveries {
 		undelivered += d.Undelivered
+		nowhere += d.Nowhere
 	}
 	if asJSON {
 		logger.Info(stats.String(), "summary", "session", "session", fmt.Sprintf("%016x", s.Session()),
-			"events", stats.Events, "queued", stats.Queued, "dropped", stats.Dropped, "undelivered", undelivered,
+			"events", stats.Events, "queued", stats.Queued, "dropped", stats.Dropped, "undelivered", undelivered, "nowhere", nowhere,
 			"delivery_confirmed", confirmed && o.Feedback, "packets", stats.Packets, "bytes", stats.Bytes,
 			"send_errors", stats.SendErrors, "bursts", stats.Bursts, "held", stats.Held, "overflow", stats.Overflow,
 			"acks", stats.Acks, "ack_errors", stats.AckErrors, "handshakes", stats.Handshakes,
@@ -671,6 +676,9 @@ func summarize(o *SendOptions, logger *slog.Logger, errf, logf func(string, ...a
 			if r.d.Undelivered > 0 {
 				attrs = append(attrs, "undelivered_from", r.d.First, "undelivered_to", r.d.Last)
 			}
+			if r.d.Nowhere > 0 {
+				attrs = append(attrs, "nowhere", r.d.Nowhere, "nowhere_why", sender.NowhereWhy(r.d.Why))
+			}
 		}
 		if r.heard && !r.p.LastHeard.IsZero() {
 			attrs = append(attrs, "rtt_ms", msOf(r.p.SRTT), "rtt_var_ms", msOf(r.p.RTTVar), "loss", r.p.Loss,
@@ -700,10 +708,14 @@ type receiverSummary struct {
 func (r receiverSummary) text(start time.Time) string {
 	var parts []string
 	if r.d.Accounted {
-		if r.d.Undelivered > 0 {
+		switch {
+		case r.d.Undelivered > 0:
 			parts = append(parts, undeliveredSpan(r.d, start))
-		} else {
+		case r.d.Nowhere == 0:
 			parts = append(parts, fmt.Sprintf("all %d key events delivered", r.d.Delivered))
+		}
+		if r.d.Nowhere > 0 {
+			parts = append(parts, nowhereCount(r.d)+" ("+sender.NowhereWhy(r.d.Why)+")")
 		}
 	}
 	switch {
@@ -886,6 +898,11 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, fp string
 			// Named for why: how many keys that cost, and typed when.
 			missing[n] += " (" + undeliveredSpan(d, s.Started()) + ")"
 		}
+		if d.Nowhere > 0 {
+			// They reached the receiver, which typed them into no
+			// application (PROTOCOL.md §9): not delivered.
+			missing = append(missing, fmt.Sprintf("%s: %s, because %s: %s", ua, nowhereCount(d), sender.NowhereWhy(d.Why), sender.NowhereFix(d.Why)))
+		}
 	}
 	if oneWay > 0 {
 		logf("delivery to broadcast/multicast destinations is not confirmed (%d receivers answered)", len(byAddr))
@@ -897,6 +914,12 @@ func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, fp string
 		logf("delivered: every receiver acknowledged the final state and all %d key events", events)
 	}
 	return nil
+}
+
+// nowhereCount says how many of d's key events its receiver typed into
+// no application.
+func nowhereCount(d sender.Delivery) string {
+	return fmt.Sprintf("%d of %d key events were typed into no application", d.Nowhere, d.Delivered+d.Undelivered)
 }
 
 // undeliveredSpan says how many of d's key events never reached it, and

@@ -28,10 +28,13 @@ func setFocus(t *testing.T, display string, focus xproto.Window) {
 // TestRecvSaysNoWindowHasFocus: recv --inject x11
 // typing on an Xvfb where no window has the keyboard focus says so once,
 // naming why, and its summary counts the key presses typed so (4: "abc"
-// and a tap); with a window under the pointer (Xvfb's focus follows the
-// pointer) it says nothing and counts none. The cases: a bare Xvfb (focus
-// PointerRoot, the pointer over the root window alone), the focus set to
-// None, the focus set to the root window, and xev under the pointer.
+// and a tap); its acks say so too (PROTOCOL.md §9), and send exits 3
+// naming the 8 key events typed into no application, why and the fix.
+// With a window under the pointer (Xvfb's focus follows the pointer) recv
+// says nothing and counts none, and send exits 0. The cases: a bare Xvfb
+// (focus PointerRoot, the pointer over the root window alone), the focus
+// set to None, the focus set to the root window, and xev under the
+// pointer.
 func TestRecvSaysNoWindowHasFocus(t *testing.T) {
 	t.Parallel()
 	needX(t)
@@ -59,8 +62,15 @@ func TestRecvSaysNoWindowHasFocus(t *testing.T) {
 			display := startXvfb(t)
 			tc.setup(t, display)
 			recv := startWithEnv(t, []string{"DISPLAY=" + display}, "recv", "--inject", "x11", "--listen", "127.0.0.1:0")
-			if code, _, stderr := run(t, "", "send", "--to", recv.addr, "--script", script(t, "type \"abc\"\ntap KeyA\n")); code != 0 {
-				t.Fatalf("send exited %d:\n%s", code, stderr)
+			code, _, stderr := run(t, "", "send", "--to", recv.addr, "--script", script(t, "type \"abc\"\ntap KeyA\n"))
+			// The summary's line for the receiver, and the error with the fix.
+			const summary = "8 of 8 key events were typed into no application (no window had the keyboard focus there)"
+			const nowhere = "8 of 8 key events were typed into no application, because no window had the keyboard focus there: focus the window that should get the keys"
+			switch {
+			case tc.why != "" && (code != 3 || !strings.Contains(stderr, summary) || !strings.Contains(stderr, nowhere)):
+				t.Errorf("send exited %d, want 3 saying %q and %q:\n%s", code, summary, nowhere, stderr)
+			case tc.why == "" && (code != 0 || strings.Contains(stderr, "no application")):
+				t.Errorf("send exited %d, want 0 and nothing typed into no application:\n%s", code, stderr)
 			}
 			recv.stop()
 			log := recv.stderr.String()

@@ -20,6 +20,7 @@ import (
 	"github.com/keyrelay/keyrelay/internal/xquiet"
 	"github.com/keyrelay/keyrelay/internal/xrecord"
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/sink"
 )
 
 // ErrKeycodes is wrapped by NewX11's error when the X server does not number
@@ -610,6 +611,16 @@ func (x *X11) noFocus() string {
 		return "the focus follows the pointer (PointerRoot), and the pointer is over no window"
 	}
 	return ""
+}
+
+// LastReached says whether the key event X11 typed last went to an
+// application (receiver.Aimed): sink.NoFocus when no window had the
+// keyboard focus as last asked (noteFocus, at key-downs).
+func (x *X11) LastReached() sink.Unreached {
+	if x.focus.none != "" {
+		return sink.NoFocus
+	}
+	return sink.Reached
 }
 
 // Unfocused is how many key-downs X11 typed while no window had the

@@ -49,6 +49,8 @@ func (r *Receiver) ack(s *session, now time.Time, news, applied bool) {
 		Missing: s.window.Missing(),
 		Stamp:   s.tracker.Newest(),
 		Delay:   uint64(now.Sub(s.newestAt) / time.Microsecond),
+		Nowhere: s.nowhere,
+		Why:     wire.Why(s.why),
 	}
 	wall := s.wallAt.IsZero() || now.Sub(s.wallAt) >= WallInterval
 	if wall {

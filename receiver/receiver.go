@@ -142,6 +142,15 @@ type LockSetter interface {
 	SetLocks(l keys.Locks, session uint64) error
 }
 
+// Aimed is an Injector that can tell whether the key event it typed last
+// reached an application (x11: whether a window had the keyboard focus).
+// The receiver counts, per session, the events it sent that reached none,
+// and its acks say so (PROTOCOL.md §9): send does not call them delivered.
+// LastReached is called right after Inject, from the same goroutine.
+type Aimed interface {
+	LastReached() sink.Unreached
+}
+
 // Watched is an Injector that notices its backend going away on its own,
 // between keys: Gone is closed then, and GoneErr (wrapping sink.ErrGone)
 // says what went away. Run ends at once, not at the next key.
@@ -217,6 +226,7 @@ type Stats struct {
 	Injected     int // key events given to the injector
 	InjectErr    int // key events the injector failed
 	NotTyped     int // key-downs the injector cannot type (sink.ErrCannotType): a character on uinput
+	Nowhere      int // key events the sender sent that the injector typed into no application (Aimed)
 	Sessions     int // sessions seen
 	Ended        int // sessions that went silent holding no key (a sender's clean end)
 	Timeouts     int // sessions that went silent holding keys: released here
@@ -733,6 +743,15 @@ func (r *Receiver) send(k sink.Event) {
 	err := r.cfg.Injector.Inject(k)
 	switch {
 	case err == nil:
+		if a, ok := r.cfg.Injector.(Aimed); ok && k.Cause == eventqueue.Sent {
+			if why := a.LastReached(); why != sink.Reached {
+				r.stats.Nowhere++
+				if s := r.sessions[k.Session]; s != nil {
+					s.nowhere++
+					s.why = why
+				}
+			}
+		}
 	case errors.Is(err, sink.ErrGone):
 		// Counted as a failure, said once: Run stops with it.
 		r.stats.InjectErr++

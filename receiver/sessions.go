@@ -12,6 +12,7 @@ import (
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/replay"
+	"github.com/keyrelay/keyrelay/sink"
 )
 
 // mode is how a session's packets are keyed (PROTOCOL.md §2, §8).
@@ -70,6 +71,11 @@ type session struct {
 	newestAt   time.Time  // when the newest packet arrived
 	packets    int        // packets applied
 	locks      keys.Locks // the sender's lock state last matched
+	// nowhere counts the key events of this session the injector typed
+	// into no application, and why says why the latest reached none
+	// (Aimed): its acks carry both (PROTOCOL.md §9).
+	nowhere uint64
+	why     sink.Unreached
 	// want is the lock state the OS should have by this session: locks,
 	// toggled by each Caps Lock or Num Lock press typed for it since. A
 	// session that comes back after a timeout is matched to want, not to

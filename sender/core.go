@@ -49,6 +49,7 @@ type Core struct {
 	foreign map[string]versionNote // receivers of another protocol version (version.go)
 	sent    [sentRing]sentRecord
 	ack     wire.Ack
+	ackedBy *handshake.Keypair // the keypair that opened ack (openAck); nil in plaintext
 	backlog []keyEvent
 	burst   burst
 	ledger  ledger // delivery accounting (ledger.go)

@@ -18,6 +18,7 @@ import (
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/sink"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -43,6 +44,10 @@ type deliverySim struct {
 	now    time.Time
 	// onSend, if set, sees every datagram the core sends, as it sends it.
 	onSend func(b []byte)
+	// unfocused, if set, makes the receivers' injectors say whether the
+	// key they typed last reached an application (receiver.Aimed): none
+	// while it is true.
+	unfocused *bool
 
 	rx       *receiver.Receiver   // nil while down
 	rxs      []*receiver.Receiver // every instance, for their stats
@@ -59,6 +64,9 @@ type instance struct {
 	// acked: the number of events it had typed when it sent the newest
 	// of its acks that reached the sender.
 	acked int
+	// nowhere: the key events the sender sent that it typed while its
+	// injector said they reached no application.
+	nowhere int
 }
 
 type datagram struct {
@@ -100,13 +108,40 @@ func newDeliverySim(t testing.TB, seed uint64, lossTx, lossRx float64, cfg sende
 func (s *deliverySim) start() {
 	s.conn = &capConn{}
 	in := &instance{rec: &fake.Recorder{}}
-	r, err := receiver.New(receiver.Config{Conn: s.conn, Injector: in.rec, PSK: s.psk, Timeout: 2 * time.Second, Identity: s.rxID, Peer: s.paired})
+	var inj receiver.Injector = in.rec
+	if s.unfocused != nil {
+		inj = &aimedRecorder{in.rec, s.unfocused, &in.nowhere}
+	}
+	r, err := receiver.New(receiver.Config{Conn: s.conn, Injector: inj, PSK: s.psk, Timeout: 2 * time.Second, Identity: s.rxID, Peer: s.paired})
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.rx, s.cur = r, in
 	s.rxs = append(s.rxs, r)
 	s.inst = append(s.inst, in)
+}
+
+// aimedRecorder records what it injects, and says it reached no
+// application while *none is true (receiver.Aimed), counting the sender's
+// events typed so.
+type aimedRecorder struct {
+	*fake.Recorder
+	none  *bool
+	count *int
+}
+
+func (a *aimedRecorder) Inject(e sink.Event) error {
+	if *a.none && e.Cause == eventqueue.Sent {
+		*a.count++
+	}
+	return a.Recorder.Inject(e)
+}
+
+func (a *aimedRecorder) LastReached() sink.Unreached {
+	if *a.none {
+		return sink.NoFocus
+	}
+	return sink.Reached
 }
 
 // kill stops the receiver instance without a word, as SIGKILL does.
@@ -534,5 +569,59 @@ func TestStopWhenSilent(t *testing.T) {
 				t.Errorf("nothing counted undelivered, though the receiver died 2 s in")
 			}
 		})
+	}
+}
+
+// TestNowhereIsCounted (PROTOCOL.md §9: keys typed into nothing): taps
+// typed while the receiver's injector says no window has the keyboard
+// focus are counted in its acks, and the sender's Delivery gives the
+// count over the receiver's instances (a restarted one counts from 0) and
+// why, over a link losing 20 % each way; taps typed while focused add
+// nothing.
+func TestNowhereIsCounted(t *testing.T) {
+	for seed := range uint64(5) {
+		s := newDeliverySim(t, seed, 0.2, 0.2, sender.CoreConfig{Linger: 300 * time.Millisecond})
+		none := true
+		s.unfocused = &none
+		s.start() // again, now with the focus told
+		s.rxs, s.inst = s.rxs[1:], s.inst[1:]
+		s.c.Start(t0)
+		taps := distinctTaps(30)
+		for i, k := range taps {
+			when := t0.Add(time.Duration(i+1) * 100 * time.Millisecond)
+			switch i {
+			case 10:
+				// Restarted between two taps, unfocused still.
+				s.runUntil(when.Add(-50 * time.Millisecond))
+				s.kill()
+				s.runUntil(when.Add(-20 * time.Millisecond))
+				s.start()
+			case 29:
+				// The restarted instance (its handshake once the sender
+				// noticed the silence) typed some of the taps since.
+				none = false
+			}
+			s.runUntil(when)
+			s.c.Key(k, true, s.now)
+			s.runUntil(when.Add(30 * time.Millisecond))
+			s.c.Key(k, false, s.now)
+		}
+		s.c.Stop(s.now, sender.SourceEnded)
+		s.runUntil(time.Time{})
+		typedIntoNothing := 0
+		for _, in := range s.inst {
+			typedIntoNothing += in.nowhere
+		}
+		d := s.c.Deliveries(nil)[0]
+		if len(s.inst) != 2 || s.inst[0].nowhere == 0 || s.inst[1].nowhere == 0 {
+			t.Fatalf("seed %d: %d instances typed %d events into nothing: the case tests nothing", seed, len(s.inst), typedIntoNothing)
+		}
+		// The first instance's last events may have been typed after its
+		// last ack to reach the sender: the count may lag behind by
+		// those, never exceed.
+		if d.Nowhere > typedIntoNothing || d.Nowhere < typedIntoNothing-4 || d.Why != wire.WhyNoFocus {
+			t.Errorf("seed %d: Delivery says %d typed into nothing (why %d); the instances typed %d so (why %d)", seed, d.Nowhere, d.Why, typedIntoNothing, wire.WhyNoFocus)
+		}
+		t.Logf("seed %d: %d typed into nothing (%d, then %d after the restart), Delivery says %d", seed, typedIntoNothing, s.inst[0].nowhere, s.inst[1].nowhere, d.Nowhere)
 	}
 }

@@ -106,6 +106,10 @@ type link struct {
 	// peer is c.peers[Addr] once it is there (peerOf): the core's
 	// deadlines ask for it at every packet, and a peer, once heard, stays.
 	peer *peer
+	// nowhere: what its receiver's acks say it typed into no application
+	// (PROTOCOL.md §9; nowhere.go).
+	nowhere    nowhere
+	handshakes int // keypairs taken
 	// unanswered: no response within PeerTimeout, and the log said so.
 	// No key goes to it (PROTOCOL.md §8.4: a unicast destination never
 	// falls back to one-way).
@@ -365,6 +369,7 @@ func (c *Core) handleCookieReply(m handshake.CookieReply, now time.Time) error {
 func (c *Core) take(l *link, k *handshake.Keypair, now time.Time) {
 	restarted := l.current != nil && l.acked && now.Sub(l.ackedAt) >= c.restartAfter()
 	l.previous, l.current = l.current, k
+	l.handshakes++
 	l.prevSince, l.since = l.since, l.stamp
 	l.first = c.keys.nonce + 1
 	// A new keypair may be a new receiver (a restart), which has no

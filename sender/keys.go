@@ -50,7 +50,9 @@ var (
 //
 // since is what the keypair's packets carry as Since (0 in plaintext):
 // the receiver instance behind it types only newer events (ledger.go).
+// c.ackedBy is the keypair that opened it (nil in plaintext).
 func (c *Core) openAck(m handshake.Message, a *wire.Ack, now time.Time) (l *link, since uint64, err error) {
+	c.ackedBy = nil
 	h := m.Header
 	switch {
 	case m.OneWay != nil:
@@ -76,6 +78,7 @@ func (c *Core) openAck(m handshake.Message, a *wire.Ack, now time.Time) (l *link
 		if err := wire.ParseAckBody(h, body, a); err != nil {
 			return nil, 0, err
 		}
+		c.ackedBy = k
 		since := l.prevSince
 		if k == l.current {
 			l.acked, l.ackedAt = true, now

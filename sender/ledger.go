@@ -208,13 +208,19 @@ type Delivery struct {
 	// First and Last are when the first and the last undelivered event
 	// were typed (zero when none).
 	First, Last time.Time
+	// Nowhere is how many key events the receiver said it typed into no
+	// application (PROTOCOL.md §9; nowhere.go), over its instances, and
+	// Why why the latest reached none. They count among Delivered: they
+	// reached the receiver, not an application.
+	Nowhere int
+	Why     wire.Why
 }
 
 // Deliveries appends each destination's delivery figures, in Dests'
 // order, to dst: what is still unconfirmed counts as undelivered.
 func (c *Core) Deliveries(dst []Delivery) []Delivery {
 	for i, l := range c.links {
-		d := Delivery{Addr: l.Addr, Accounted: c.ledger.tracked&(1<<i) != 0}
+		d := Delivery{Addr: l.Addr, Accounted: c.ledger.tracked&(1<<i) != 0, Nowhere: int(l.nowhere.total()), Why: l.nowhere.why}
 		if d.Accounted {
 			t := c.ledger.tally[i]
 			for _, r := range c.ledger.recs {

@@ -247,7 +247,11 @@ func (c *Core) handleAck(m handshake.Message, from string, now time.Time) error 
 	if l != nil {
 		from = l.Addr
 	}
-	c.ledger.acked(c.linkIndex(l, from), since, a)
+	i := c.linkIndex(l, from)
+	c.ledger.acked(i, since, a)
+	if i >= 0 {
+		c.noteNowhere(c.links[i], a, c.ackedBy)
+	}
 	p := c.peers[from]
 	if p == nil {
 		if len(c.peers) >= maxPeers {

@@ -28,6 +28,18 @@ type Event struct {
 	Session uint64
 }
 
+// Unreached says why a key event an injector typed reached no
+// application: Reached (0) when it did, or when the injector cannot tell.
+// The values are the reasons an ack gives (PROTOCOL.md §9, wire.Why).
+type Unreached uint8
+
+const (
+	Reached Unreached = 0
+	// NoFocus: no window had the keyboard focus, so the display server
+	// gave the key to no application (X11).
+	NoFocus Unreached = 1
+)
+
 // ErrGone is wrapped by an injector's error when what it types into went
 // away for good (the X server stopped, the session ended): recv stops with
 // it, non-zero, rather than ack keys it can no longer type, so that a
