@@ -162,3 +162,64 @@ func (p *proc) sessionEnd(t *testing.T, id string) string {
 		}
 	}
 }
+
+// TestSignalAtHeavyLossExitsInTime (README: send's end; PROTOCOL.md §7.1):
+// SIGTERM to a send typing through `keyrelay impair` at 80 % loss both
+// ways, with a queue of 8 and three keys held, ends it within --linger +
+// --timeout (2.3 s) at any loss, the acks that trickle in notwithstanding;
+// what it gave up is counted and named. Three runs, three seeds; a run
+// whose handshake did not get through in 40 s (at 80 % loss both ways a
+// round trip succeeds 1 time in 25) is skipped, and one of them at least
+// must run.
+func TestSignalAtHeavyLossExitsInTime(t *testing.T) {
+	t.Parallel()
+	var text strings.Builder
+	// A first tap hurries the handshake (PROTOCOL.md §7.1).
+	text.WriteString("tap Escape\npace 20ms\n")
+	for _, k := range restartKeys {
+		text.WriteString("tap " + k + "\n")
+	}
+	text.WriteString("down ShiftLeft\ndown ControlLeft\ndown AltLeft\nsleep 60s\n")
+	keys := script(t, text.String())
+	var took []time.Duration
+	for _, seed := range []string{"1", "2", "3"} {
+		recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
+		proxy := start(t, "impair", "--listen", "127.0.0.1:0", "--to", recv.addr, "--loss", "0.8", "--seed", seed)
+		send := start(t, "send", "--to", proxy.addr, "--queue", "8", "--outage", "60s", "--script", keys)
+		// Typing has begun once a key is typed; the script's taps take
+		// 1.6 s, and the held keys are down by then.
+		if _, ok := recv.next(40 * time.Second); !ok {
+			t.Logf("seed %s: nothing typed through 80%% loss in 40 s (the handshake): skipped", seed)
+			send.stop2()
+			proxy.stop2()
+			recv.stop()
+			continue
+		}
+		time.Sleep(3 * time.Second) // the scenario: typing, then keys held, then the signal
+		send.cmd.Process.Signal(syscall.SIGTERM)
+		signalled := time.Now()
+		code := send.wait(30 * time.Second)
+		d := time.Since(signalled)
+		took = append(took, d)
+		stderr := send.stderr.String()
+		t.Logf("seed %s: send exited %d, %v after SIGTERM; %s", seed, code, d.Round(10*time.Millisecond),
+			regexp.MustCompile(`gave up waiting[^\n]*`).FindString(stderr))
+		// --linger 0.3 s + --timeout 2 s, and a loaded machine's margin
+		// (the race detector's build; before, 3.6 to 13.1 s).
+		if d > 3500*time.Millisecond {
+			t.Errorf("seed %s: send exited %v after SIGTERM, want within about --linger + --timeout (2.3s)\n%s", seed, d, stderr)
+		}
+		if code != 0 && code != 3 {
+			t.Errorf("seed %s: send exited %d, want 0 or 3\n%s", seed, code, stderr)
+		}
+		if code == 3 && !strings.Contains(stderr, "key events never reached it") && !strings.Contains(stderr, "did not acknowledge the final state") {
+			t.Errorf("seed %s: exit 3 without naming what was not delivered:\n%s", seed, stderr)
+		}
+		proxy.stop2()
+		recv.stop()
+	}
+	if len(took) == 0 {
+		t.Fatal("no run got through the handshake")
+	}
+	t.Logf("exited %v after SIGTERM", took)
+}

@@ -484,9 +484,9 @@ func (c *Core) giveUp(now time.Time) {
 			waiting = append(waiting, l.Addr)
 		}
 	}
-	why := fmt.Sprintf("no ack let them in for %v", c.patience())
+	why := fmt.Sprintf("no ack let them in for %v (--outage)", c.patience())
 	if c.interrupted {
-		why = fmt.Sprintf("the end after a signal waits %v at most (--timeout)", c.cfg.PeerTimeout)
+		why = fmt.Sprintf("after a signal the end waits %v at most (--timeout)", c.cfg.PeerTimeout)
 	}
 	what := fmt.Sprintf("%d key events", n)
 	if c.cfg.Debug {
@@ -495,7 +495,7 @@ func (c *Core) giveUp(now time.Time) {
 	if len(waiting) == 0 {
 		waiting = []string{"the receivers"}
 	}
-	c.logf("gave up waiting for %s to acknowledge what was typed before %s: %s: they may not have been typed there", strings.Join(waiting, ", "), what, why)
+	c.logf("gave up waiting for acks from %s: %s: %s went in without waiting, and what they push out that it had not applied may never be typed there (the summary counts it)", strings.Join(waiting, ", "), why, what)
 	for _, ev := range c.backlog {
 		c.addNow(ev, now)
 	}
