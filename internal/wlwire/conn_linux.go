@@ -126,8 +126,12 @@ func (c *Conn) Send(object uint32, opcode uint16, args Args, fds ...int) error {
 	if len(fds) > 0 {
 		oob = syscall.UnixRights(fds...)
 	}
+	// The deadline bounds this write only: one left set would refuse
+	// every write after it passed, however long after.
 	c.c.SetWriteDeadline(time.Now().Add(c.Timeout))
-	if _, _, err := c.c.WriteMsgUnix(b, oob, nil); err != nil {
+	_, _, err = c.c.WriteMsgUnix(b, oob, nil)
+	c.c.SetWriteDeadline(time.Time{})
+	if err != nil {
 		// A compositor that ended the connection said why first: that is
 		// the error worth telling.
 		if perr := c.pendingError(); perr != nil {
@@ -193,11 +197,17 @@ func (c *Conn) fill(deadline time.Time, wait bool) error {
 	var n, oobn int
 	var err error
 	if wait {
+		// The deadline bounds this read only: a read deadline left set
+		// refuses every read after it passed, the non-blocking ones
+		// below included, however long after (DESIGN.md, the wayland
+		// injector's timeouts).
 		c.c.SetReadDeadline(deadline)
 		n, oobn, _, _, err = c.c.ReadMsgUnix(buf, oob)
+		c.c.SetReadDeadline(time.Time{})
 	} else {
-		// A read with a deadline already past is refused before the
-		// socket is looked at, and a short one would hold up every key.
+		// Not a read with a deadline: a short one would hold up every
+		// key. raw.Read checks the read deadline before it calls the
+		// function, and there is none (the waiting read clears its own).
 		raw, rerr := c.c.SyscallConn()
 		if rerr != nil {
 			return rerr
