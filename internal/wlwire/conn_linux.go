@@ -49,11 +49,15 @@ type Global struct {
 // Conn is a client's connection to a compositor. It is not safe for
 // concurrent use: one goroutine sends and reads.
 type Conn struct {
-	c       *net.UnixConn
-	path    string
-	next    uint32 // the next object id to hand out
-	in      []byte // bytes read and not yet parsed
-	fds     []int  // descriptors read and not yet taken
+	c    *net.UnixConn
+	path string
+	next uint32 // the next object id to hand out
+	in   []byte // bytes read and not yet parsed
+	fds  []int  // descriptors read and not yet taken
+	// Timeout bounds each write and each Roundtrip's wait for the
+	// compositor's answer (5 s from Dial). A deadline bounds only the
+	// read or write it was set for: a connection idle for any time
+	// still sends and reads.
 	Timeout time.Duration
 }
 
