@@ -314,3 +314,33 @@ func TestWaylandWithoutCompositor(t *testing.T) {
 		t.Errorf("recv --inject wayland without a compositor exited %d:\n%s", code, stderr)
 	}
 }
+
+// TestWaylandTypesAfterIdle: recv types the next key after a pause longer
+// than every timeout the wayland injector has (wlwire's 5 s Timeout on a
+// round trip's read and on each write; the compositor has none for a
+// client), after its start-up round trips and after characters (a keymap
+// upload each), instead of exiting at that key (DESIGN.md, the wayland
+// injector's timeouts).
+func TestWaylandTypesAfterIdle(t *testing.T) {
+	t.Parallel()
+	needSway(t)
+	s := startSway(t)
+	wev := startWev(t, s)
+	seatKeyboard(t, s, "us")
+	recv := startWithEnv(t, s.env(), "recv", "--inject", "wayland", "--listen", "127.0.0.1:0")
+	const idle = 6 * time.Second // past wlwire's 5 s Timeout
+	for i, tc := range []struct{ script, want string }{
+		{"type \"ab\"\ntap KeyC\n", "abc"},
+		{"type \"dé\"\ntap KeyF\n", "déf"},
+	} {
+		time.Sleep(idle) // the pause itself is what is tested
+		code, _, stderr := run(t, "", "send", "--to", recv.addr, "--script", script(t, tc.script))
+		if code != 0 {
+			t.Fatalf("send %d exited %d after %v idle:\n%s\nrecv:\n%s", i+1, code, idle, stderr, recv.stderr.String())
+		}
+		if got := wev.waitFor(tc.want, 10*time.Second); got != tc.want {
+			t.Fatalf("after %v idle, wev received %q, want %q\nrecv:\n%s", idle, got, tc.want, recv.stderr.String())
+		}
+	}
+	recv.stop() // exits 0, or the test fails
+}
