@@ -32,12 +32,38 @@ const (
 	modMod5    uint32 = 1 << 7 // LevelThree (AltGr) where Right Alt is ISO_Level3_Shift
 )
 
-// The character keymap's keys: XKB keycodes 9 to 255 (evdev codes 1 to
-// 247; XKB's keycodes are evdev's plus 8 and stop at 255).
-const (
-	charFirstKeycode = 9
-	charSlots        = 255 - charFirstKeycode + 1
-)
+// charKeys are the keys a character is put on in the character keymap:
+// the 48 keys that write on a pc105 keyboard (Backquote, the digits, the
+// letters, the punctuation keys and IntlBackslash), as evdev codes. On
+// them a character is a character to every client. A client that reads
+// the key as well as its keysym takes any other key for what it is:
+// Chromium turns a key into its DOM code and Windows key code, and acts
+// on the key (Escape, Backspace, Tab, F6 moves the focus, Control and Alt
+// type nothing), so a character put there is lost or does something else
+// (DESIGN.md, the wayland injector's character keys).
+var charKeys = [...]uint32{
+	41, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, // Backquote, Digit1..0, Minus, Equal
+	16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, // KeyQ..KeyP, BracketLeft, BracketRight
+	30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 43, // KeyA..KeyL, Semicolon, Quote, Backslash
+	86, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, // IntlBackslash, KeyZ..KeyM, Comma, Period, Slash
+}
+
+// charKeyNames are charKeys' XKB key names in xkeyboard-config's evdev
+// keycodes, for a keymap that names none itself (one that includes them).
+var charKeyNames = [...]string{
+	"TLDE", "AE01", "AE02", "AE03", "AE04", "AE05", "AE06", "AE07", "AE08", "AE09", "AE10", "AE11", "AE12",
+	"AD01", "AD02", "AD03", "AD04", "AD05", "AD06", "AD07", "AD08", "AD09", "AD10", "AD11", "AD12",
+	"AC01", "AC02", "AC03", "AC04", "AC05", "AC06", "AC07", "AC08", "AC09", "AC10", "AC11", "BKSL",
+	"LSGT", "AB01", "AB02", "AB03", "AB04", "AB05", "AB06", "AB07", "AB08", "AB09", "AB10",
+}
+
+// charSlot is one of charKeys in the character keymap.
+type charSlot struct {
+	ev      uint32 // evdev code
+	name    string // XKB key name in the physical keymap
+	r       rune   // the character on it; 0: the physical keymap's own
+	lastUse uint64 // when it was last pressed, for reuse
+}
 
 // wlKeymapKind is which keymap the virtual keyboard has.
 type wlKeymapKind uint8
@@ -69,10 +95,15 @@ type wlOp struct {
 //
 // Physical keys are sent as their evdev codes with the physical keymap
 // (the seat's, so the user's layout decides the character). A character
-// gets a key of its own in a keymap of characters, wtype's way: the
-// keymap grows as characters come (up to charSlots, then it starts
-// again), and is uploaded when it changed or the physical keymap was in
-// force; the physical keymap is uploaded again at the next physical key.
+// is put on one of the 48 writing keys (charKeys) in the character
+// keymap: the physical keymap with those keys' symbols replaced, so every
+// other key (Space, Enter, Tab, the modifiers...) types as it does there.
+// The character keymap is uploaded when it changed (a new character) or
+// the physical keymap was in force, and kept while the characters typed
+// are on it: text needs no keymap but it. A new character takes a free
+// writing key, else the one least recently pressed that nothing holds.
+// A physical writing key that has a character on it brings the physical
+// keymap back.
 //
 // Not safe for concurrent use. The zero value is not ready: use
 // newWlKeyboard.
@@ -83,10 +114,12 @@ type wlKeyboard struct {
 	ralt uint32
 
 	current   wlKeymapKind
-	chars     []rune // the character keymap's keys, in keycode order
-	slot      map[rune]int
-	charsSent bool // the keymap of chars as they are was uploaded
-
+	base      charKeymapBase
+	slots     []charSlot
+	slotOf    map[rune]int    // character -> its index in slots
+	onSlot    map[uint32]int  // evdev code -> its index in slots
+	charsSent bool            // the character keymap as it is was uploaded
+	uses      uint64          // presses of characters, for charSlot.lastUse
 	held      map[uint32]bool // physical evdev codes pressed
 	heldChars map[rune]uint32 // characters pressed, with their evdev code
 	depressed uint32          // modifiers of the held keys
@@ -97,9 +130,16 @@ type wlKeyboard struct {
 var level3RAlt = regexp.MustCompile(`key\s*<RALT>\s*\{[^}]*ISO_Level3_Shift`)
 
 func newWlKeyboard(physical string, altGr bool) *wlKeyboard {
-	k := &wlKeyboard{physical: physical, ralt: modMod1, slot: map[rune]int{}, held: map[uint32]bool{}, heldChars: map[rune]uint32{}}
+	k := &wlKeyboard{physical: physical, ralt: modMod1, slotOf: map[rune]int{}, onSlot: map[uint32]int{}, held: map[uint32]bool{}, heldChars: map[rune]uint32{}}
 	if altGr || level3RAlt.MatchString(physical) {
 		k.ralt = modMod5
+	}
+	k.base = newCharKeymapBase(physical)
+	for _, ev := range charKeys {
+		if name, ok := k.base.names[ev]; ok {
+			k.onSlot[ev] = len(k.slots)
+			k.slots = append(k.slots, charSlot{ev: ev, name: name})
+		}
 	}
 	return k
 }
@@ -131,7 +171,7 @@ func (k *wlKeyboard) physicalKey(c keys.Code, down bool) ([]wlOp, error) {
 		return nil, errNoEvdev
 	}
 	var ops []wlOp
-	if down && k.current != wlPhysical {
+	if down && k.needsPhysical(uint32(ev)) {
 		ops = k.use(ops, wlPhysical)
 	}
 	ops = append(ops, wlOp{key: uint32(ev), down: down})
@@ -161,6 +201,21 @@ func (k *wlKeyboard) physicalKey(c keys.Code, down bool) ([]wlOp, error) {
 	return k.setMods(ops, depressed, locked), nil
 }
 
+// needsPhysical says whether pressing evdev code ev needs the physical
+// keymap uploaded first: none is in force, or the character keymap is
+// and has a character on that key (every other key is the same in both,
+// unless the character keymap is the fallback's).
+func (k *wlKeyboard) needsPhysical(ev uint32) bool {
+	switch k.current {
+	case wlNoKeymap:
+		return true
+	case wlChars:
+		i, ok := k.onSlot[ev]
+		return !k.base.own || ok && k.slots[i].r != 0
+	}
+	return false
+}
+
 // evdevKey is the key an evdev code of a held key came from.
 func evdevKey(ev uint32) (keys.Code, bool) {
 	for _, c := range []keys.Code{keys.ShiftLeft, keys.ShiftRight, keys.ControlLeft, keys.ControlRight, keys.AltLeft, keys.AltRight, keys.MetaLeft, keys.MetaRight} {
@@ -171,37 +226,67 @@ func evdevKey(ev uint32) (keys.Code, bool) {
 	return 0, false
 }
 
+// errCharsHeld is char's error when every writing key is held.
+var errCharsHeld = errors.New("every key the character keymap has is held")
+
 // char presses or releases a character. A release of a character not
 // pressed sends nothing.
-func (k *wlKeyboard) char(r rune, down bool) []wlOp {
+func (k *wlKeyboard) char(r rune, down bool) ([]wlOp, error) {
 	if !down {
 		ev, ok := k.heldChars[r]
 		if !ok {
-			return nil
+			return nil, nil
 		}
 		delete(k.heldChars, r)
-		return []wlOp{{key: ev}}
+		return []wlOp{{key: ev}}, nil
 	}
-	var ops []wlOp
-	if _, ok := k.slot[r]; !ok {
-		if len(k.chars) == charSlots {
-			// Full: start again. Characters held keep their code
-			// (released as such); nothing else needs the old keys.
-			k.chars, k.slot = nil, map[rune]int{}
+	i, ok := k.slotOf[r]
+	if !ok {
+		if i = k.freeSlot(); i < 0 {
+			return nil, errCharsHeld
 		}
-		k.slot[r] = len(k.chars)
-		k.chars = append(k.chars, r)
+		if old := k.slots[i].r; old != 0 {
+			delete(k.slotOf, old)
+		}
+		k.slots[i].r = r
+		k.slotOf[r] = i
 		k.charsSent = false
 	}
+	var ops []wlOp
 	if k.current != wlChars || !k.charsSent {
 		ops = k.use(ops, wlChars)
 	}
-	ev := uint32(k.slot[r] + charFirstKeycode - 8)
+	k.uses++
+	k.slots[i].lastUse = k.uses
+	ev := k.slots[i].ev
 	if old, ok := k.heldChars[r]; ok {
 		ops = append(ops, wlOp{key: old}) // pressed twice: up first, as a key repeats
 	}
 	k.heldChars[r] = ev
-	return append(ops, wlOp{key: ev, down: true})
+	return append(ops, wlOp{key: ev, down: true}), nil
+}
+
+// freeSlot picks the writing key for a new character: an empty one, else
+// the one pressed least recently; never one held, as a character or as a
+// physical key (its release must stay the key it was). -1 if all are.
+func (k *wlKeyboard) freeSlot() int {
+	heldEv := map[uint32]bool{}
+	for _, ev := range k.heldChars {
+		heldEv[ev] = true
+	}
+	best := -1
+	for i, s := range k.slots {
+		if heldEv[s.ev] || k.held[s.ev] {
+			continue
+		}
+		if s.r == 0 {
+			return i
+		}
+		if best < 0 || s.lastUse < k.slots[best].lastUse {
+			best = i
+		}
+	}
+	return best
 }
 
 // use uploads the keymap of kind, then the modifiers again: a new keymap
@@ -209,7 +294,7 @@ func (k *wlKeyboard) char(r rune, down bool) []wlOp {
 func (k *wlKeyboard) use(ops []wlOp, kind wlKeymapKind) []wlOp {
 	km := k.physical
 	if kind == wlChars {
-		km = charKeymap(k.chars)
+		km = k.base.with(k.slots)
 		k.charsSent = true
 	}
 	k.current = kind
@@ -255,33 +340,15 @@ func (k *wlKeyboard) setLocks(l keys.Locks) []wlOp {
 // releaseAll releases every key held and every modifier.
 func (k *wlKeyboard) releaseAll() []wlOp {
 	var ops []wlOp
-	for r := range k.heldChars {
-		ops = append(ops, k.char(r, false)...)
+	for r, ev := range k.heldChars {
+		ops = append(ops, wlOp{key: ev})
+		delete(k.heldChars, r)
 	}
 	for ev := range k.held {
 		ops = append(ops, wlOp{key: ev})
 		delete(k.held, ev)
 	}
 	return k.setMods(ops, 0, k.locked)
-}
-
-// charKeymap is an XKB keymap with one key for each of chars, on
-// keycodes from charFirstKeycode, each typing its character on its one
-// level. Types and compat come from the compositor's XKB data.
-func charKeymap(chars []rune) string {
-	var b strings.Builder
-	b.WriteString("xkb_keymap {\nxkb_keycodes \"keyrelay\" {\n\tminimum = 8;\n\tmaximum = 255;\n")
-	for i := range chars {
-		fmt.Fprintf(&b, "\t<C%d> = %d;\n", i, i+charFirstKeycode)
-	}
-	b.WriteString("};\nxkb_types \"keyrelay\" { include \"complete\" };\nxkb_compatibility \"keyrelay\" { include \"complete\" };\nxkb_symbols \"keyrelay\" {\n")
-	for i, r := range chars {
-		// Uxxxx: xkbcommon's name for the keysym of any Unicode
-		// character (Latin-1 ones are their own keysyms).
-		fmt.Fprintf(&b, "\tkey <C%d> { [ U%04X ] };\n", i, r)
-	}
-	b.WriteString("};\n};\n")
-	return b.String()
 }
 
 // xkbName is what an XKB layout or variant name may be: letters, digits,

@@ -355,7 +355,11 @@ func (w *Wayland) Inject(k Event) error {
 		return w.failed
 	}
 	if r, ok := k.Key.Char(); ok {
-		return w.apply(w.kb.char(r, k.Down))
+		ops, err := w.kb.char(r, k.Down)
+		if err != nil {
+			return w.skipped.report(w.logf, "wayland", k.Key, err.Error())
+		}
+		return w.apply(ops)
 	}
 	code, _ := k.Key.Code()
 	ops, err := w.kb.physicalKey(code, k.Down)

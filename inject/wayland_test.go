@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,7 +45,7 @@ func wlRelease(c keys.Code) wlStep { return wlStep{keys.Key(c), false} }
 // events, modifiers and characters (zwp_virtual_keyboard_v1 takes the
 // modifiers from the client, not from the keys).
 func TestWlKeyboardRequests(t *testing.T) {
-	const us = "us keymap"
+	const us = `xkb_keymap { xkb_symbols { include "pc+us" }; };`
 	const de = "key <RALT> { type= \"ONE_LEVEL\", symbols[Group1]= [ ISO_Level3_Shift ] };"
 	for _, tc := range []struct {
 		name     string
@@ -58,17 +59,26 @@ func TestWlKeyboardRequests(t *testing.T) {
 		{"Right Alt is Alt on US", us, []wlStep{wlPress(keys.AltRight)}, "KP m0/0 +100 m8/0"},
 		{"Right Alt is AltGr (Mod5) where the keymap says ISO_Level3_Shift", de, []wlStep{wlPress(keys.AltRight)}, "KP m0/0 +100 m128/0"},
 		{"Caps Lock toggles the locked Lock at each press", us, []wlStep{wlPress(keys.CapsLock), wlRelease(keys.CapsLock), wlPress(keys.CapsLock)}, "KP m0/0 +58 m0/2 -58 +58 m0/0"},
-		{"a character gets a keymap of its own, the next key the physical one", us, []wlStep{{keys.Char('ü'), true}, {keys.Char('ü'), false}, wlPress(keys.KeyA)}, "KC m0/0 +1 -1 KP m0/0 +30"},
-		{"a second character grows the keymap, a known one does not", us, []wlStep{{keys.Char('ü'), true}, {keys.Char('ü'), false}, {keys.Char('€'), true}, {keys.Char('ü'), true}}, "KC m0/0 +1 -1 KC m0/0 +2 +1"},
+		{"a character goes on the first writing key (Backquote) of the character keymap", us, []wlStep{{keys.Char('ü'), true}, {keys.Char('ü'), false}}, "KC m0/0 +41 -41"},
+		{"a key the character keymap leaves as it is needs no other keymap", us, []wlStep{{keys.Char('ü'), true}, {keys.Char('ü'), false}, wlPress(keys.Enter), wlPress(keys.Space), wlPress(keys.KeyA)}, "KC m0/0 +41 -41 +28 +57 +30"},
+		{"a physical keymap without xkb_symbols to add to: any key brings it back", "a keymap", []wlStep{{keys.Char('ü'), true}, {keys.Char('ü'), false}, wlPress(keys.Enter)}, "KC m0/0 +41 -41 KP m0/0 +28"},
+		{"a writing key with a character on it brings the physical keymap back", us, []wlStep{{keys.Char('ü'), true}, {keys.Char('ü'), false}, wlPress(keys.Backquote)}, "KC m0/0 +41 -41 KP m0/0 +41"},
+		{"a second character grows the keymap, a known one does not", us, []wlStep{{keys.Char('ü'), true}, {keys.Char('ü'), false}, {keys.Char('€'), true}, {keys.Char('ü'), true}}, "KC m0/0 +41 -41 KC m0/0 +2 +41"},
 		{"a release of a character not pressed sends nothing", us, []wlStep{{keys.Char('x'), false}}, ""},
-		{"a key release does not change the keymap", us, []wlStep{wlPress(keys.KeyA), {keys.Char('ü'), true}, wlRelease(keys.KeyA)}, "KP m0/0 +30 KC m0/0 +1 -30"},
+		{"a key release does not change the keymap", us, []wlStep{wlPress(keys.KeyA), {keys.Char('ü'), true}, wlRelease(keys.KeyA)}, "KP m0/0 +30 KC m0/0 +41 -30"},
+		{"a writing key held keeps its meaning: no character goes on it", us, []wlStep{wlPress(keys.Backquote), {keys.Char('ü'), true}}, "KP m0/0 +41 KC m0/0 +2"},
+		{"Shift held: the character keymap gets the modifiers too", us, []wlStep{wlPress(keys.ShiftLeft), {keys.Char('ü'), true}}, "KP m0/0 +42 m1/0 KC m1/0 +41"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := newWlKeyboard(tc.physical, false)
 			var ops []wlOp
 			for _, s := range tc.steps {
 				if r, ok := s.key.Char(); ok {
-					ops = append(ops, k.char(r, s.down)...)
+					o, err := k.char(r, s.down)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ops = append(ops, o...)
 					continue
 				}
 				c, _ := s.key.Code()
@@ -82,6 +92,58 @@ func TestWlKeyboardRequests(t *testing.T) {
 				t.Errorf("requests %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWlKeyboardReusesLeastRecentKey: with every writing key taken, a new
+// character takes the one pressed least recently, never one held; the
+// character keymap is uploaded again for it, and not for characters
+// already on it.
+func TestWlKeyboardReusesLeastRecentKey(t *testing.T) {
+	k := newWlKeyboard("us", false)
+	n := len(charKeys)
+	if len(k.slots) != n {
+		t.Fatalf("%d writing keys, want %d", len(k.slots), n)
+	}
+	tap := func(r rune) string {
+		t.Helper()
+		down, err := k.char(r, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, _ := k.char(r, false)
+		return opString(append(down, up...), k.physical)
+	}
+	for i := range n {
+		tap(rune('A' + i))
+	}
+	// 'A' is held; 'B' (on Digit1, evdev 2) was pressed least recently
+	// of the others.
+	if _, err := k.char('A', true); err != nil {
+		t.Fatal(err)
+	}
+	if got := tap('ü'); got != "KC m0/0 +2 -2" {
+		t.Errorf("a new character with every key taken: %q, want it on Digit1 (2), B's key", got)
+	}
+	if got := tap('C'); got != "+3 -3" {
+		t.Errorf("a character still on the keymap: %q, want no upload", got)
+	}
+	if got := tap('B'); got != "KC m0/0 +4 -4" {
+		t.Errorf("B again: %q, want it back on the least recent key, D's (4)", got)
+	}
+}
+
+// TestWlKeyboardCharsHeld: a character when every writing key is held is
+// an error (reported as not typable), not a key taken from under a press.
+func TestWlKeyboardCharsHeld(t *testing.T) {
+	k := newWlKeyboard("us", false)
+	for i := range len(charKeys) {
+		if _, err := k.char(rune('A'+i), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ops, err := k.char('ü', true); !errors.Is(err, errCharsHeld) || ops != nil {
+		t.Errorf("char with every key held = %v, %v; want errCharsHeld", ops, err)
 	}
 }
 
@@ -109,17 +171,6 @@ func TestWlKeyboardSetLocks(t *testing.T) {
 				t.Errorf("requests %q, want %q", got, tc.want)
 			}
 		})
-	}
-}
-
-// TestCharKeymapNamesEachCharacter: one key per character, on keycodes
-// from 9, its keysym named Uxxxx.
-func TestCharKeymapNamesEachCharacter(t *testing.T) {
-	km := charKeymap([]rune("ü€"))
-	for _, want := range []string{"<C0> = 9;", "<C1> = 10;", "key <C0> { [ U00FC ] };", "key <C1> { [ U20AC ] };", "maximum = 255;"} {
-		if !strings.Contains(km, want) {
-			t.Errorf("keymap lacks %q:\n%s", want, km)
-		}
 	}
 }
 
@@ -177,7 +228,11 @@ func TestWlKeyboardReleasesAllProperty(t *testing.T) {
 		for range rapid.IntRange(0, 40).Draw(rt, "n") {
 			isDown := rapid.Bool().Draw(rt, "down")
 			if rapid.Bool().Draw(rt, "char") {
-				check(k.char(rapid.SampledFrom(runes).Draw(rt, "rune"), isDown))
+				ops, err := k.char(rapid.SampledFrom(runes).Draw(rt, "rune"), isDown)
+				if err != nil {
+					rt.Fatal(err)
+				}
+				check(ops)
 				continue
 			}
 			c := rapid.SampledFrom(codes).Draw(rt, "code")
