@@ -32,7 +32,8 @@ FUZZTIME ?= 100000x
 # What make test needs beyond Go (>= 1.26, from go.dev/dl): gcc for -race,
 # the X tools (the README's CI recipe: xvfb, xterm, xdotool), tmux and
 # iproute2 for the end-to-end tests, sway and wev for recv --inject
-# wayland's (a headless compositor and a client that logs its keys), man-db
+# wayland's (a headless compositor and a client that logs its keys),
+# chromium for recv --inject wayland typing into Chromium on sway, man-db
 # to render the man pages as a reader does (MANWIDTH=80 man -l), qemu, a
 # kernel,
 # busybox and xz-utils (compressed kernel modules) for the VM test, wine and
@@ -42,7 +43,7 @@ FUZZTIME ?= 100000x
 # are skipped, and the summary at the end of make unit/e2e names them.
 DEPS := make gcc libc6-dev git ca-certificates iproute2 xvfb x11-utils xdotool xinput \
   x11-xkb-utils xkb-data libx11-data xterm x11proto-dev tmux sway wev man-db qemu-system-x86 busybox-static xz-utils \
-  wine wine64 gcc-mingw-w64-x86-64
+  wine wine64 gcc-mingw-w64-x86-64 chromium
 # The kernel: Debian's linux-image-amd64, Ubuntu's (and its derivatives') linux-image-generic.
 KERNEL_PKG ?= $(shell grep -qsE '^ID(_LIKE)?=.*ubuntu' /etc/os-release && echo linux-image-generic || echo linux-image-amd64)
 

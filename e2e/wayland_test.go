@@ -235,7 +235,7 @@ tap KeyE
 up AltRight
 tap Minus
 tap Semicolon
-type "Grüße €"
+type "Grüße € 🎉"
 tap KeyZ
 tap CapsLock
 tap KeyA
@@ -245,8 +245,8 @@ tap KeyA
 	for _, tc := range []struct {
 		layout, want string
 	}{
-		{"de", `yz"@€ßöGrüße €yAa`},
-		{"us", `zy@qe-;Grüße €zAa`},
+		{"de", `yz"@€ßöGrüße € 🎉yAa`},
+		{"us", `zy@qe-;Grüße € 🎉zAa`},
 	} {
 		t.Run(tc.layout, func(t *testing.T) {
 			seatKeyboard(t, s, tc.layout)
