@@ -110,12 +110,13 @@ var Backends = []Backend{
 		Name:  "wayland",
 		GOOS:  []string{"linux"},
 		Short: "a virtual keyboard of the Wayland compositor",
-		Help:  "press keys through the Wayland compositor's virtual keyboard (zwp_virtual_keyboard_v1: sway, Hyprland, river, labwc; not GNOME or KDE, which offer none: use uinput there): a physical key as the same key with the seat's keymap, so this machine's layout decides the character; a character as that character on any layout (a keymap of its own, as wtype does). Caps/Num Lock follow the sender",
+		Help:  "press keys through the Wayland compositor's virtual keyboard (zwp_virtual_keyboard_v1: sway, Hyprland, river, labwc; not GNOME or KDE, which offer none: use uinput there): a physical key as the same key with the seat's keymap, so this machine's layout decides the character; a character as that character on any layout (put on a writing key of a copy of the seat's keymap, uploaded when a new character comes). Caps/Num Lock follow the sender",
 		Layout: Layout{
 			Key:  "the same key (evdev code) with the seat's keymap, read when `recv` starts: the receiver's layout decides",
-			Char: "that character, through a keymap of its own with the character on a spare key (as wtype does), uploaded for it; the seat's keymap is back for the next physical key",
+			Char: "that character, on a writing key (a letter, digit or punctuation key) of a copy of the seat's keymap, uploaded when a new character comes and kept while text is typed; the seat's keymap is back for a physical writing key",
 		},
-		// The compositor repeats a held virtual key as it does a real one's.
+		// Clients repeat a held virtual key as they do a real one's
+		// (wl_keyboard.repeat_info).
 		Caps:  Caps{Characters: true, Locks: true, Repeat: true},
 		Needs: "a wlroots compositor (sway, Hyprland, river, labwc) offering `zwp_virtual_keyboard_v1` at `WAYLAND_DISPLAY`",
 		// Before x11: XTEST into Xwayland reaches X clients only. Asked over
