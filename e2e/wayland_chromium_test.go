@@ -43,8 +43,7 @@ type wlPage struct {
 	seq    int            // that event's number: reports may come out of order
 	codes  map[int]string // keydown event.code by report number
 	ups    map[int]string // keyup event.code by report number
-	events int
-	last   int // the highest report number
+	last   int            // the highest report number
 	notify chan struct{}
 }
 
@@ -97,7 +96,6 @@ func (p *wlPage) serve(t *testing.T) string {
 				p.value, p.seq = m.Value, m.Seq
 			}
 		}
-		p.events++
 		p.last = max(p.last, m.Seq)
 		p.mu.Unlock()
 		select {
