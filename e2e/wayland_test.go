@@ -4,8 +4,9 @@ package e2e
 
 // recv --inject wayland in a headless sway (README, the wayland injector), with wev
 // as the application that logs what it receives: physical keys typed with
-// the seat's keymap (German and US), characters through recv's own keymap
-// on either, Caps Lock as a locked modifier.
+// the seat's keymap (German and US), characters through recv's character
+// keymap on either, Caps Lock as a locked modifier; recv idle past its
+// timeouts, and killed holding keys.
 
 import (
 	"bufio"
