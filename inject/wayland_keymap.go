@@ -29,9 +29,9 @@ const fallbackKeymap = "xkb_keymap {\n" +
 	"};\n"
 
 // newCharKeymapBase cuts physical for the character keymap, or the
-// fallback keymap if physical cannot be cut.
+// fallback keymap if physical cannot be cut or names no writing key.
 func newCharKeymapBase(physical string) charKeymapBase {
-	if b, ok := cutSymbols(physical); ok {
+	if b, ok := cutSymbols(physical); ok && len(b.names) > 0 {
 		b.own = true
 		return b
 	}

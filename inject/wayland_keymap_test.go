@@ -88,9 +88,11 @@ func TestCharKeymapKeyNames(t *testing.T) {
 }
 
 // TestCharKeymapFallback: a physical keymap without an xkb_symbols
-// section to add to gets the US keymap as the character keymap's base.
+// section to add to, or whose keycodes name no writing key, gets the US
+// keymap as the character keymap's base.
 func TestCharKeymapFallback(t *testing.T) {
-	for _, km := range []string{"", "xkb_keymap { };", "xkb_symbols { never closed", `xkb_symbols { "}`} {
+	noWritingKeys := "xkb_keymap { xkb_keycodes { <ESC> = 9; }; xkb_symbols { key <ESC> { [ Escape ] }; }; };"
+	for _, km := range []string{"", "xkb_keymap { };", "xkb_symbols { never closed", `xkb_symbols { "}`, noWritingKeys} {
 		b := newCharKeymapBase(km)
 		if b.head+b.tail != fallbackKeymap {
 			t.Errorf("base of %q is not the fallback keymap", km)
