@@ -166,11 +166,31 @@ func since(m map[int]string, seq int) []string {
 	return codes
 }
 
+// wlChromium is a Chromium the test started: its log, and whether it
+// still runs.
+type wlChromium struct {
+	log  string
+	done chan struct{}
+}
+
+// state says whether Chromium still runs, and the end of its log.
+func (c *wlChromium) state() string {
+	alive := "running"
+	select {
+	case <-c.done:
+		alive = "exited"
+	default:
+	}
+	b, _ := os.ReadFile(c.log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return fmt.Sprintf("Chromium %s; the end of its log:\n%s", alive, strings.Join(lines[max(0, len(lines)-20):], "\n"))
+}
+
 // startChromiumWayland runs Chromium on sway's socket, showing url in an
 // app window (which sway focuses, as the only window). It runs as the
 // same unprivileged user as sway, so its sandbox works and --no-sandbox is
 // not needed.
-func startChromiumWayland(t *testing.T, s swayEnv, url string) {
+func startChromiumWayland(t *testing.T, s swayEnv, url string) *wlChromium {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "keyrelay-chromium")
 	if err != nil {
@@ -185,7 +205,8 @@ func startChromiumWayland(t *testing.T, s swayEnv, url string) {
 		"chromium", "--ozone-platform=wayland", "--no-first-run", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--user-data-dir="+filepath.Join(dir, "profile"),
 		"--app="+url)
-	log, err := os.Create(filepath.Join(t.TempDir(), "chromium.log"))
+	c := &wlChromium{log: filepath.Join(t.TempDir(), "chromium.log"), done: make(chan struct{})}
+	log, err := os.Create(c.log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +214,10 @@ func startChromiumWayland(t *testing.T, s swayEnv, url string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() { cmd.Wait(); log.Close(); close(c.done) }()
 	// Ended before sway (cleanups run last in, first out).
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); log.Close() })
+	t.Cleanup(func() { cmd.Process.Kill(); <-c.done })
+	return c
 }
 
 // wlChromiumSentences hold characters no seat layout here types (ü ß ñ ú
@@ -223,9 +246,9 @@ func TestWaylandChromium(t *testing.T) {
 	page := &wlPage{}
 	url := page.serve(t)
 	seatKeyboard(t, s, "us")
-	startChromiumWayland(t, s, url)
+	chromium := startChromiumWayland(t, s, url)
 	if !page.waitReady(60 * time.Second) {
-		t.Fatal("Chromium's page did not get the keyboard focus in 60 s")
+		t.Fatalf("Chromium's page did not get the keyboard focus in 60 s: %s", chromium.state())
 	}
 	var want strings.Builder
 	for _, l := range wlChromiumSentences {
@@ -248,7 +271,9 @@ func TestWaylandChromium(t *testing.T) {
 				if code != 0 {
 					t.Fatalf("send exited %d:\n%s", code, stderr)
 				}
-				got := page.waitValue(before+want.String(), 3*time.Second)
+				// Quiet for 10 s: Chromium may stall that long on a
+				// loaded machine, and then type the rest.
+				got := page.waitValue(before+want.String(), 10*time.Second)
 				recv.stop()
 				got, _ = strings.CutPrefix(got, before)
 				lost, extra := runeDiff(want.String(), got)
@@ -257,12 +282,12 @@ func TestWaylandChromium(t *testing.T) {
 					page.mu.Lock()
 					codes := page.codesSince(seqBefore)
 					page.mu.Unlock()
-					t.Errorf("the textarea got\n%q\nwant\n%q\nkeydown codes: %s\nrecv:\n%s", got, want.String(), codes, recv.stderr.String())
+					t.Errorf("the textarea got\n%q\nwant\n%q\nkeydown codes: %s\nrecv:\n%s\n%s", got, want.String(), codes, recv.stderr.String(), chromium.state())
 				}
 			})
 		}
 	}
-	t.Run("killed holding KeyA", func(t *testing.T) { killedHoldingKey(t, s, page) })
+	t.Run("killed holding KeyA", func(t *testing.T) { killedHoldingKey(t, s, page, chromium) })
 }
 
 // runeDiff counts the runes of want missing from got and those of got not
@@ -290,7 +315,7 @@ func runeDiff(want, got string) (lost, extra int) {
 // (from wl_keyboard.repeat_info: 600 ms, then 25 a second on sway):
 // wlroots releases the killed client's keys, and Chromium gets the keyup
 // and stops (DESIGN.md, the wayland injector when recv dies).
-func killedHoldingKey(t *testing.T, s swayEnv, page *wlPage) {
+func killedHoldingKey(t *testing.T, s swayEnv, page *wlPage, chromium *wlChromium) {
 	t.Helper()
 	recv := startWithEnv(t, s.env(), "recv", "--inject", "wayland", "--listen", "127.0.0.1:0")
 	page.mu.Lock()
@@ -309,7 +334,7 @@ func killedHoldingKey(t *testing.T, s swayEnv, page *wlPage) {
 		select {
 		case <-page.notify:
 		case <-deadline:
-			t.Fatalf("Chromium got %d keydowns of a held KeyA in 10 s, want it repeating", n)
+			t.Fatalf("Chromium got %d keydowns of a held KeyA in 10 s, want it repeating: %s", n, chromium.state())
 		}
 	}
 	recv.cmd.Process.Kill()
