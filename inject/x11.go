@@ -46,8 +46,13 @@ var ErrKeycodes = errors.New("X server keycodes are not evdev")
 // key event, so an X auto-repeat of a held character repeats that character.
 // A character the layout lacks is typed through a spare keycode (one with no
 // keysyms) mapped to it, as xdotool does; the mapping stays until the spare
-// is needed for another character, or until Close restores it, so no
-// client reads the key press under the old mapping. Looking a character up
+// is needed for another character (the least recently used is taken), or
+// until Close restores it. A client may read a key event with a keymap that
+// is not yet, or no longer, the one the server had when it sent the event
+// (Chromium: DESIGN.md, "Characters through spare keycodes"), so X11
+// presses a spare only once the application with the focus has read the
+// change, and changes a spare only once it has read the spare's last key
+// events (x11_settle.go: it asks with pings). Looking a character up
 // needs the keymap, read at start and again, before the next key, after the
 // server announces a change (MappingNotify: setxkbmap, xmodmap). A layout
 // may give a spare a key of its own before that notice is read, so X11
@@ -93,6 +98,15 @@ type X11 struct {
 	spareOf map[rune]xproto.Keycode
 	lastUse map[xproto.Keycode]uint64
 	useTick uint64
+	// usedAt is when X11 last pressed or released each keycode it lends
+	// or may lend; seenAt is when it last sent a request the focused
+	// application is known to have read all the events of (awaitSeen).
+	// pings asks the application, from a connection made when first
+	// needed (pingsFailed: it could not be made).
+	usedAt      map[xproto.Keycode]time.Time
+	seenAt      time.Time
+	pings       *pinger
+	pingsFailed bool
 
 	// down holds the keycodes this injector holds pressed, and for which
 	// key; charKC the keycode each held character was typed with.
@@ -550,6 +564,9 @@ func (x *X11) Inject(ev Event) error {
 		if kc, ok := x.charKC[r]; ok {
 			delete(x.charKC, r)
 			x.press(kc, ev.Key, false)
+			if skc, lent := x.spareOf[r]; lent && skc == kc {
+				x.used(kc)
+			}
 		}
 		return nil
 	}
@@ -562,6 +579,9 @@ func (x *X11) Inject(ev Event) error {
 		x.unspare(kc)
 	}
 	x.press(kc, ev.Key, ev.Down)
+	if slices.Contains(x.keymap.spares, kc) {
+		x.used(kc) // a keycode X11 may lend next
+	}
 	return nil
 }
 
@@ -694,6 +714,7 @@ func (x *X11) charDownTries(r rune, tries int) error {
 			x.turnCapsOff()
 		}
 		x.press(kc, keys.Char(r), true)
+		x.used(kc)
 		x.charKC[r] = kc
 		return nil
 	}
@@ -842,9 +863,13 @@ func (x *X11) spare(r rune) (kc xproto.Keycode, ok, taken bool) {
 	for i := range syms {
 		syms[i] = xproto.Keysym(keysym.FromRune(r))
 	}
+	// The old character's last events are read under its mapping, and
+	// the new one is pressed once the application has seen the change.
+	x.seenSince(x.usedAt[pick])
 	if !x.remapIf(pick, was, syms) {
 		return 0, false, true
 	}
+	x.awaitSeen()
 	if used {
 		delete(x.spareOf, old)
 	}
@@ -892,7 +917,10 @@ func (x *X11) unspare(kc xproto.Keycode) {
 	for r, skc := range x.spareOf {
 		if skc == kc {
 			delete(x.spareOf, r)
-			x.remapIf(kc, keysym.FromRune(r), make([]xproto.Keysym, x.keymap.per))
+			x.seenSince(x.usedAt[kc])
+			if x.remapIf(kc, keysym.FromRune(r), make([]xproto.Keysym, x.keymap.per)) {
+				x.awaitSeen()
+			}
 			return
 		}
 	}
@@ -935,6 +963,7 @@ func (x *X11) SetLocks(l keys.Locks, _ uint64) error {
 // empty mapping and closes the connection (X would release held keys then
 // anyway).
 func (x *X11) Close() error {
+	defer x.closePings()
 	if x.alive() != nil {
 		x.closeConns()
 		return nil
@@ -945,8 +974,16 @@ func (x *X11) Close() error {
 	}
 	clear(x.down)
 	// Spares the layout has taken since (a MappingNotify not yet read)
-	// are not ours to empty: remapIf leaves them.
+	// are not ours to empty: remapIf leaves them. The last characters
+	// typed on them are read under their mappings first.
 	x.fresh()
+	var last time.Time
+	for _, kc := range x.spareOf {
+		if t := x.usedAt[kc]; t.After(last) {
+			last = t
+		}
+	}
+	x.seenSince(last)
 	for r, kc := range x.spareOf {
 		x.remapIf(kc, keysym.FromRune(r), make([]xproto.Keysym, x.keymap.per))
 	}
