@@ -38,12 +38,13 @@ FUZZTIME ?= 100000x
 # kernel,
 # busybox and xz-utils (compressed kernel modules) for the VM test, wine and
 # the MinGW-w64 C compiler (the ProcessPrng shim) for the Windows capture
-# and injector under Wine (e2e TestWine). The one
+# and injector under Wine (e2e TestWine), chromium and firefox-esr for the
+# browsers recv --inject x11 types into (e2e TestBrowserCharacters). The one
 # list: .ci/run installs it with make deps too. Tests whose tool is missing
 # are skipped, and the summary at the end of make unit/e2e names them.
 DEPS := make gcc libc6-dev git ca-certificates iproute2 xvfb x11-utils xdotool xinput \
   x11-xkb-utils xkb-data libx11-data xterm x11proto-dev tmux sway wev man-db qemu-system-x86 busybox-static xz-utils \
-  wine wine64 gcc-mingw-w64-x86-64 chromium
+  wine wine64 gcc-mingw-w64-x86-64 chromium firefox-esr
 # The kernel: Debian's linux-image-amd64, Ubuntu's (and its derivatives') linux-image-generic.
 KERNEL_PKG ?= $(shell grep -qsE '^ID(_LIKE)?=.*ubuntu' /etc/os-release && echo linux-image-generic || echo linux-image-amd64)
 
