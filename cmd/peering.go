@@ -171,6 +171,25 @@ func handshakeWhy(s *sender.Sender, addr string) string {
 	return ""
 }
 
+// hostAddr reports whether a is an address of one of this machine's
+// network interfaces: the receiver accepts its own identity from one
+// (receiver.Config.Local). Asked at each such handshake, as addresses
+// come and go.
+func hostAddr(a netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if h, ok := netip.AddrFromSlice(n.IP); ok && h.Unmap() == a.Unmap() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // peerNamer is the receiver's test of a sender's key: a peer of the
 // peers file at path (list, as loaded at start), by its name. The file is
 // read again when it has changed, checked at most once a second and only

@@ -372,7 +372,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	r, err := receiver.New(receiver.Config{
 		Conn: conn, Injector: inj, Timeout: o.Timeout, Unbalanced: !o.Balanced, Logf: logf,
 		PSK: key, Allow: allow, MaxSkew: o.MaxSkew, NoAcks: !o.Acks, OneWay: o.OneWay, Debug: o.Debug,
-		Identity: id, Insecure: o.Key.Insecure, Peer: peerNamer(o.peersPath, list, logfAll),
+		Identity: id, Insecure: o.Key.Insecure, Peer: peerNamer(o.peersPath, list, logfAll), Local: hostAddr,
 		Timer: pollTimer(),
 	})
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,6 +311,56 @@ func TestUnpairedOrMisaddressedSenderTypesNothing(t *testing.T) {
 	}
 	if !said {
 		t.Errorf("the log does not name the unpaired sender: %q", logs)
+	}
+}
+
+// TestOwnIdentityOnlyFromThisMachine (PROTOCOL.md §8.1, §8.7): the
+// receiver's own identity is its own send's, accepted from a loopback
+// address or an address Config.Local names, and from nowhere else, even
+// when the peers file lists it: a copy of the identity file used on
+// another machine types nothing, and the log says why.
+func TestOwnIdentityOnlyFromThisMachine(t *testing.T) {
+	for _, tc := range []struct {
+		name, from string
+		listed     bool // the peers file lists the receiver's own key
+		typed      bool
+	}{
+		{"loopback", "127.0.0.1:40000", false, true},
+		{"IPv6 loopback", "[::1]:40000", false, true},
+		{"an address of this host", "192.168.1.7:40000", false, true},
+		{"another machine", "10.0.0.2:40000", false, false},
+		{"another machine, own key listed as a peer", "10.0.0.2:40000", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs []string
+			x := &rx{conn: &capConn{}, rec: &fake.Recorder{}}
+			r, err := receiver.New(receiver.Config{Conn: x.conn, Injector: x.rec, PSK: hsKey, Timeout: time.Hour, Identity: rxID,
+				Peer:  func(k [32]byte) (string, bool) { return "self", tc.listed && k == rxID.Public() },
+				Local: func(a netip.Addr) bool { return a == netip.MustParseAddr("192.168.1.7") },
+				Logf:  func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x.r = r
+			l := newLinkAs(t, tc.from, x, rxID, rxID)
+			l.start(t0)
+			l.tap(kX, t0.Add(50*time.Millisecond))
+			l.tick(t0.Add(3 * time.Second))
+			got := x.rec.Events()
+			st := r.Stats()
+			if !tc.typed {
+				if len(got) != 0 || st.Responses != 0 || st.Unpaired == 0 {
+					t.Errorf("typed %v; %d responses, %d refused as unpaired: want nothing typed, no response, refusals", got, st.Responses, st.Unpaired)
+				}
+				if !slices.ContainsFunc(logs, func(l string) bool { return strings.Contains(l, "accepted from this machine only") }) {
+					t.Errorf("the log does not say why: %q", logs)
+				}
+				return
+			}
+			if d := downs(x.rec); len(d) != 1 || d[0] != kX {
+				t.Errorf("typed %v, want X from this machine's own send", got)
+			}
+		})
 	}
 }
 

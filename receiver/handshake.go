@@ -59,19 +59,33 @@ func (l *loadMeter) note(now time.Time) bool {
 }
 
 // paired is the responder's test of an initiator's static key: a peer of
-// the peers file, or this machine's own identity (its own send: send and
-// recv on one machine share it).
+// the peers file, or this machine's own identity from this machine (its
+// own send: send and recv on one machine share it). The own identity
+// from any other address is refused, even if the peers file lists it: it
+// is a copy of this machine's identity file used elsewhere (PROTOCOL.md
+// §8.1). r.initFrom is the source of the initiation being answered.
 func (r *Receiver) paired(key [identity.KeyLen]byte) bool {
+	r.refused, r.refusedOwn = key, false
 	if r.cfg.Identity != nil && key == r.cfg.Identity.Public() {
-		return true
+		if r.local(r.initFrom) {
+			return true
+		}
+		r.refusedOwn = true
+		return false
 	}
 	if r.cfg.Peer != nil {
 		if _, ok := r.cfg.Peer(key); ok {
 			return true
 		}
 	}
-	r.refused = key
 	return false
+}
+
+// local reports whether a is an address of this machine: loopback, or
+// one Config.Local names.
+func (r *Receiver) local(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsLoopback() || r.cfg.Local != nil && a.IsValid() && r.cfg.Local(a)
 }
 
 // peerName names a paired sender for the log: its name and fingerprint.
@@ -112,6 +126,7 @@ func (r *Receiver) initiation(m handshake.Initiation, from net.Addr, now time.Ti
 		r.stats.Flood++
 		return
 	}
+	r.initFrom = src.Addr()
 	ans, err := r.responder.ConsumeInitiation(r.ackBuf[:0], m, src, underLoad, now)
 	if err != nil {
 		r.initiationRefused(err, from, now)
@@ -157,7 +172,11 @@ func (r *Receiver) initiationRefused(err error, from net.Addr, now time.Time) {
 	case errors.Is(err, handshake.ErrUnpaired):
 		r.stats.Unpaired++
 		if r.unpaired.due(now) {
-			r.logf("refused a handshake from %v: its identity %s is not paired here (keyrelay peers add NAME KEY, or keyrelay pair); %d refused since last said", from, identity.Fingerprint(r.refused), r.unpaired.take(now))
+			if r.refusedOwn {
+				r.logf("refused a handshake from %v: its identity %s is this machine's own, which is accepted from this machine only: a copy of this machine's identity file is used there (give that machine an identity of its own, and pair it); %d refused since last said", from, identity.Fingerprint(r.refused), r.unpaired.take(now))
+			} else {
+				r.logf("refused a handshake from %v: its identity %s is not paired here (keyrelay peers add NAME KEY, or keyrelay pair); %d refused since last said", from, identity.Fingerprint(r.refused), r.unpaired.take(now))
+			}
 		}
 		return
 	case errors.Is(err, handshake.ErrReplayedInitiation):

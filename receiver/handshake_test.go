@@ -98,8 +98,15 @@ func newLink(t *testing.T, from string, x *rx) *link { return newLinkTo(t, from,
 // newLinkTo is a sender that knows the receiver's key as peer's.
 func newLinkTo(t *testing.T, from string, x *rx, peer *identity.Identity) *link {
 	t.Helper()
+	return newLinkAs(t, from, x, txID, peer)
+}
+
+// newLinkAs is a sender of identity self that knows the receiver's key as
+// peer's.
+func newLinkAs(t *testing.T, from string, x *rx, self, peer *identity.Identity) *link {
+	t.Helper()
 	l := &link{rx: x, from: net.UDPAddrFromAddrPort(netip.MustParseAddrPort(from))}
-	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Identity: txID, Dests: []sender.Dest{{Addr: rxAddr, PeerKey: peer.Public()}},
+	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Identity: self, Dests: []sender.Dest{{Addr: rxAddr, PeerKey: peer.Public()}},
 		Output: func(b []byte, _ int) {
 			b = append([]byte(nil), b...)
 			l.record = append(l.record, b)

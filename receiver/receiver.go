@@ -61,10 +61,14 @@ type Config struct {
 	// handshake (PROTOCOL.md §8.3). Required unless Insecure.
 	Identity *identity.Identity
 	// Peer names a paired sender by its static key (the peers file): only
-	// those get a handshake. The receiver's own public key is always
-	// accepted besides: it is this machine's own send (send and recv on
-	// one machine share the identity: the demo, tests).
+	// those get a handshake. The receiver's own public key is accepted
+	// besides, from this machine only (a loopback address, or one Local
+	// names): it is this machine's own send (send and recv on one machine
+	// share the identity: the demo, tests).
 	Peer func(key [identity.KeyLen]byte) (name string, ok bool)
+	// Local reports whether a source address (not loopback) is one of
+	// this machine's own; nil: none is. recv asks the host's interfaces.
+	Local func(addr netip.Addr) bool
 	// PSK is the key file's key: the optional second factor of handshakes
 	// (Noise psk2: the senders need the same one), and the key of one-way
 	// sessions (required with OneWay).
@@ -272,6 +276,9 @@ type Receiver struct {
 	limiter   *handshake.RateLimiter
 	load      loadMeter
 	refused   [identity.KeyLen]byte // the key Paired refused last, for the log
+	// refusedOwn: that key was this machine's own, from elsewhere.
+	refusedOwn bool
+	initFrom   netip.Addr // the source of the initiation being answered
 	// The one-way key derived for the last new one-way session's packet,
 	// so a new session's packets cost one derivation, not one each.
 	lastOneWay   cipher.AEAD

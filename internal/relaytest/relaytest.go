@@ -9,6 +9,7 @@ package relaytest
 import (
 	"context"
 	"net"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -100,6 +101,14 @@ func Start(tb testing.TB, cfg Config) *Relay {
 	rcfg.OneWay = rcfg.OneWay || oneWay
 	if rcfg.Identity == nil {
 		rcfg.Identity = id
+		if rcfg.Local == nil && cfg.Sender.Identity == nil {
+			// Both ends share the identity: they are one machine, and
+			// the sender's address is one of its own (the receiver
+			// accepts its own identity from this machine only).
+			if a, err := netip.ParseAddrPort(sc.LocalAddr().String()); err == nil {
+				rcfg.Local = func(x netip.Addr) bool { return x == a.Addr() }
+			}
+		}
 	}
 	if rcfg.Injector == nil {
 		rcfg.Injector = fake.Nop{}
