@@ -11,3 +11,7 @@ func ownerOf(fs.FileInfo) (int, bool) { return 0, false }
 // processGone reports whether no process has the id pid: never known
 // here, so no socket is taken for dead.
 func processGone(int) bool { return false }
+
+// fileID is a file's identity for fileStamp: none here (its size,
+// modification time and mode tell a change).
+func fileID(fs.FileInfo) string { return "" }

@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"fmt"
 	"io/fs"
 	"syscall"
 )
@@ -20,4 +21,13 @@ func ownerOf(fi fs.FileInfo) (int, bool) {
 // it finds none); one of another user's is not gone.
 func processGone(pid int) bool {
 	return syscall.Kill(pid, 0) == syscall.ESRCH
+}
+
+// fileID is a file's device and inode, for fileStamp.
+func fileID(fi fs.FileInfo) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 }

@@ -26,8 +26,9 @@ The list is the peers file, ` + displayConfigDirFile(peers.FileName) + ` (else
 --peers, $` + peers.Env + ` or peers in the config file), TOML, mode 0600 when
 made here. A peers file other users can write is refused: whoever can write
 it could pair a machine that types here. recv accepts only these machines
-(and its own), reading the file again when it changes; send reaches a NAME at
-its address.`,
+(and its own), reading the file again within a second of a change: a machine
+removed stops typing then, its held keys released; a file that does not load
+accepts none until it loads again. send reaches a NAME at its address.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			p, l, err := loadPeers(c)

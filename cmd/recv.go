@@ -323,6 +323,8 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	if o.Debug {
 		logfAll(debugNote) // even with --quiet: what the log holds must be known
 	}
+	// errf is said even with --quiet: errors.
+	errf := logfAll
 	quiet := func(string, ...any) {}
 	if o.Quiet {
 		logfAll = quiet
@@ -332,15 +334,15 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 		return err
 	}
 	var id *identity.Identity
-	list := &peers.List{}
+	var watch *peersWatch
 	if !o.Key.Insecure {
 		if id, err = loadIdentity(o.identityPath, "recv", logfAll); err != nil {
 			return err
 		}
-		if list, err = loadPeersAt(o.peersPath); err != nil {
+		if watch, err = newPeersWatch(o.peersPath, logfAll, errf); err != nil {
 			return err
 		}
-		n := list.Len()
+		n := watch.list.Len()
 		machines := "paired machines"
 		if n == 1 {
 			machines = "paired machine"
@@ -369,12 +371,16 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 		return err
 	}
 	defer inj.Close()
-	r, err := receiver.New(receiver.Config{
+	rcfg := receiver.Config{
 		Conn: conn, Injector: inj, Timeout: o.Timeout, Unbalanced: !o.Balanced, Logf: logf,
 		PSK: key, Allow: allow, MaxSkew: o.MaxSkew, NoAcks: !o.Acks, OneWay: o.OneWay, Debug: o.Debug,
-		Identity: id, Insecure: o.Key.Insecure, Peer: peerNamer(o.peersPath, list, logfAll), Local: hostAddr,
+		Identity: id, Insecure: o.Key.Insecure, Local: hostAddr,
 		Timer: pollTimer(),
-	})
+	}
+	if watch != nil {
+		rcfg.Peer, rcfg.Recheck = watch.lookup, watch.recheck
+	}
+	r, err := receiver.New(rcfg)
 	if err != nil {
 		return err
 	}

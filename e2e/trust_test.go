@@ -118,3 +118,108 @@ func TestOwnIdentityFromAnotherMachineTypesNothing(t *testing.T) {
 	}
 	t.Logf("own send on loopback: %d key events typed; the copy from %s: send exit %d", len(typed), h.ipB, exit)
 }
+
+// TestRemovedPeerStopsTypingWithinASecond (PROTOCOL.md §8.1, §8.7): a
+// machine removed from recv's peers file while it types ('keyrelay peers
+// remove', or an edit that leaves the file broken: a file that does not
+// load accepts nobody) types nothing from a second after the change, and
+// the key it held is released then, for that reason ("revoked"), not
+// after recv's --timeout (5 s here); recv says so, and a broken file as an
+// error. The sender holds Shift over 80 taps of A, 50 ms apart.
+func TestRemovedPeerStopsTypingWithinASecond(t *testing.T) {
+	// Serial: the release is timed (within a second of the change: the
+	// receiver checks twice a second), which a loaded machine could break.
+	var text strings.Builder
+	text.WriteString("pace 50ms\ndown ShiftLeft\n")
+	for range 80 {
+		text.WriteString("tap KeyA\n")
+	}
+	text.WriteString("up ShiftLeft\n")
+	keys := script(t, text.String())
+	for _, tc := range []struct {
+		name   string
+		remove func(t *testing.T, peersFile string)
+		said   string
+	}{
+		{"peers remove", func(t *testing.T, peersFile string) {
+			if code, _, stderr := run(t, "", "peers", "remove", "laptop", "--peers", peersFile); code != 0 {
+				t.Fatalf("peers remove: exit %d\n%s", code, stderr)
+			}
+		}, "no longer paired"},
+		{"broken peers file", func(t *testing.T, peersFile string) {
+			if err := os.WriteFile(peersFile, []byte("[[peer]]\nname = 'laptop'\nkey = 'garbled in an edit'\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "ERROR: the peers file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sendID, recvPeers, sendPeers := filepath.Join(dir, "laptop.identity"), filepath.Join(dir, "recv-peers.toml"), filepath.Join(dir, "send-peers.toml")
+			code, out, stderr := run(t, "", "id", "--identity", sendID)
+			if code != 0 {
+				t.Fatalf("id: exit %d\n%s", code, stderr)
+			}
+			if code, _, stderr := run(t, "", "peers", "add", "laptop", strings.Fields(out)[0], "--peers", recvPeers); code != 0 {
+				t.Fatalf("peers add: exit %d\n%s", code, stderr)
+			}
+			recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--peers", recvPeers, "--timeout", "5s")
+			code, recvKey, stderr := run(t, "", "id")
+			if code != 0 {
+				t.Fatalf("id: exit %d\n%s", code, stderr)
+			}
+			if code, _, stderr := run(t, "", "peers", "add", "rx", strings.Fields(recvKey)[0], "--addr", recv.addr, "--peers", sendPeers, "--identity", sendID); code != 0 {
+				t.Fatalf("peers add: exit %d\n%s", code, stderr)
+			}
+			send := start(t, "send", "--identity", sendID, "--peers", sendPeers, "--to", "rx", "--script", keys)
+			var before []line
+			for len(before) < 21 { // Shift and 10 taps
+				l, ok := recv.next(10 * time.Second)
+				if !ok {
+					t.Fatalf("the paired machine typed %d key events, want 21 before the removal\n%s", len(before), recv.stderr)
+				}
+				before = append(before, l)
+			}
+			removed := time.Now()
+			tc.remove(t, recvPeers)
+			send.wait(60 * time.Second)
+			got := append(before, recv.stop()...)
+			var taps, tapsAfter int
+			var released *line
+			var lastDown time.Time
+			for i, l := range got {
+				switch {
+				case l.Key == "KeyA" && l.Action == "down":
+					taps++
+					if l.at.After(removed) {
+						tapsAfter++
+					}
+					lastDown = l.at
+				case l.Key == "ShiftLeft" && l.Action == "up" && released == nil:
+					released = &got[i]
+				}
+			}
+			rel := "never"
+			if released != nil {
+				rel = fmt.Sprintf("%v after it (%s)", released.at.Sub(removed).Round(time.Millisecond), released.Reason)
+			}
+			t.Logf("%s: %d of 80 taps typed, %d after the removal, the last %v after it; Shift released %s",
+				tc.name, taps, tapsAfter, lastDown.Sub(removed).Round(time.Millisecond), rel)
+			const within = time.Second
+			if d := lastDown.Sub(removed); d > within {
+				t.Errorf("the removed machine typed until %v after the removal, want within %v", d.Round(time.Millisecond), within)
+			}
+			switch {
+			case released == nil:
+				t.Errorf("Shift was never released")
+			case released.Reason != "revoked" || released.at.Sub(removed) > within:
+				t.Errorf("Shift released %v after the removal for %q, want within %v for \"revoked\"", released.at.Sub(removed).Round(time.Millisecond), released.Reason, within)
+			}
+			if taps >= 80 {
+				t.Errorf("all %d taps typed", taps)
+			}
+			if !strings.Contains(recv.stderr.String(), tc.said) {
+				t.Errorf("recv did not say %q:\n%s", tc.said, recv.stderr)
+			}
+		})
+	}
+}

@@ -25,6 +25,9 @@ const (
 	SessionEnd
 	// Shutdown: a synthetic key-up because the receiver is exiting.
 	Shutdown
+	// Revoked: a synthetic key-up because the session's sender is no
+	// longer paired (its peer removed, or the peers file unreadable).
+	Revoked
 )
 
 // String is the cause as the log injector writes it; Sent is empty.
@@ -42,6 +45,8 @@ func (c Cause) String() string {
 		return "session-end"
 	case Shutdown:
 		return "shutdown"
+	case Revoked:
+		return "revoked"
 	}
 	return fmt.Sprintf("cause(%d)", uint8(c))
 }

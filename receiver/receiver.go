@@ -69,6 +69,14 @@ type Config struct {
 	// Local reports whether a source address (not loopback) is one of
 	// this machine's own; nil: none is. recv asks the host's interfaces.
 	Local func(addr netip.Addr) bool
+	// Recheck reports whether the paired machines (what Peer answers)
+	// may have changed since it was last asked: recv reads its peers
+	// file again if the file changed. It is asked at most once per
+	// RecheckInterval, while a handshaken session is live and before a
+	// datagram is taken; when it says so, the sessions of senders no
+	// longer paired are ended at once, their keys released and their
+	// keypairs dropped (PROTOCOL.md §8.1). Nil: never.
+	Recheck func(now time.Time) bool
 	// PSK is the key file's key: the optional second factor of handshakes
 	// (Noise psk2: the senders need the same one), and the key of one-way
 	// sessions (required with OneWay).
@@ -225,6 +233,7 @@ type Stats struct {
 	MAC1         int // initiations not addressed to this key (mac1)
 	HandshakeBad int // initiations whose Noise message did not authenticate (another key file, forged)
 	Unpaired     int // initiations from a sender not in the peers file
+	Revoked      int // sessions ended because their sender was no longer paired
 	ReplayedInit int // initiations not newer than one accepted from that peer
 	Flood        int // initiations too frequent from one peer, or past the per-source answer limit
 	Injected     int // key events given to the injector
@@ -239,10 +248,10 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d of another protocol version, %d forged, %d replayed, %d clock-skewed, %d for an unknown keypair, %d one-way refused, %d not allowed, %d abridged without their base), %d handshakes answered (%d cookie replies; refused: %d mac1, %d not authenticating, %d unpaired, %d replayed, %d too frequent), %d sessions (%d ended, %d timed out holding keys), %d keys injected (%d failed, %d not typable here), %d acks sent, %d version notices sent",
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d of another protocol version, %d forged, %d replayed, %d clock-skewed, %d for an unknown keypair, %d one-way refused, %d not allowed, %d abridged without their base), %d handshakes answered (%d cookie replies; refused: %d mac1, %d not authenticating, %d unpaired, %d replayed, %d too frequent), %d sessions (%d ended, %d timed out holding keys, %d revoked), %d keys injected (%d failed, %d not typable here), %d acks sent, %d version notices sent",
 		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Mismatched, s.Forged, s.Replayed, s.Skewed, s.UnknownIdx, s.Refused, s.NotAllowed, s.Unbased,
 		s.Responses, s.Cookies, s.MAC1, s.HandshakeBad, s.Unpaired, s.ReplayedInit, s.Flood,
-		s.Sessions, s.Ended, s.Timeouts, s.Injected, s.InjectErr, s.NotTyped, s.Acks, s.Notices)
+		s.Sessions, s.Ended, s.Timeouts, s.Revoked, s.Injected, s.InjectErr, s.NotTyped, s.Acks, s.Notices)
 }
 
 // Receiver is the receive loop. Its methods are not safe for concurrent use:
@@ -279,6 +288,7 @@ type Receiver struct {
 	// refusedOwn: that key was this machine's own, from elsewhere.
 	refusedOwn bool
 	initFrom   netip.Addr // the source of the initiation being answered
+	recheckAt  time.Time  // when Config.Recheck is next asked (trust.go)
 	// The one-way key derived for the last new one-way session's packet,
 	// so a new session's packets cost one derivation, not one each.
 	lastOneWay   cipher.AEAD
@@ -495,6 +505,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		r.rejects.note(r.cfg.Logf, now, from, errNotAllowed)
 		return
 	}
+	r.recheck(now)
 	m, err := handshake.Parse(b)
 	if err != nil {
 		if v, ok := wire.OtherVersion(b); ok {

@@ -142,7 +142,8 @@ func (r *Receiver) forgetOldest() {
 
 // Next is when Expire must next be called: the earliest of a live
 // session's timeout, a held-back ack's turn (Config.AckInterval after the
-// session's last ack) and the publishing of a status change. It is zero when
+// session's last ack), the publishing of a status change and, while a
+// handshaken session is live, the next Config.Recheck (trust.go). It is zero when
 // nothing is due, so an idle receiver with no live session sleeps until a
 // packet comes. Like kcp's Check: Handle and Expire change it, and the
 // caller arms one timer for it.
@@ -161,14 +162,19 @@ func (r *Receiver) Next() time.Time {
 			earliest(s.lastAck.Add(r.cfg.AckInterval))
 		}
 	}
+	if t := r.recheckDue(); !t.IsZero() {
+		earliest(t)
+	}
 	return next
 }
 
-// Expire ends the live sessions silent for longer than the timeout
-// (DESIGN.md invariant 5), and sends the acks held back whose turn has
-// come. The ended sessions' state is kept, so a session that comes back
+// Expire revokes the sessions of senders no longer paired when
+// Config.Recheck says the peers changed (trust.go), ends the live
+// sessions silent for longer than the timeout (DESIGN.md invariant 5),
+// and sends the acks held back whose turn has come. The ended sessions' state is kept, so a session that comes back
 // resumes without typing old events again.
 func (r *Receiver) Expire(now time.Time) {
+	r.recheck(now)
 	for _, s := range r.sortedSessions() {
 		if s.ackPending {
 			r.ack(s, now, true, false)

@@ -1,0 +1,74 @@
+package receiver
+
+import (
+	"time"
+
+	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/handshake"
+)
+
+// RecheckInterval is how often the receiver asks Config.Recheck whether
+// the paired machines changed, while a handshaken session is live or a
+// datagram comes: a peer removed stops typing within it (PROTOCOL.md
+// §8.1). Half a second, so that with the time a loaded machine takes to
+// notice, the removal takes effect within a second.
+const RecheckInterval = 500 * time.Millisecond
+
+// recheck asks Config.Recheck, at most once per RecheckInterval, whether
+// the paired machines changed, and if so revokes the sessions of the
+// senders no longer paired. Handle calls it before taking a datagram,
+// and Expire at the deadline Next gives while a handshaken session is
+// live, so a removed machine types nothing, and holds nothing, from
+// RecheckInterval after the change.
+func (r *Receiver) recheck(now time.Time) {
+	if r.cfg.Recheck == nil || now.Before(r.recheckAt) {
+		return
+	}
+	r.recheckAt = now.Add(RecheckInterval)
+	if r.cfg.Recheck(now) {
+		r.revoke(now)
+	}
+}
+
+// recheckDue is the deadline of the next recheck for Next: zero when no
+// handshaken session is live (a silent one's keypairs are rechecked
+// before its next datagram is taken).
+func (r *Receiver) recheckDue() time.Time {
+	if r.cfg.Recheck == nil {
+		return time.Time{}
+	}
+	for _, s := range r.sessions {
+		if s.live && s.mode == handshaken {
+			return r.recheckAt
+		}
+	}
+	return time.Time{}
+}
+
+// revoke ends every handshaken session whose sender is no longer paired
+// (Config.Peer; this machine's own identity was checked by its address
+// at the handshake and stays): its held keys are released, and its
+// keypairs dropped, so nothing it sent or sends under them opens again.
+// A sender paired again starts with a new handshake.
+func (r *Receiver) revoke(now time.Time) {
+	for _, s := range r.sortedSessions() {
+		if s.mode != handshaken || len(s.indices) == 0 && !s.live {
+			continue
+		}
+		if r.cfg.Identity != nil && s.peer == r.cfg.Identity.Public() {
+			continue
+		}
+		if r.cfg.Peer != nil {
+			if _, ok := r.cfg.Peer(s.peer); ok {
+				continue
+			}
+		}
+		n := r.end(s, eventqueue.Revoked)
+		s.ring = handshake.Keyring{}
+		r.syncIndices(s)
+		s.opened, s.ackBy, s.ackPending = nil, nil, false
+		r.stats.Revoked++
+		r.logf("session %016x from %s ended: %s is no longer paired (peers file); %d held keys released, its keys dropped", s.id, s.addr, s.who, n)
+	}
+	r.publish(now)
+}
