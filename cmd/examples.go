@@ -99,11 +99,12 @@ const (
 	pairExample = `  # Between two machines: 'keyrelay pair' on one, 'keyrelay pair
   # THAT-HOST' on the other, and answer y on both if both screens show
   # the same code. Here both ends run on one machine, each with files of
-  # its own, and 'yes' answers for the person (so nothing is compared:
-  # only for trying)
-  yes | keyrelay pair --listen 127.0.0.1:7599 --name b \
-    --identity b.identity --peers b-peers.toml &
-  yes | keyrelay pair 127.0.0.1:7599 --name a \
+  # its own, and 'yes' answers for the person (--scripted: nothing is
+  # compared, only for trying; the waiting end takes a request --from
+  # the one address named)
+  yes | keyrelay pair --listen 127.0.0.1:7599 --name b --scripted \
+    --from 127.0.0.1 --identity b.identity --peers b-peers.toml &
+  yes | keyrelay pair 127.0.0.1:7599 --name a --scripted \
     --identity a.identity --peers a-peers.toml
   wait
   keyrelay peers --peers a-peers.toml   # b, with its key and address`

@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/pair"
@@ -21,11 +25,13 @@ import (
 
 // PairOptions are `keyrelay pair`'s settings.
 type PairOptions struct {
-	Listen  string
-	Name    string
-	As      string
-	Port    int
-	Timeout time.Duration
+	Listen   string
+	Name     string
+	As       string
+	Port     int
+	Timeout  time.Duration
+	Scripted bool   // --scripted: answers from a standard input that is no terminal
+	From     string // --from: the only address the listener takes a request from
 }
 
 // NewCmdPair builds `keyrelay pair`: two machines learn each other's
@@ -49,6 +55,13 @@ part before it sees the other's, so a machine in the middle that swapped the
 keys shows different codes on the two screens and gets one guess in a
 million: if the codes differ, answer n, and nothing is stored on either side.
 
+The answer is a person's: without a terminal on standard input, pair stores
+nothing and exits 2, unless --scripted says that a script answers (yes |
+keyrelay pair --scripted ...); the machine that waits then needs --from ADDR,
+the only machine whose request it takes, as no one watches who asks. Each
+machine's answer is authenticated (a MAC under a key only the two machines
+share), so nothing on the path can turn a no into a yes.
+
 For set-up without a person (provisioning, CI), 'keyrelay peers add NAME KEY'
 on each machine does the same with the keys 'keyrelay id' prints.`,
 		Args: cobra.MaximumNArgs(1),
@@ -62,6 +75,8 @@ on each machine does the same with the keys 'keyrelay id' prints.`,
 	f.StringVar(&o.As, "as", "", "the name to store the other machine under (default the name it gives)")
 	f.IntVar(&o.Port, "port", 0, "the UDP port this machine's recv listens on, told to the other machine for its peers file (default "+DefaultPort+", or --listen's port)")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "give up after this long (the person has until then to compare the codes)")
+	f.BoolVar(&o.Scripted, "scripted", false, "take the answer from standard input when it is not a terminal (a script: nobody compares the codes); the machine that waits also needs --from")
+	f.StringVar(&o.From, "from", "", "without HOST: take a pairing request only from this machine (a host name or IP address); required with --scripted")
 	registerIdentityFlag(f, &idPath)
 	registerPeersFlag(f, &peersPath)
 	registerConfigFlag(f)
@@ -82,11 +97,17 @@ func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 	if o.Port < 0 || o.Port > 65535 {
 		return badValue("port", "a port 1..65535", fmt.Sprintf("--port %d is no port (1..65535)", o.Port))
 	}
+	if !o.Scripted && !stdinTerminal(stdio.In) {
+		return usagef("standard input is not a terminal: no person is there to compare the codes, so nothing would be stored; run pair in a terminal, or give --scripted if a script answers (and, on the machine that waits, --from ADDR: the only machine whose request it takes); 'keyrelay peers add' on each machine pairs without a prompt")
+	}
 	var target *net.UDPAddr
 	hostport := ""
 	if len(args) == 1 {
 		if c.Flags().Changed("listen") {
 			return usagef("--listen is for the machine that waits ('keyrelay pair' without HOST); the one that asks (HOST given) needs none")
+		}
+		if o.From != "" {
+			return usagef("--from is for the machine that waits ('keyrelay pair' without HOST): the one that asks talks to HOST only")
 		}
 		if err := peers.CheckAddr(args[0]); err != nil {
 			return usagef("HOST %v", err)
@@ -95,6 +116,19 @@ func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 		var err error
 		if target, err = transport.Resolve(hostport, DefaultPort); err != nil {
 			return err
+		}
+	}
+
+	var accept func(string) bool
+	if target == nil {
+		if o.Scripted && o.From == "" {
+			return usagef("--scripted without a terminal takes the first request from anyone: give --from ADDR, the machine to pair with")
+		}
+		if o.From != "" {
+			var err error
+			if accept, err = acceptFrom(c.Context(), o.From); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -152,7 +186,10 @@ func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 	var addr string
 	if target == nil {
 		var from net.Addr
-		peer, from, err = pair.Listen(ctx, conn, self, ui, pair.RunOptions{})
+		if accept != nil {
+			fmt.Fprintf(stdio.Err, "keyrelay pair: taking a request only from %s (--from)\n", o.From)
+		}
+		peer, from, err = pair.Listen(ctx, conn, self, id.DH, ui, pair.RunOptions{Options: pair.Options{Accept: accept}})
 		if err == nil {
 			// Its recv listens on the address it asked from, at the port
 			// it gave.
@@ -160,7 +197,7 @@ func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 			addr = net.JoinHostPort(host, strconv.Itoa(int(peer.Port)))
 		}
 	} else {
-		peer, err = pair.Dial(ctx, conn, target, self, ui, pair.RunOptions{Target: hostport})
+		peer, err = pair.Dial(ctx, conn, target, self, id.DH, ui, pair.RunOptions{Target: hostport})
 		addr = hostport
 	}
 	switch {
@@ -187,6 +224,37 @@ func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 	}
 	fmt.Fprintf(stdio.Err, "keyrelay pair: paired with %s (fingerprint %s, recv at %s), stored in %s\n", stored, identity.Fingerprint(peer.Key), addr, peersPath)
 	return nil
+}
+
+// stdinTerminal reports whether in is a terminal: a person can answer.
+func stdinTerminal(in io.Reader) bool {
+	f, ok := in.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// acceptFrom is the listener's test of a request's source for --from: one
+// of the addresses from (an IP address, or a host name) resolves to, any
+// port.
+func acceptFrom(ctx context.Context, from string) (func(string) bool, error) {
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(strings.Trim(from, "[]")); err == nil {
+		addrs = []netip.Addr{a.Unmap()}
+	} else {
+		if err := peers.CheckAddr(from); err != nil {
+			return nil, badValue("from", "a host name or IP address", "--from "+err.Error())
+		}
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", from)
+		if err != nil {
+			return nil, fmt.Errorf("unable to resolve --from %q: %w", from, err)
+		}
+		for _, a := range ips {
+			addrs = append(addrs, a.Unmap())
+		}
+	}
+	return func(src string) bool {
+		ap, err := netip.ParseAddrPort(src)
+		return err == nil && slices.Contains(addrs, ap.Addr().Unmap())
+	}, nil
 }
 
 // pairUI asks the person at this machine, on the command's standard

@@ -223,3 +223,88 @@ func TestRemovedPeerStopsTypingWithinASecond(t *testing.T) {
 		})
 	}
 }
+
+// yesPair runs `yes | keyrelay pair ARGS...` (a script answering y to
+// every question) with files in dir, and returns its exit status and
+// output once it ends.
+func yesPair(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{"-c", `yes | exec "$0" pair "$@"`, bin}, args...)...)
+	cmd.Env = append(os.Environ(), runtimeEnv(t)...)
+	return cmd
+}
+
+// peersIn is what `keyrelay peers` lists in the peers file f ("" when
+// there are none).
+func peersIn(t *testing.T, f string) string {
+	t.Helper()
+	code, out, stderr := run(t, "", "peers", "--peers", f)
+	if code != 0 {
+		t.Fatalf("keyrelay peers: exit %d\n%s", code, stderr)
+	}
+	return strings.TrimSpace(out)
+}
+
+// TestYesPipedIntoPairStoresNothing (pair/doc.go; README "Machine
+// identities and peers"): an answer must come from a person. `yes |
+// keyrelay pair` (no terminal on standard input) exits 2 at once and
+// stores nothing, so whoever asks first (here another `yes | keyrelay
+// pair`) is not paired; with
+// --scripted the waiting end needs --from, and takes a request only from
+// that address (a request from elsewhere is ignored, and it times out
+// storing nothing); from the address named, the scripted pairing works
+// (the --help example's recipe).
+func TestYesPipedIntoPairStoresNothing(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		listenFlags []string
+		askFlags    []string
+		listenExit  int
+		paired      bool
+	}{
+		{"no flag", nil, nil, 2, false},
+		{"scripted from another address", []string{"--scripted", "--from", "127.0.0.2"}, []string{"--scripted"}, 1, false},
+		{"scripted from the address named", []string{"--scripted", "--from", "127.0.0.1"}, []string{"--scripted"}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f := func(n string) string { return filepath.Join(dir, n) }
+			addr := reservePort(t)
+			listener := yesPair(t, append([]string{"--listen", addr, "--name", "b", "--timeout", "4s",
+				"--identity", f("b.identity"), "--peers", f("b-peers.toml")}, tc.listenFlags...)...)
+			lout := &strings.Builder{}
+			listener.Stdout, listener.Stderr = lout, lout
+			if err := listener.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() { listener.Wait(); close(done) }()
+			t.Cleanup(func() { listener.Process.Kill(); <-done })
+			// Whoever asks first: a machine on 127.0.0.1, answering y too.
+			asker := yesPair(t, append([]string{addr, "--name", "intruder", "--timeout", "4s",
+				"--identity", f("intruder.identity"), "--peers", f("intruder-peers.toml")}, tc.askFlags...)...)
+			aout, _ := asker.CombinedOutput()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the listener did not end\n%s", lout)
+			}
+			got := listener.ProcessState.ExitCode()
+			stored := peersIn(t, f("b-peers.toml"))
+			t.Logf("listener %v: exit %d, stores %q; asker exit %d", tc.listenFlags, got, stored, asker.ProcessState.ExitCode())
+			if got != tc.listenExit {
+				t.Errorf("the listener exited %d, want %d\n%s", got, tc.listenExit, lout)
+			}
+			if has := strings.Contains(stored, "intruder"); has != tc.paired {
+				t.Errorf("the listener's peers: %q; want the asker stored: %v\nlistener:\n%s\nasker:\n%s", stored, tc.paired, lout, aout)
+			}
+			if tc.listenExit == 2 && !strings.Contains(lout.String(), "not a terminal") {
+				t.Errorf("the listener does not say why it refused:\n%s", lout)
+			}
+		})
+	}
+}

@@ -77,6 +77,20 @@ func (id *Identity) Private() *ecdh.PrivateKey { return id.priv }
 // Public is the public key: what peers know this machine by.
 func (id *Identity) Public() [KeyLen]byte { return id.pub }
 
+// DH is the X25519 shared secret of this identity and the public key
+// peer; an error for a low-order peer key (an all-zero result).
+func (id *Identity) DH(peer [KeyLen]byte) ([KeyLen]byte, error) {
+	pub, err := ecdh.X25519().NewPublicKey(peer[:])
+	if err != nil {
+		return [KeyLen]byte{}, err
+	}
+	s, err := id.priv.ECDH(pub)
+	if err != nil {
+		return [KeyLen]byte{}, err
+	}
+	return [KeyLen]byte(s), nil
+}
+
 // String is the public key's text form and fingerprint, never the private
 // key: an identity printed by mistake gives nothing away.
 func (id *Identity) String() string {

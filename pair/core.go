@@ -1,6 +1,7 @@
 package pair
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -40,7 +41,16 @@ var (
 	ErrRecv = errors.New("a keyrelay recv answers there, not `keyrelay pair`")
 	// ErrSameKey: both sides have the same identity key.
 	ErrSameKey = errors.New("both machines have the same identity key")
+	// ErrPeerKey: the other side's public key gives no shared secret (a
+	// low-order point): no confirm of it could be authenticated.
+	ErrPeerKey = errors.New("the other machine's public key is unusable (a low-order point): nothing was paired")
 )
+
+// DH is this machine's half of the static-static Diffie-Hellman that keys
+// the confirms' MACs: X25519 of its identity's private key and the peer's
+// public key (identity.Identity's DH). An error (a low-order peer key)
+// ends the pairing.
+type DH func(peer [KeyLen]byte) ([KeyLen]byte, error)
 
 // Options tune a pairing. Zero fields take the defaults above.
 type Options struct {
@@ -53,6 +63,10 @@ type Options struct {
 	Linger time.Duration
 	// RetryMin and RetryMax bound the resend backoff.
 	RetryMin, RetryMax time.Duration
+	// Accept, if set, is the only sources a listener takes a hello from
+	// (the others are ignored and counted as OtherAddress): `keyrelay
+	// pair --scripted --from ADDR`, where no person watches who asks.
+	Accept func(from string) bool
 }
 
 func (o Options) withDefaults() Options {
@@ -101,10 +115,15 @@ type Stats struct {
 	// Unexpected: a well-formed message at a step where it means nothing,
 	// or one that contradicts what the peer said before.
 	Unexpected int
+	// Forged: a confirm whose MAC is not the peer's: changed on the way,
+	// or made by someone else.
+	Forged int
 }
 
 // Ignored is the total of s.
-func (s Stats) Ignored() int { return s.Malformed + s.OtherPairing + s.OtherAddress + s.Unexpected }
+func (s Stats) Ignored() int {
+	return s.Malformed + s.OtherPairing + s.OtherAddress + s.Unexpected + s.Forged
+}
 
 type state uint8
 
@@ -125,6 +144,7 @@ const (
 type Core struct {
 	opts   Options
 	rand   io.Reader
+	dh     DH
 	dialer bool
 	self   Info
 	peer   Info
@@ -137,8 +157,9 @@ type Core struct {
 	na, nb  [NonceLen]byte
 	commit  [32]byte
 	code    string
-	commitB []byte // the commit the listener sent (resent to duplicates)
-	revealB []byte // the reveal the listener sent
+	macKey  [32]byte // the confirms' MAC key, once confirming
+	commitB []byte   // the commit the listener sent (resent to duplicates)
+	revealB []byte   // the reveal the listener sent
 
 	mine, theirs Answer // 0 while unknown
 	peerHasMine  bool
@@ -157,8 +178,9 @@ type Core struct {
 
 // NewDialer starts the side that asks (A, `keyrelay pair HOST`) at now: it
 // draws the pairing id and Na from rnd and queues the hello to peerAddr.
-func NewDialer(self Info, peerAddr string, rnd io.Reader, now time.Time, opts Options) (*Core, error) {
-	c, err := newCore(self, rnd, now, opts)
+// dh is self's half of the Diffie-Hellman that keys the confirms.
+func NewDialer(self Info, dh DH, peerAddr string, rnd io.Reader, now time.Time, opts Options) (*Core, error) {
+	c, err := newCore(self, dh, rnd, now, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -177,9 +199,10 @@ func NewDialer(self Info, peerAddr string, rnd io.Reader, now time.Time, opts Op
 }
 
 // NewListener starts the side that waits (B, `keyrelay pair`) at now. Nb
-// is drawn from rnd when a hello arrives.
-func NewListener(self Info, rnd io.Reader, now time.Time, opts Options) (*Core, error) {
-	c, err := newCore(self, rnd, now, opts)
+// is drawn from rnd when a hello arrives. dh is self's half of the
+// Diffie-Hellman that keys the confirms.
+func NewListener(self Info, dh DH, rnd io.Reader, now time.Time, opts Options) (*Core, error) {
+	c, err := newCore(self, dh, rnd, now, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +210,14 @@ func NewListener(self Info, rnd io.Reader, now time.Time, opts Options) (*Core, 
 	return c, nil
 }
 
-func newCore(self Info, rnd io.Reader, now time.Time, opts Options) (*Core, error) {
+func newCore(self Info, dh DH, rnd io.Reader, now time.Time, opts Options) (*Core, error) {
 	if err := self.Check(); err != nil {
 		return nil, fmt.Errorf("this machine's pairing info: %w", err)
 	}
-	c := &Core{opts: opts.withDefaults(), rand: rnd, self: self}
+	if dh == nil {
+		return nil, errors.New("no Diffie-Hellman for this machine's key: confirms could not be authenticated")
+	}
+	c := &Core{opts: opts.withDefaults(), rand: rnd, dh: dh, self: self}
 	c.deadline = now.Add(c.opts.Timeout)
 	return c, nil
 }
@@ -216,6 +242,10 @@ func (c *Core) Handle(now time.Time, b []byte, from string) {
 		return
 	}
 	if c.state == awaitHello {
+		if c.opts.Accept != nil && !c.opts.Accept(from) {
+			c.stats.OtherAddress++
+			return
+		}
 		c.hello(now, &m, from)
 		return
 	}
@@ -329,7 +359,7 @@ func (c *Core) nonce(now time.Time, m *Message) {
 		b, _ := (&Message{Step: StepReveal, ID: c.id, Nonce: c.nb}).Append(nil)
 		c.revealB = b
 		c.out = append(c.out, b)
-		c.startConfirming()
+		c.startConfirming(now)
 	case m.Nonce == c.na:
 		c.out = append(c.out, c.revealB) // our reveal was lost
 	default:
@@ -345,20 +375,40 @@ func (c *Core) reveal(now time.Time, m *Message) {
 	}
 	c.nb = m.Nonce
 	c.pending = nil
-	c.startConfirming()
+	c.startConfirming(now)
 }
 
-func (c *Core) startConfirming() {
+// startConfirming works out the code and the confirms' MAC key, both
+// from the whole exchange (package doc).
+func (c *Core) startConfirming(now time.Time) {
 	a, b := c.self, c.peer
 	if !c.dialer {
 		a, b = b, a
 	}
+	shared, err := c.dh(c.peer.Key)
+	if err != nil {
+		c.abort(now, fmt.Errorf("%w (%v)", ErrPeerKey, err))
+		return
+	}
 	c.code = Code(c.id, a, b, c.na, c.nb)
+	c.macKey = ConfirmKey(shared, c.id, a, b, c.na, c.nb)
 	c.state = confirming
 }
 
-// confirm: step 5, either side.
+// confirm: step 5, either side. A yes counts only with the peer's MAC: a
+// confirm without it is ignored and counted, as the answer it carries was
+// not given there. A no ends the pairing with or without it (what it says
+// of have is then not taken): it can only keep both sides from storing,
+// which anyone on the path can do by dropping datagrams, and a side that
+// caught a changed exchange (ErrCommitment) has no key the other shares.
 func (c *Core) confirm(now time.Time, m *Message) {
+	if !hmac.Equal(m.MAC[:], c.confirmMAC(!c.dialer, m)) {
+		c.stats.Forged++
+		if m.Answer == Yes {
+			return
+		}
+		m.Have = HaveNone
+	}
 	if m.Have != HaveNone && c.mine == 0 {
 		// The peer cannot have an answer not given yet.
 		c.stats.Unexpected++
@@ -417,8 +467,52 @@ func (c *Core) confirmMsg() []byte {
 			have = HaveBoth
 		}
 	}
-	b, _ := (&Message{Step: StepConfirm, ID: c.id, Answer: c.mine, Have: have}).Append(nil)
+	m := Message{Step: StepConfirm, ID: c.id, Answer: c.mine, Have: have}
+	copy(m.MAC[:], c.confirmMAC(c.dialer, &m))
+	b, _ := m.Append(nil)
 	return b
+}
+
+// confirmMAC is the MAC of confirm m as the dialer (A) or the listener (B)
+// makes it.
+func (c *Core) confirmMAC(byDialer bool, m *Message) []byte {
+	return ConfirmMAC(c.macKey, byDialer, m.ID, m.Answer, m.Have)
+}
+
+// ConfirmKey is the key of a pairing's confirm MACs: SHA-256("keyrelay
+// pair confirm v1" || shared || id || A's Info || B's Info || Na || Nb),
+// shared the X25519 of one machine's private key and the other's public
+// key (the same on both). Only the two machines can compute it, and it
+// covers everything the code does: a confirm made for one exchange is no
+// confirm of another.
+func ConfirmKey(shared [KeyLen]byte, id [IDLen]byte, a, b Info, na, nb [NonceLen]byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte("keyrelay pair confirm v1"))
+	h.Write(shared[:])
+	h.Write(id[:])
+	h.Write(a.append(nil))
+	h.Write(b.append(nil))
+	h.Write(na[:])
+	h.Write(nb[:])
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// ConfirmMAC is a confirm's MAC: the first MACLen bytes of HMAC-SHA256
+// under ConfirmKey over the side that says it ("A" or "B"), the pairing
+// id, the answer and have. The side's letter keeps one side's confirm
+// from being sent back to it as the other's.
+func ConfirmMAC(key [32]byte, byDialer bool, id [IDLen]byte, answer Answer, have Have) []byte {
+	m := hmac.New(sha256.New, key[:])
+	side := byte('B')
+	if byDialer {
+		side = 'A'
+	}
+	m.Write([]byte{side})
+	m.Write(id[:])
+	m.Write([]byte{byte(answer), byte(have)})
+	return m.Sum(nil)[:MACLen]
 }
 
 // progress ends the pairing once both answers are known and the peer has

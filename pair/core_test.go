@@ -20,11 +20,11 @@ var t0 = time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
 // cores is a dialer and a listener at t0, nothing delivered yet.
 func cores(t testing.TB, opts Options) (a, b *Core) {
 	t.Helper()
-	a, err := NewDialer(infoA, addrB, seeded(1), t0, opts)
+	a, err := NewDialer(infoA, dhA, addrB, seeded(1), t0, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err = NewListener(infoB, seeded(2), t0, opts)
+	b, err = NewListener(infoB, dhB, seeded(2), t0, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +46,13 @@ func pass(a, b *Core, now time.Time) {
 			a.Handle(now, d, addrB)
 		}
 	}
+}
+
+// confirmBy is confirm m as c makes it, with c's MAC.
+func confirmBy(c *Core, m Message) []byte {
+	copy(m.MAC[:], c.confirmMAC(c.dialer, &m))
+	b, _ := m.Append(nil)
+	return b
 }
 
 func step(t *testing.T, b []byte) Step {
@@ -157,17 +164,42 @@ func TestCoreDecisions(t *testing.T) {
 		}},
 		{"a peer's answer cannot change", func(t *testing.T, a, b *Core) {
 			pass(a, b, t0)
-			b.Handle(t0, other(Message{Step: StepConfirm, ID: a.id, Answer: Yes}), addrA)
-			b.Handle(t0, other(Message{Step: StepConfirm, ID: a.id, Answer: No}), addrA)
+			b.Handle(t0, confirmBy(a, Message{Step: StepConfirm, ID: a.id, Answer: Yes}), addrA)
+			b.Handle(t0, confirmBy(a, Message{Step: StepConfirm, ID: a.id, Answer: No}), addrA)
 			if b.theirs != Yes || b.Stats().Unexpected != 1 {
 				t.Errorf("theirs %v, %+v", b.theirs, b.Stats())
 			}
 		}},
 		{"a peer cannot have an answer not given", func(t *testing.T, a, b *Core) {
 			pass(a, b, t0)
-			b.Handle(t0, other(Message{Step: StepConfirm, ID: a.id, Answer: Yes, Have: HaveBoth}), addrA)
+			b.Handle(t0, confirmBy(a, Message{Step: StepConfirm, ID: a.id, Answer: Yes, Have: HaveBoth}), addrA)
 			if b.theirs != 0 || b.Stats().Unexpected != 1 {
 				t.Errorf("theirs %v, %+v", b.theirs, b.Stats())
+			}
+		}},
+		{"a yes without the peer's MAC is not taken", func(t *testing.T, a, b *Core) {
+			pass(a, b, t0)
+			// Made by someone who knows all the exchange showed (id,
+			// both Infos, both nonces) but neither private key.
+			outsider, _ := keyed("outsider", 0x55, 1)
+			m := Message{Step: StepConfirm, ID: a.id, Answer: Yes}
+			k := ConfirmKey([KeyLen]byte(outsider.Key), a.id, infoA, infoB, a.na, a.nb)
+			copy(m.MAC[:], ConfirmMAC(k, true, m.ID, m.Answer, m.Have))
+			b.Handle(t0, other(m), addrA)
+			b.Handle(t0, other(Message{Step: StepConfirm, ID: a.id, Answer: Yes}), addrA)
+			// B's own confirm sent back as A's.
+			b.Answer(t0, true)
+			for _, d := range b.Take() {
+				b.Handle(t0, d, addrA)
+			}
+			if b.theirs != 0 || b.Stats().Forged != 3 {
+				t.Errorf("theirs %v, %+v; want nothing taken, 3 forged", b.theirs, b.Stats())
+			}
+			// A's own yes is taken.
+			a.Answer(t0, true)
+			pass(a, b, t0)
+			if _, err := b.Result(); err != nil {
+				t.Errorf("after A's real yes: %v", err)
 			}
 		}},
 		{"the peer's no ends the wait for the person here", func(t *testing.T, a, b *Core) {
@@ -296,7 +328,7 @@ func TestCoreTimeoutSaysWhatItWaitedFor(t *testing.T) {
 func TestCoreRefusesItsOwnKey(t *testing.T) {
 	twin := infoB
 	twin.Name = "twin"
-	a, err := NewDialer(twin, addrB, seeded(1), t0, Options{})
+	a, err := NewDialer(twin, dhB, addrB, seeded(1), t0, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,11 +355,11 @@ type inFlight struct {
 // runs out), both sides end, and agree.
 func TestCorePropertySafeAndLive(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		a, err := NewDialer(infoA, addrB, seeded(byte(rapid.IntRange(0, 255).Draw(rt, "seedA"))), t0, Options{})
+		a, err := NewDialer(infoA, dhA, addrB, seeded(byte(rapid.IntRange(0, 255).Draw(rt, "seedA"))), t0, Options{})
 		if err != nil {
 			rt.Fatal(err)
 		}
-		b, _ := NewListener(infoB, seeded(byte(rapid.IntRange(0, 255).Draw(rt, "seedB"))), t0, Options{})
+		b, _ := NewListener(infoB, dhB, seeded(byte(rapid.IntRange(0, 255).Draw(rt, "seedB"))), t0, Options{})
 		yesA, yesB := rapid.Bool().Draw(rt, "yesA"), rapid.Bool().Draw(rt, "yesB")
 		answeredA, answeredB := false, false
 		var codeA, codeB string
@@ -456,7 +488,8 @@ func FuzzHandle(f *testing.F) {
 	nonce := a.Take()[0]
 	l.Handle(t0, nonce, addrA)
 	reveal := l.Take()[0]
-	yes, _ := (&Message{Step: StepConfirm, ID: a.id, Answer: Yes}).Append(nil)
+	a.Handle(t0, reveal, addrB)
+	yes := confirmBy(a, Message{Step: StepConfirm, ID: a.id, Answer: Yes})
 	for i, b := range [][]byte{hello, commit, nonce, reveal, yes} {
 		f.Add(b, uint8(i))
 	}

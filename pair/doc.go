@@ -13,7 +13,8 @@
 //	2     B → A   commit   B's Info, Cb                            152 bytes
 //	3     A → B   nonce    Na                                       54 bytes
 //	4     B → A   reveal   Nb                                       54 bytes
-//	5     A ↔ B   confirm  the person's answer, what it has heard   24 bytes
+//	5     A ↔ B   confirm  the person's answer, what it has heard,  40 bytes
+//	                       a MAC
 //
 // Every message starts with the same 22 bytes:
 //
@@ -41,9 +42,9 @@
 // no answer is larger than its question, but for the confirm that ends a
 // side, sent twice to a peer that has come through steps 1-4); commit is B's
 // Info and Cb (32 bytes); nonce is Na and reveal Nb (32 bytes each);
-// confirm is answer (u8: 1 yes, 2 no) and have (u8: 0 has not heard the
+// confirm is answer (u8: 1 yes, 2 no), have (u8: 0 has not heard the
 // other side's answer, 1 has it, 2 has it and knows the other side has
-// ours). Parse is strict: anything else (another length, non-zero padding
+// ours) and a 16-byte MAC (below). Parse is strict: anything else (another length, non-zero padding
 // or reserved byte, an unknown value) is an error and the datagram is
 // ignored.
 //
@@ -53,6 +54,20 @@
 //	code = SHA-256("keyrelay pair code v1" || id || A.info || B.info || Na || Nb)
 //
 // the code being its first 8 bytes mod 10^6, as 6 decimal digits (Code).
+// Each confirm carries
+//
+//	key  = SHA-256("keyrelay pair confirm v1" || shared || id || A.info || B.info || Na || Nb)
+//	MAC  = HMAC-SHA256(key, side || id || answer || have), its first 16 bytes
+//
+// where shared is the X25519 of the sender's identity private key and the
+// other side's public key (the same at both ends: static-static
+// Diffie-Hellman), and side is "A" or "B", whoever says it (ConfirmKey,
+// ConfirmMAC). A yes counts only with the other side's MAC: what the path
+// sees (id, infos, nonces) does not give the key, so a forwarder cannot
+// turn a no into a yes, nor make a yes of its own, and a confirm of one
+// exchange is none of another. A no is taken with or without it: it can
+// only stop the pairing, as dropping datagrams can, and a side that caught
+// a changed exchange (ErrCommitment) shares no key with the other.
 //
 // Why a man in the middle wins with probability 10^-6 per attempt: to read
 // the traffic later it must give A a key of its own for B and B one for A,
@@ -76,7 +91,8 @@
 // with backoff (Options.RetryMin doubling to RetryMax, 200 ms to 1 s) until
 // answered; B answers duplicates with the same bytes (a second, different
 // Na for the same pairing is ignored, as revealing Nb twice would let A
-// choose among codes). The first hello takes the listener: datagrams for
+// choose among codes). The first hello (with Options.Accept, the first
+// from an address it accepts) takes the listener: datagrams for
 // another pairing id, from another address, or malformed are ignored and
 // counted (Stats). A side ends once it has both answers and the other side
 // has said it has its own (have ≥ 1; its last confirm, have 2, goes twice),

@@ -51,8 +51,12 @@ const (
 	CommitLen   = HeaderLen + InfoLen + 32
 	NonceMsgLen = HeaderLen + NonceLen
 	RevealLen   = HeaderLen + NonceLen
-	ConfirmLen  = HeaderLen + 2
+	ConfirmLen  = HeaderLen + 2 + MACLen
 )
+
+// MACLen is the length of a confirm's MAC (Core: a truncated HMAC-SHA256
+// under a key only the two machines can compute).
+const MACLen = 16
 
 // Step is the step of the exchange a message belongs to.
 type Step uint8
@@ -202,9 +206,10 @@ type Message struct {
 	Commit [32]byte
 	// Nonce is Na (nonce) or Nb (reveal).
 	Nonce [NonceLen]byte
-	// Answer and Have make a confirm.
+	// Answer and Have make a confirm, MAC authenticates it.
 	Answer Answer
 	Have   Have
+	MAC    [MACLen]byte
 }
 
 // Len is the encoded length of a message of step s (0 for no step).
@@ -256,6 +261,7 @@ func (m *Message) Append(b []byte) ([]byte, error) {
 		b = append(b, m.Nonce[:]...)
 	case StepConfirm:
 		b = append(b, byte(m.Answer), byte(m.Have))
+		b = append(b, m.MAC[:]...)
 	}
 	return b, nil
 }
@@ -316,6 +322,7 @@ func Parse(b []byte, m *Message) error {
 		if m.Answer != Yes && m.Answer != No || m.Have > HaveBoth {
 			return fmt.Errorf("%w: answer %d, have %d", ErrField, m.Answer, m.Have)
 		}
+		copy(m.MAC[:], body[2:])
 	}
 	return nil
 }

@@ -24,6 +24,11 @@ var (
 	// goldenCode is Code for the golden pairing (checked against Python's
 	// hashlib as well).
 	goldenCode = "618958"
+	// The golden pairing's machines: made-up public keys, whose private
+	// keys no one has. goldenShared stands for their Diffie-Hellman.
+	goldenA      = info("alpha", 0xa0, 7575)
+	goldenB      = info("bravo", 0xb0, 7576)
+	goldenShared = [KeyLen]byte(bytes.Repeat([]byte{0x33}, KeyLen))
 )
 
 // goldenMessages are the five steps of the golden pairing, as in the
@@ -32,17 +37,24 @@ func goldenMessages() []struct {
 	file string
 	m    Message
 } {
-	cb := commitment(goldenID, infoA, infoB, goldenNb)
+	cb := commitment(goldenID, goldenA, goldenB, goldenNb)
 	return []struct {
 		file string
 		m    Message
 	}{
-		{"pair_v5_hello.hex", Message{Step: StepHello, ID: goldenID, Info: infoA}},
-		{"pair_v5_commit.hex", Message{Step: StepCommit, ID: goldenID, Info: infoB, Commit: cb}},
+		{"pair_v5_hello.hex", Message{Step: StepHello, ID: goldenID, Info: goldenA}},
+		{"pair_v5_commit.hex", Message{Step: StepCommit, ID: goldenID, Info: goldenB, Commit: cb}},
 		{"pair_v5_nonce.hex", Message{Step: StepNonce, ID: goldenID, Nonce: goldenNa}},
 		{"pair_v5_reveal.hex", Message{Step: StepReveal, ID: goldenID, Nonce: goldenNb}},
-		{"pair_v5_confirm.hex", Message{Step: StepConfirm, ID: goldenID, Answer: Yes, Have: HaveYours}},
+		{"pair_v5_confirm.hex", Message{Step: StepConfirm, ID: goldenID, Answer: Yes, Have: HaveYours, MAC: goldenConfirmMAC()}},
 	}
+}
+
+// goldenConfirmMAC is the golden confirm's MAC: A's yes, having B's
+// answer, under the golden pairing's confirm key with goldenShared.
+func goldenConfirmMAC() [MACLen]byte {
+	k := ConfirmKey(goldenShared, goldenID, goldenA, goldenB, goldenNa, goldenNb)
+	return [MACLen]byte(ConfirmMAC(k, true, goldenID, Yes, HaveYours))
 }
 
 func readHex(t testing.TB, path string) []byte {
@@ -102,7 +114,10 @@ func annotate(m *Message, b []byte) string {
 		chunk(body, "Nb")
 	case StepConfirm:
 		line(body[:1], "answer 1: yes")
-		line(body[1:], "have 1: has the other side's answer")
+		line(body[1:2], "have 1: has the other side's answer")
+		line(body[2:], "MAC: HMAC-SHA256(key, \"A\" || id || answer || have), 16 bytes")
+		fmt.Fprintf(&s, "# key = SHA-256(\"keyrelay pair confirm v1\" || shared || id || A's info || B's info || Na || Nb),\n")
+		fmt.Fprintf(&s, "# shared (the machines' X25519) taken as 32 bytes of 0x33 here.\n")
 	}
 	return s.String()
 }
@@ -138,7 +153,7 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
-	if got := Code(goldenID, infoA, infoB, goldenNa, goldenNb); got != goldenCode {
+	if got := Code(goldenID, goldenA, goldenB, goldenNa, goldenNb); got != goldenCode {
 		t.Errorf("code %s, want %s", got, goldenCode)
 	}
 }
@@ -170,7 +185,7 @@ func TestTruncatedIsRejected(t *testing.T) {
 
 // What Parse rejects (package doc), each with its sentinel.
 func TestParseRejects(t *testing.T) {
-	hello, _ := (&Message{Step: StepHello, ID: goldenID, Info: infoA}).Append(nil)
+	hello, _ := (&Message{Step: StepHello, ID: goldenID, Info: goldenA}).Append(nil)
 	confirm, _ := (&Message{Step: StepConfirm, ID: goldenID, Answer: No}).Append(nil)
 	with := func(b []byte, off int, v byte) []byte {
 		b = bytes.Clone(b)
@@ -193,7 +208,7 @@ func TestParseRejects(t *testing.T) {
 		{"a byte too many", append(bytes.Clone(hello), 0), ErrLength},
 		{"hello as long as a nonce", with(hello[:NonceMsgLen], offStep, byte(StepHello)), ErrTruncated},
 		{"non-zero padding", with(hello, HelloLen-1, 1), ErrField},
-		{"byte after the name", with(hello, nameAt+len(infoA.Name), 'x'), ErrField},
+		{"byte after the name", with(hello, nameAt+len(goldenA.Name), 'x'), ErrField},
 		{"name length 0", with(hello, nameAt-1, 0), ErrField},
 		{"name length 64", with(hello, nameAt-1, 64), ErrField},
 		{"control character in the name", with(hello, nameAt, 0x1b), ErrField},

@@ -48,21 +48,21 @@ func TestManInTheMiddleShowsDifferentCodes(t *testing.T) {
 		ac, _ := n.Listen("10.0.0.1:40000")
 		m1, _ := n.Listen("10.0.0.3:7575") // A dials this, thinking it is B
 		m2, _ := n.Listen("10.0.0.3:40001")
-		fakeB := Info{Name: infoB.Name, Key: info("", 0x10, 0).Key, Port: infoB.Port}
-		fakeA := Info{Name: infoA.Name, Key: info("", 0x20, 0).Key, Port: infoA.Port}
+		fakeB, dhFakeB := keyed(infoB.Name, 0x10, infoB.Port)
+		fakeA, dhFakeA := keyed(infoA.Name, 0x20, infoA.Port)
 
 		s := newScreens()
 		var a, b outcome
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			b.peer, b.addr, b.err = Listen(t.Context(), bc, infoB, s.side(1), RunOptions{Rand: seeded(2)})
+			b.peer, b.addr, b.err = Listen(t.Context(), bc, infoB, dhB, s.side(1), RunOptions{Rand: seeded(2)})
 		})
 		wg.Go(func() {
-			a.peer, a.err = Dial(t.Context(), ac, m1.LocalAddr(), infoA, s.side(0), RunOptions{Rand: seeded(1)})
+			a.peer, a.err = Dial(t.Context(), ac, m1.LocalAddr(), infoA, dhA, s.side(0), RunOptions{Rand: seeded(1)})
 		})
 		// The man in the middle says yes to whatever it is shown.
-		wg.Go(func() { Listen(t.Context(), m1, fakeB, says(true), RunOptions{Rand: seeded(3)}) })
-		wg.Go(func() { Dial(t.Context(), m2, bc.LocalAddr(), fakeA, says(true), RunOptions{Rand: seeded(4)}) })
+		wg.Go(func() { Listen(t.Context(), m1, fakeB, dhFakeB, says(true), RunOptions{Rand: seeded(3)}) })
+		wg.Go(func() { Dial(t.Context(), m2, bc.LocalAddr(), fakeA, dhFakeA, says(true), RunOptions{Rand: seeded(4)}) })
 		wg.Wait()
 
 		if s.codes[0] == "" || s.codes[0] == s.codes[1] {
@@ -144,6 +144,54 @@ func TestTamperingFailsTheCommitment(t *testing.T) {
 					t.Errorf("stored %+v and %+v", a.peer, b.peer)
 				}
 			})
+		})
+	}
+}
+
+// A forwarder on the path that turns the listener's "no" into a "yes"
+// (over real loopback UDP): the confirm's MAC is the listener's, which the
+// forwarder cannot make, so the dialer does not take the changed answer
+// and stores nothing; it ends when the listener's no gets through
+// unchanged (ErrRejected), or at its timeout if none does. The listener
+// said no: it stores nothing either.
+func TestFlippedAnswerIsNotTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flips int // how many of the listener's confirms are changed
+		want  error
+	}{
+		{"the first no flipped", 1, ErrRejected},
+		{"every no flipped", 1 << 30, ErrTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lc, dc, fc := udp(t), udp(t), udp(t)
+			var mu sync.Mutex
+			flipped := 0
+			go relay(fc, lc.LocalAddr(), func(b []byte, toB bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				if !toB && len(b) == ConfirmLen && b[offStep] == byte(StepConfirm) && Answer(b[HeaderLen]) == No && flipped < tc.flips {
+					b[HeaderLen] = byte(Yes)
+					flipped++
+				}
+			})
+			opts := Options{Timeout: 3 * time.Second, Linger: time.Second}
+			a, b := pairOver(t, lc, dc, fc.LocalAddr(), says(true), says(false), opts)
+			mu.Lock()
+			n := flipped
+			mu.Unlock()
+			if n == 0 {
+				t.Fatal("the forwarder changed no confirm: the test tests nothing")
+			}
+			if a.err == nil || a.peer != (Info{}) {
+				t.Errorf("the dialer took the changed answer: stored %+v (err %v)", a.peer, a.err)
+			} else if !errors.Is(a.err, tc.want) {
+				t.Errorf("dial: %v, want %v", a.err, tc.want)
+			}
+			if !errors.Is(b.err, ErrRejected) || b.peer != (Info{}) {
+				t.Errorf("listen: %+v, %v; want ErrRejected, nothing stored", b.peer, b.err)
+			}
+			t.Logf("%d confirms changed; dial: %v; listen: %v", n, a.err, b.err)
 		})
 	}
 }

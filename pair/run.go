@@ -38,9 +38,9 @@ type RunOptions struct {
 // B), runs it with the person through ui, and returns the peer's Info and
 // address once both people confirmed the same code. conn stays the
 // caller's: Listen leaves it open, with no read deadline.
-func Listen(ctx context.Context, conn net.PacketConn, self Info, ui UI, opts RunOptions) (Info, net.Addr, error) {
+func Listen(ctx context.Context, conn net.PacketConn, self Info, dh DH, ui UI, opts RunOptions) (Info, net.Addr, error) {
 	r := &runner{conn: conn, ui: ui}
-	c, err := NewListener(self, opts.rand(), time.Now(), opts.Options)
+	c, err := NewListener(self, dh, opts.rand(), time.Now(), opts.Options)
 	if err != nil {
 		return Info{}, nil, err
 	}
@@ -63,7 +63,7 @@ func Listen(ctx context.Context, conn net.PacketConn, self Info, ui UI, opts Run
 // A), runs the pairing with the person through ui, and returns the
 // listener's Info once both people confirmed the same code. conn stays the
 // caller's.
-func Dial(ctx context.Context, conn net.PacketConn, addr net.Addr, self Info, ui UI, opts RunOptions) (Info, error) {
+func Dial(ctx context.Context, conn net.PacketConn, addr net.Addr, self Info, dh DH, ui UI, opts RunOptions) (Info, error) {
 	if addr == nil {
 		return Info{}, errors.New("no address to pair with")
 	}
@@ -72,7 +72,7 @@ func Dial(ctx context.Context, conn net.PacketConn, addr net.Addr, self Info, ui
 		target = addr.String()
 	}
 	r := &runner{conn: conn, ui: ui, peer: addr}
-	c, err := NewDialer(self, addr.String(), opts.rand(), time.Now(), opts.Options)
+	c, err := NewDialer(self, dh, addr.String(), opts.rand(), time.Now(), opts.Options)
 	if err != nil {
 		return Info{}, err
 	}

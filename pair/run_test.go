@@ -1,7 +1,9 @@
 package pair
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdh"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -60,9 +62,30 @@ func seeded(seed byte) *rand.ChaCha8 {
 	return rand.NewChaCha8([32]byte{seed})
 }
 
+// keyed is an Info with a real X25519 key pair, its private key made from
+// seed, and its DH.
+func keyed(name string, seed byte, port uint16) (Info, DH) {
+	priv, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{seed}, KeyLen))
+	if err != nil {
+		panic(err)
+	}
+	i := Info{Name: name, Port: port, Key: [KeyLen]byte(priv.PublicKey().Bytes())}
+	return i, func(peer [KeyLen]byte) ([KeyLen]byte, error) {
+		pub, err := ecdh.X25519().NewPublicKey(peer[:])
+		if err != nil {
+			return [KeyLen]byte{}, err
+		}
+		s, err := priv.ECDH(pub)
+		if err != nil {
+			return [KeyLen]byte{}, err
+		}
+		return [KeyLen]byte(s), nil
+	}
+}
+
 var (
-	infoA = info("alpha", 0xa0, 7575)
-	infoB = info("bravo", 0xb0, 7576)
+	infoA, dhA = keyed("alpha", 0xa0, 7575)
+	infoB, dhB = keyed("bravo", 0xb0, 7576)
 )
 
 // outcome is what one side's Listen or Dial returned.
@@ -79,10 +102,10 @@ func pairOver(t *testing.T, lc, dc net.PacketConn, to net.Addr, pa, pb *person, 
 	ctx := t.Context()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		b.peer, b.addr, b.err = Listen(ctx, lc, infoB, pb, RunOptions{Options: opts, Rand: seeded(2)})
+		b.peer, b.addr, b.err = Listen(ctx, lc, infoB, dhB, pb, RunOptions{Options: opts, Rand: seeded(2)})
 	})
 	wg.Go(func() {
-		a.peer, a.err = Dial(ctx, dc, to, infoA, pa, RunOptions{Options: opts, Rand: seeded(1)})
+		a.peer, a.err = Dial(ctx, dc, to, infoA, dhA, pa, RunOptions{Options: opts, Rand: seeded(1)})
 	})
 	wg.Wait()
 	return a, b
@@ -228,7 +251,7 @@ func TestNothingListening(t *testing.T) {
 		dc, _ := n.Listen("10.0.0.1:40000")
 		to, _ := net.ResolveUDPAddr("udp", "10.0.0.9:7575")
 		start := time.Now()
-		_, err := Dial(t.Context(), dc, to, infoA, says(true), RunOptions{Target: "bravo:7575"})
+		_, err := Dial(t.Context(), dc, to, infoA, dhA, says(true), RunOptions{Target: "bravo:7575"})
 		if !errors.Is(err, ErrNoAnswer) {
 			t.Fatalf("got %v, want ErrNoAnswer", err)
 		}
@@ -261,7 +284,7 @@ func TestRecvThereIsNamed(t *testing.T) {
 			rc.WriteTo(append(notice, 1, 4), from)
 		}()
 		start := time.Now()
-		_, err := Dial(t.Context(), dc, rc.LocalAddr(), infoA, says(true), RunOptions{})
+		_, err := Dial(t.Context(), dc, rc.LocalAddr(), infoA, dhA, says(true), RunOptions{})
 		if !errors.Is(err, ErrRecv) || !strings.Contains(err.Error(), "stop recv there") {
 			t.Fatalf("got %v, want ErrRecv and the fix", err)
 		}
@@ -276,7 +299,7 @@ func TestListenTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := netsim.NewNetwork(netsim.Config{})
 		lc, _ := n.Listen("10.0.0.2:7575")
-		_, _, err := Listen(t.Context(), lc, infoB, says(true), RunOptions{Options: Options{Timeout: time.Minute}})
+		_, _, err := Listen(t.Context(), lc, infoB, dhB, says(true), RunOptions{Options: Options{Timeout: time.Minute}})
 		if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "no pairing request arrived within 1m0s") {
 			t.Fatalf("got %v", err)
 		}
@@ -298,9 +321,9 @@ func TestCancelTellsThePeer(t *testing.T) {
 		var b outcome
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			b.peer, b.addr, b.err = Listen(t.Context(), lc, infoB, says(true), RunOptions{Rand: seeded(2)})
+			b.peer, b.addr, b.err = Listen(t.Context(), lc, infoB, dhB, says(true), RunOptions{Rand: seeded(2)})
 		})
-		_, err := Dial(ctx, dc, lc.LocalAddr(), infoA, pa, RunOptions{Rand: seeded(1)})
+		_, err := Dial(ctx, dc, lc.LocalAddr(), infoA, dhA, pa, RunOptions{Rand: seeded(1)})
 		wg.Wait()
 		if err == nil {
 			t.Error("Dial returned no error after its context was cancelled")
