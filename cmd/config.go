@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/keyrelay/keyrelay/internal/spell"
+	"github.com/keyrelay/keyrelay/secret"
 )
 
 // ConfigEnv names the environment variable that can give the config file.
@@ -153,6 +154,16 @@ func displayDefaultConfigPath() string {
 	return "$XDG_CONFIG_HOME/keyrelay/config.toml"
 }
 
+// checkConfigPlace refuses a config file other users can change, in
+// place or through a directory above it: it names the identity and the
+// peers file, and whoever writes it chooses which machines may type here.
+func checkConfigPlace(path string) error {
+	if err := secret.CheckPlace("config file", path); err != nil {
+		return fmt.Errorf("%w; a config file others can replace is refused, as it names the peers file", err)
+	}
+	return nil
+}
+
 // loadConfig finds and reads the config file: --config, then
 // $KEYRELAY_CONFIG, then the default path (which may be absent).
 func loadConfig(c *cobra.Command) (*configFile, error) {
@@ -172,6 +183,9 @@ func loadConfig(c *cobra.Command) (*configFile, error) {
 	var data map[string]any
 	text, err := os.ReadFile(cf.Path)
 	if err == nil {
+		err = checkConfigPlace(cf.Path)
+	}
+	if err == nil {
 		cf.lines = strings.Split(string(text), "\n")
 		_, err = toml.Decode(string(text), &data)
 	}
@@ -180,6 +194,8 @@ func loadConfig(c *cobra.Command) (*configFile, error) {
 		return cf, nil
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, usagef("config file %s does not exist (named by --config or $%s); 'keyrelay config' prints a starting point", cf.Path, ConfigEnv)
+	case errors.Is(err, secret.ErrUnprotected):
+		return nil, usagef("%v", err)
 	case err != nil:
 		var pe toml.ParseError
 		if errors.As(err, &pe) {

@@ -308,3 +308,46 @@ func TestYesPipedIntoPairStoresNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigDirOthersCanWriteIsRefused (PROTOCOL.md §8.1, as ssh's
+// StrictModes): a directory other users can write (0777) lets them swap
+// the peers file or the identity in it whatever the files' own modes, so
+// recv refuses to start with files there, naming the directory and the
+// chmod that fixes it; so does `keyrelay id` with its default config
+// directory (XDG_CONFIG_HOME/keyrelay) open to all. Fixed, recv starts.
+func TestConfigDirOthersCanWriteIsRefused(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	cfg := filepath.Join(base, "keyrelay")
+	idFile, peersFile := filepath.Join(cfg, "identity"), filepath.Join(cfg, "peers.toml")
+	if code, _, stderr := runWithEnv(t, []string{"XDG_CONFIG_HOME=" + base}, "id"); code != 0 {
+		t.Fatalf("id: exit %d\n%s", code, stderr)
+	}
+	other := filepath.Join(base, "other.identity")
+	code, out, stderr := run(t, "", "id", "--identity", other)
+	if code != 0 {
+		t.Fatalf("id: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := run(t, "", "peers", "add", "laptop", strings.Fields(out)[0], "--peers", peersFile, "--identity", idFile); code != 0 {
+		t.Fatalf("peers add: exit %d\n%s", code, stderr)
+	}
+	if err := os.Chmod(cfg, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	recv := startCmd(t, exec.Command(bin, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--identity", idFile, "--peers", peersFile), "")
+	code = recv.wait(10 * time.Second)
+	fix := "chmod go-w " + cfg
+	if code == 0 || !strings.Contains(recv.stderr.String(), fix) {
+		t.Errorf("recv with its files in a directory of mode 0777: exit %d, want non-zero naming %q\n%s", code, fix, recv.stderr)
+	}
+	code, _, stderr = runWithEnv(t, []string{"XDG_CONFIG_HOME=" + base}, "id")
+	if code == 0 || !strings.Contains(stderr, fix) {
+		t.Errorf("keyrelay id with its config directory 0777: exit %d, want non-zero naming %q\n%s", code, fix, stderr)
+	}
+	t.Logf("config directory 0777: recv exit %d, id exit %d", recv.cmd.ProcessState.ExitCode(), code)
+	if err := os.Chmod(cfg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ok := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--identity", idFile, "--peers", peersFile)
+	ok.stop()
+}

@@ -213,7 +213,8 @@ func Write(path string, id *Identity, replace bool) error {
 
 // Load reads an identity file. It refuses a file other users can read or
 // write, as ssh refuses an unprotected private key: whoever reads it can
-// pass for this machine, whoever writes it can make it another.
+// pass for this machine, whoever writes it can make it another; and one
+// others could replace through a directory above it (secret.CheckPlace).
 func Load(path string) (*Identity, error) {
 	b, perm, err := file.ReadFile(path)
 	if err != nil {
@@ -221,6 +222,9 @@ func Load(path string) (*Identity, error) {
 	}
 	if err := secret.CheckMode(file.Name, path, perm, 0o077); err != nil {
 		return nil, fmt.Errorf("%w; an identity others can read or change is refused", err)
+	}
+	if err := secret.CheckPlace(file.Name, path); err != nil {
+		return nil, fmt.Errorf("%w; an identity others can replace is refused", err)
 	}
 	id, err := Decode(b)
 	if err != nil {
@@ -237,6 +241,9 @@ func LoadOrCreate(path string) (id *Identity, created bool, err error) {
 	id, err = Load(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return id, false, err
+	}
+	if err := secret.CheckPlace(file.Name, path); err != nil {
+		return nil, false, fmt.Errorf("%w; an identity is not made where others can replace it", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, false, fmt.Errorf("unable to make the identity's directory: %w", err)

@@ -197,17 +197,25 @@ func clip(s string) string {
 
 // Load reads the peers file at path. A missing file is an empty list: no
 // machine is paired yet. A file other users can write is refused: whoever
-// can write it can add a machine that may type here.
+// can write it can add a machine that may type here; and so is one in a
+// directory they can write, or below one (secret.CheckPlace), missing or
+// not, as they could put a file of theirs there.
 func Load(path string) (*List, error) {
 	b, perm, err := file.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &List{}, nil
-	}
-	if err != nil {
+	missing := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !missing {
 		return nil, err
 	}
-	if err := secret.CheckMode(file.Name, path, perm, 0o022); err != nil {
-		return nil, fmt.Errorf("%w; a peers file others can change is refused, as they could pair a machine that types here", err)
+	if !missing {
+		if err := secret.CheckMode(file.Name, path, perm, 0o022); err != nil {
+			return nil, fmt.Errorf("%w; a peers file others can change is refused, as they could pair a machine that types here", err)
+		}
+	}
+	if err := secret.CheckPlace(file.Name, path); err != nil {
+		return nil, fmt.Errorf("%w; a peers file others can replace is refused, as they could pair a machine that types here", err)
+	}
+	if missing {
+		return &List{}, nil
 	}
 	return Parse(path, b)
 }

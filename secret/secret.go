@@ -90,8 +90,8 @@ var keyFile = Kind{Name: "key file", Not: ErrNotKeyFile, MadeBy: "'keyrelay keyg
 // Load reads a key file (ReadFile: only a regular file of at most
 // MaxFileSize bytes). It refuses one that other users may read or change
 // (CheckMode, the error wrapping ErrUnprotected and naming the chmod that
-// fixes it): the key is a secret, and whoever holds it can be one of the
-// paired ends.
+// fixes it), or replace through a directory above it (CheckPlace): the
+// key is a secret, and whoever holds it can be one of the paired ends.
 func Load(path string) (key []byte, err error) {
 	b, perm, err := keyFile.ReadFile(path)
 	if err != nil {
@@ -103,6 +103,9 @@ func Load(path string) (key []byte, err error) {
 	}
 	// Read and write bits only: a group execute bit (0610) gives nothing.
 	if err := CheckMode(keyFile.Name, path, perm, 0o066); err != nil {
+		return nil, err
+	}
+	if err := CheckPlace(keyFile.Name, path); err != nil {
 		return nil, err
 	}
 	return key, nil
