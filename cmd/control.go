@@ -118,33 +118,37 @@ func controlPID(path string) (int, bool) {
 	return pid, err == nil && pid > 0
 }
 
-// checkControlDir makes the socket's directory, or checks the one there:
-// a directory (not a link) of this user's that nobody else can open.
-func checkControlDir(dir string) error {
+// makeControlDir makes the socket's directory (mode 0700), or checks the
+// one there (checkControlDir): send's side.
+func makeControlDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("unable to make the control socket's directory: %w", err)
 	}
+	return checkControlDir(dir)
+}
+
+// checkControlDir checks the control sockets' directory before a socket
+// in it is opened or talked to, by send and by every client (switch,
+// status): a directory (not a link) of this user's that nobody else can
+// open (checkPrivateDir, a function per OS). Without XDG_RUNTIME_DIR its
+// name in the temporary directory is predictable: another user who makes
+// it first could answer for this user's sends, or take their requests.
+func checkControlDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("unable to check the control socket's directory: %w", err)
 	}
-	uid, ok := ownerOf(fi)
-	switch {
-	case !fi.IsDir():
+	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory: remove it, so that send can make its control socket's directory there", dir)
-	case ok && uid != os.Getuid():
-		return fmt.Errorf("%s belongs to another user (uid %d): the control socket must be in a directory of yours; set XDG_RUNTIME_DIR to one", dir, uid)
-	case fi.Mode().Perm() != 0o700:
-		return fmt.Errorf("%s has mode %04o: others could reach the control socket; chmod 700 %s", dir, fi.Mode().Perm(), dir)
 	}
-	return nil
+	return checkPrivateDir(dir, fi)
 }
 
 // listenControl opens the control socket at path for h until ctx is
 // done, and removes the sockets left by sends that died (a SIGKILL leaves
 // its socket behind). Another send answering at path is an error.
 func listenControl(ctx context.Context, path string, h controlHandler) error {
-	if err := checkControlDir(filepath.Dir(path)); err != nil {
+	if err := makeControlDir(filepath.Dir(path)); err != nil {
 		return err
 	}
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
@@ -258,6 +262,12 @@ type runningSendAt struct {
 // only. None answering is an error that says how to start one.
 func runningSends(pid int) ([]runningSendAt, error) {
 	dir := controlDir()
+	if err := checkControlDir(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no keyrelay send runs as this user (no control socket answers in %s): start one, then ask again", dir)
+		}
+		return nil, fmt.Errorf("not asking the control sockets in %s: %w", dir, err)
+	}
 	paths, _ := filepath.Glob(filepath.Join(dir, "send-*.sock"))
 	type found struct {
 		pid  int

@@ -121,7 +121,7 @@ func TestControlSocketOnlyItsOwnerOpens(t *testing.T) {
 func TestDeadSendsSocketIsRemoved(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	dir := controlDir()
-	if err := checkControlDir(dir); err != nil {
+	if err := makeControlDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	gone := exec.Command("true")
@@ -410,4 +410,56 @@ func FuzzControlPID(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestClientsCheckTheControlDirectory (issue 27 must-have 2's directory,
+// checked by the clients too): a control directory another user made
+// (without XDG_RUNTIME_DIR its name in /tmp is predictable), or one others
+// can open, is not talked to by keyrelay status and switch: they refuse,
+// naming it, before asking any socket in it. A sender's socket there
+// answers; nothing asks it.
+func TestClientsCheckTheControlDirectory(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, dir string)
+		want  string
+	}{
+		{"mode 0755", func(t *testing.T, dir string) { os.Chmod(dir, 0o755) }, "has mode 0755"},
+		{"another user's", func(t *testing.T, dir string) {
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to give the directory away")
+			}
+			if err := os.Chown(dir, 65534, 65534); err != nil {
+				t.Skipf("cannot give the directory away: %v", err)
+			}
+		}, "belongs to another user (uid 65534)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h := &fakeControl{target: "a", names: []string{"a", "planted"}}
+			if err := listenControl(ctx, controlPath(), h); err != nil {
+				t.Fatal(err)
+			}
+			if sends, err := runningSends(0); err != nil || len(sends) != 1 {
+				t.Fatalf("before: %d sends, %v; want the one listening", len(sends), err)
+			}
+			tc.plant(t, controlDir())
+			sends, err := runningSends(0)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), controlDir()) {
+				t.Errorf("runningSends = %d sends, %v; want refused, saying %q", len(sends), err, tc.want)
+			}
+			var out, errb bytes.Buffer
+			for _, args := range [][]string{{"status"}, {"switch", "local"}} {
+				code := Run(args, IO{Out: &out, Err: &errb})
+				if code == 0 || strings.Contains(out.String(), "planted") {
+					t.Errorf("keyrelay %v: exit %d, printed %q; want refused", args, code, out.String())
+				}
+			}
+			if h.target != "a" {
+				t.Errorf("the planted socket was switched to %q", h.target)
+			}
+		})
+	}
 }

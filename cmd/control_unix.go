@@ -5,16 +5,20 @@ package cmd
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"syscall"
 )
 
-// ownerOf is the user id owning a file.
-func ownerOf(fi fs.FileInfo) (int, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
+// checkPrivateDir checks that dir (fi, a directory) is this user's and
+// that nobody else can open it: its owner and mode 0700.
+func checkPrivateDir(dir string, fi fs.FileInfo) error {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%s belongs to another user (uid %d), who could answer for your sends there: the control socket must be in a directory of yours; set XDG_RUNTIME_DIR to one (or remove it, as root)", dir, st.Uid)
 	}
-	return int(st.Uid), true
+	if fi.Mode().Perm() != 0o700 {
+		return fmt.Errorf("%s has mode %04o: others could reach the control socket; chmod 700 %s", dir, fi.Mode().Perm(), dir)
+	}
+	return nil
 }
 
 // processGone reports whether no process has the id pid (a signal 0 to

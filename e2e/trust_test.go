@@ -3,11 +3,14 @@
 package e2e
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -350,4 +353,99 @@ func TestConfigDirOthersCanWriteIsRefused(t *testing.T) {
 	}
 	ok := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0", "--identity", idFile, "--peers", peersFile)
 	ok.stop()
+}
+
+// TestPlantedControlDirectoryIsRefused (the control socket, cmd/control.go;
+// README "keyrelay switch"): without XDG_RUNTIME_DIR a user's control
+// sockets are in /tmp/keyrelay-UID, a name anyone can work out. Another
+// user (here nobody) who makes it first, with a socket answering as a
+// send, must not be believed: keyrelay status and switch, run as the user
+// (a test user made with useradd), refuse the directory, naming it, and
+// exit non-zero; they print nothing it says, and the planted socket gets
+// no request.
+func TestPlantedControlDirectoryIsRefused(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to add a test user")
+	}
+	for _, tool := range []string{"useradd", "userdel", "setpriv"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
+	}
+	name := fmt.Sprintf("krtest%d", os.Getpid()%100000)
+	if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+		t.Skipf("cannot add a test user: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("userdel", name).Run() })
+	idOut, err := exec.Command("id", "-u", name).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := strings.TrimSpace(string(idOut))
+	// The binary where the test user can run it.
+	binDir, err := os.MkdirTemp("", "keyrelay-victim-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(binDir) })
+	os.Chmod(binDir, 0o755)
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	userBin := filepath.Join(binDir, "keyrelay")
+	if err := os.WriteFile(userBin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	// nobody's directory, made first, with a socket that answers as a
+	// send would, with a destination of its own.
+	planted := filepath.Join(os.TempDir(), "keyrelay-"+uid)
+	os.RemoveAll(planted)
+	if err := os.Mkdir(planted, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(planted) })
+	sock := filepath.Join(planted, "send-4242.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	os.Chmod(sock, 0o777)
+	for _, p := range []string{planted, sock} {
+		if err := os.Chown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var asked atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			asked.Add(1)
+			bufio.NewReader(c).ReadBytes('\n')
+			c.Write([]byte(`{"pid":4242,"input":"x11","target":"planted","mode":"relaying","can_switch":true,"switch":"yes","destinations":[{"name":"planted","addr":"203.0.113.9:7575","state":"live","live":true,"keys":"physical"}]}` + "\n"))
+			c.Close()
+		}
+	}()
+
+	asUser := func(args ...string) (int, string) {
+		cmd := exec.Command("setpriv", append([]string{"--reuid", uid, "--regid", uid, "--clear-groups", "env", "-i", "PATH=/usr/bin:/bin", "HOME=/", userBin}, args...)...)
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	for _, args := range [][]string{{"status"}, {"switch", "local"}} {
+		code, out := asUser(args...)
+		t.Logf("as %s: keyrelay %s: exit %d: %s", name, strings.Join(args, " "), code, strings.TrimSpace(out))
+		if code == 0 || strings.Contains(out, "203.0.113.9") || !strings.Contains(out, "belongs to another user") {
+			t.Errorf("keyrelay %s as %s with nobody's %s: exit %d, want non-zero, refusing the directory\n%s", strings.Join(args, " "), name, planted, code, out)
+		}
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the planted socket was asked %d times", n)
+	}
 }
