@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/inject"
 )
 
 // Exit codes.
@@ -116,7 +117,9 @@ The default UDP port is ` + DefaultPort + `.`,
 	return root
 }
 
-// Execute runs keyrelay with os.Args and returns the exit code.
+// Execute runs keyrelay with os.Args and returns the exit code. In a
+// process started as an injector's guard it runs the guard instead, and
+// exits (inject.ServeGuard).
 //
 // It runs Go code on one thread at a time (GOMAXPROCS 1) unless the
 // GOMAXPROCS environment variable says otherwise: a relay's work is a few
@@ -126,6 +129,7 @@ The default UDP port is ` + DefaultPort + `.`,
 // An explicit setting also stops the runtime re-reading the CPU limits
 // every second.
 func Execute() int {
+	inject.ServeGuard()
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
+	"github.com/keyrelay/keyrelay/internal/guard"
 	"github.com/keyrelay/keyrelay/internal/keysym"
 	"github.com/keyrelay/keyrelay/internal/xquiet"
 	"github.com/keyrelay/keyrelay/internal/xrecord"
@@ -119,6 +120,11 @@ type X11 struct {
 	// focus is what X11 last learnt of the keyboard focus, for the
 	// notice that keys go to no window.
 	focus focusState
+
+	// guard releases the keycodes held, a bit each in held (its page),
+	// when recv ends holding any (x11_guard.go).
+	guard *guard.Guard
+	held  []byte
 }
 
 // focusState is the keyboard focus as last asked, and what was typed
@@ -192,7 +198,7 @@ var levelColumns = []struct {
 // whose keycodes are evdev's (keyrelay doctor uses it too). It returns the
 // server's XKB layout ("de", "us,ru") for the user to see.
 func CheckX11() (layout string, err error) {
-	x, err := NewX11(nil)
+	x, err := openX11(nil, false)
 	if err != nil {
 		return "", err
 	}
@@ -200,8 +206,13 @@ func CheckX11() (layout string, err error) {
 }
 
 // NewX11 connects to $DISPLAY and checks, before any key is pressed, that it
-// has XTEST and evdev keycodes.
+// has XTEST and evdev keycodes; it starts X11's guard.
 func NewX11(logf func(format string, args ...any)) (*X11, error) {
+	return openX11(logf, true)
+}
+
+// openX11 is NewX11, with a guard or without (a check that presses nothing).
+func openX11(logf func(format string, args ...any), guarded bool) (*X11, error) {
 	// xgb logs to stderr when it connects without an Xauthority file, which
 	// is normal (Xvfb, xhost); our errors say what matters.
 	xquiet.Quiet()
@@ -215,7 +226,7 @@ func NewX11(logf func(format string, args ...any)) (*X11, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		x, err := dialX11(display, logf)
+		x, err := dialX11(display, logf, guarded)
 		done <- result{x, err}
 	}()
 	select {
@@ -225,13 +236,14 @@ func NewX11(logf func(format string, args ...any)) (*X11, error) {
 		go func() {
 			if r := <-done; r.x != nil {
 				r.x.closeConns()
+				stopGuard(r.x.guard, nil)
 			}
 		}()
 		return nil, fmt.Errorf("%w: DISPLAY=%s did not answer within %v", ErrNoDisplay, display, displayTimeout)
 	}
 }
 
-func dialX11(display string, logf func(string, ...any)) (*X11, error) {
+func dialX11(display string, logf func(string, ...any), guarded bool) (*X11, error) {
 	c, err := xgb.NewConn()
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot connect to DISPLAY=%s: %v (is the X server running, and may this user use it? see xhost/XAUTHORITY; without X use --inject uinput or --inject log)", ErrNoDisplay, display, err)
@@ -263,6 +275,11 @@ func dialX11(display string, logf func(string, ...any)) (*X11, error) {
 		close(x.eventsDone) // readEvents never ran
 		x.closeConns()
 		return nil, err
+	}
+	if guarded {
+		x.guard, x.held = startGuard("x11", x11HeldSize, logf, display)
+	} else {
+		x.held = make([]byte, x11HeldSize)
 	}
 	go x.readEvents()
 	return x, nil
@@ -677,8 +694,11 @@ func (x *X11) fake(kc xproto.Keycode, down bool) {
 	t := byte(xproto.KeyRelease)
 	if down {
 		t = xproto.KeyPress
+		x.holding(kc, true) // before it is sent: no press goes out unrecorded
 	}
-	x.keys.fakeInput(x.xtestOp, t, kc, x.root)
+	if x.keys.fakeInput(x.xtestOp, t, kc, x.root) == nil && !down {
+		x.holding(kc, false) // once sent: a release not sent is the guard's to make
+	}
 }
 
 // charDown presses the key that types r on the server's layout, with the
@@ -960,11 +980,15 @@ func (x *X11) SetLocks(l keys.Locks, _ uint64) error {
 }
 
 // Close releases what X11 still holds, gives the spare keycodes back their
-// empty mapping and closes the connection (X would release held keys then
-// anyway).
+// empty mapping, closes the connection (the X server keeps a gone XTEST
+// client's keys down, repeating) and ends the guard.
 func (x *X11) Close() error {
+	// The guard ends last: it releases what this failed to.
+	defer stopGuard(x.guard, x.logf)
 	defer x.closePings()
 	if x.alive() != nil {
+		// The server is gone, or it closed this client (xkill): the
+		// guard releases what is held if it is still there.
 		x.closeConns()
 		return nil
 	}
