@@ -9,7 +9,8 @@ import (
 // guards are the injectors' guard processes (internal/guard), by kind:
 // what each does when recv ends without releasing what it holds.
 var guards = map[string]guard.Action{
-	"x11": releaseX11,
+	"x11":  releaseX11,
+	"hidg": emptyHidgReport,
 }
 
 // ServeGuard runs this process as an injector's guard when it was started

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/keyrelay/keyrelay/internal/guard"
 	"github.com/keyrelay/keyrelay/internal/hidkbd"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
@@ -65,6 +66,11 @@ type Hidg struct {
 	mu   sync.Mutex
 	leds hidkbd.LEDs
 	done chan struct{} // closed when the LED reader ends
+
+	// guard sends the host an empty report if recv ends while the host
+	// may hold keys: mayHold (its page) says so (hidg.go).
+	guard   *guard.Guard
+	mayHold []byte
 }
 
 // NewHidg opens path (DefaultHidgPath) and starts reading the host's LED
@@ -79,11 +85,13 @@ func NewHidg(path string, logf func(format string, args ...any)) (*Hidg, error) 
 		f.Close()
 		return nil, fmt.Errorf("%w: %s is not a character device: name the gadget's device (/dev/hidgN) with --device", ErrNoHidg, path)
 	}
-	return newHidg(path, f, logf), nil
+	h := newHidg(path, f, logf)
+	h.guard, h.mayHold = startGuard("hidg", hidgGuardSize, logf, path)
+	return h, nil
 }
 
 func newHidg(path string, dev hidgDevice, logf func(string, ...any)) *Hidg {
-	h := &Hidg{path: path, dev: dev, logf: logf, done: make(chan struct{})}
+	h := &Hidg{path: path, dev: dev, logf: logf, done: make(chan struct{}), mayHold: make([]byte, hidgGuardSize)}
 	go h.readLEDs()
 	return h
 }
@@ -171,6 +179,10 @@ func (h *Hidg) flush() error {
 		return nil // rollover on rollover: the host has it
 	}
 	h.attempted = true
+	empty := r == hidkbd.Report{}
+	if !empty {
+		h.mayHold[0] = 1 // before: the host may have it once written
+	}
 	h.dev.SetWriteDeadline(time.Now().Add(hidgWriteTimeout))
 	_, err := h.dev.Write(r[:])
 	if err != nil {
@@ -191,6 +203,9 @@ func (h *Hidg) flush() error {
 	}
 	h.failing = false
 	h.last, h.written = r, true
+	if empty {
+		h.mayHold[0] = 0
+	}
 	return nil
 }
 
@@ -250,8 +265,10 @@ func containsCode(cs []keys.Code, c keys.Code) bool {
 
 // Close tells the host nothing is held, unless it knows already, and
 // closes the device. The LED reader ends with it: the device is pollable,
-// so closing it ends a read under way.
+// so closing it ends a read under way. The guard ends last: if the empty
+// report could not be written, it tries once more.
 func (h *Hidg) Close() error {
+	defer stopGuard(h.guard, h.logf)
 	var err error
 	h.kb.ReleaseAll()
 	if h.attempted {
@@ -283,4 +300,40 @@ func CheckHidg(path string) (string, error) {
 	}
 	f.Close()
 	return path + " is a character device this user can open (whether a computer is at the other end of the cable shows at the first key)", nil
+}
+
+// A USB host keeps the last report the gadget sent until the next: a recv
+// killed while a report says a key is down would leave it down there, and
+// the host's keyboard driver auto-repeating it. So Hidg keeps, in its
+// guard's page, whether the host may hold keys (a report with keys was
+// written, or tried, and no empty one written since), and the guard then
+// sends the empty report (emptyHidgReport).
+
+// hidgGuardSize is the size of Hidg's part of the guard's page: one byte,
+// 1 while the host may hold keys.
+const hidgGuardSize = 1
+
+// emptyHidgReport is Hidg's guard for the gadget's device args[0]: it
+// opens the device at once, and at the end, when page says the host may
+// hold keys, writes the 8-byte report with none, waiting up to
+// hidgWriteTimeout for the host to take it.
+func emptyHidgReport(args []string) guard.Undo {
+	if len(args) != 1 {
+		return func([]byte) (string, error) { return "", nil }
+	}
+	path := args[0]
+	f, openErr := os.OpenFile(path, os.O_WRONLY, 0)
+	return func(page []byte) (string, error) {
+		if page[0] == 0 {
+			return "", nil
+		}
+		if openErr != nil {
+			return "", fmt.Errorf("opening %s: %w", path, openErr)
+		}
+		f.SetWriteDeadline(time.Now().Add(hidgWriteTimeout))
+		if _, err := f.Write(make([]byte, 8)); err != nil {
+			return "", fmt.Errorf("writing the empty report to %s (the USB host may keep the last keys down): %w", path, err)
+		}
+		return "sent the USB host an empty keyboard report through " + path + " (it would have kept the last report's keys down, auto-repeating)", nil
+	}
 }

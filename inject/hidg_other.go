@@ -5,6 +5,7 @@ package inject
 import (
 	"fmt"
 
+	"github.com/keyrelay/keyrelay/internal/guard"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
@@ -29,3 +30,8 @@ func CheckHidg(path string) (string, error) {
 
 // SetLayout does nothing: Hidg does not type here.
 func (*Hidg) SetLayout(*xkblayout.Layout) {}
+
+// emptyHidgReport does nothing: no guard starts here.
+func emptyHidgReport([]string) guard.Undo {
+	return func([]byte) (string, error) { return "", nil }
+}
