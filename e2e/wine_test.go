@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -172,6 +174,52 @@ func TestWine(t *testing.T) {
 		if want := []string{"down KeyA", "up KeyA"}; !slices.Equal(got, want) {
 			t.Errorf("relayed %q, want %q", got, want)
 		}
+		wintest.Collect(watch.Lines, 500*time.Millisecond)
+	})
+	// idle: the injector types a key after idling as it typed the one
+	// before (it has no timeout of its own; this is the script's pause).
+	t.Run("idle", func(t *testing.T) {
+		if out, err := env.Run(t, "tap KeyA\nsleep 2s\ntap KeyB\n", "wininject", "-"); err != nil {
+			t.Fatalf("wininject: %v\n%s", err, out)
+		}
+		got := wintest.Collect(watch.Lines, time.Second)
+		want := []string{"WM_KEYDOWN vk=0x41", "WM_CHAR U+0061", "WM_KEYUP vk=0x41", "WM_KEYDOWN vk=0x42", "WM_CHAR U+0062", "WM_KEYUP vk=0x42"}
+		checkInOrder(t, got, want)
+		if chars := wmChars(got); chars != "ab" {
+			t.Errorf("the window got %q, want ab; messages:\n%s", chars, strings.Join(got, "\n"))
+		}
+	})
+	// killed: the injector's process killed (SIGKILL) while it holds
+	// KeyA: nothing repeats it, held or after the kill (Wine, as Windows,
+	// makes no auto-repeat of SendInput's keys). What the window got is
+	// logged: under Wine 8 no WM_KEYUP either (README's table of a killed
+	// recv).
+	t.Run("killed", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "hold.keys")
+		if err := os.WriteFile(path, []byte("down KeyA\nsleep 1h\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		inj := env.Start(t, "wininject", "Z:"+path)
+		if !wintest.Wait(watch.Lines, "WM_KEYDOWN vk=0x41", 60*time.Second) {
+			t.Fatal("the window did not get KeyA within 60s")
+		}
+		held := wintest.Collect(watch.Lines, time.Second) // a second held, before the kill
+		if err := inj.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-inj.Exited
+		after := wintest.Collect(watch.Lines, 2*time.Second)
+		downs := 0
+		for _, l := range slices.Concat(held, after) {
+			if strings.HasPrefix(l, "WM_KEYDOWN vk=0x41") {
+				downs++
+			}
+		}
+		if downs > 0 {
+			t.Errorf("KeyA repeated: %d more WM_KEYDOWN while held 1 s and in the 2 s after the kill:\n%s", downs, strings.Join(slices.Concat(held, after), "\n"))
+		}
+		t.Logf("held 1 s, then killed: the window got %q, then %q", held, after)
+		env.Xdotool(t, "key", "a") // a real key's press and release: nothing held after
 		wintest.Collect(watch.Lines, 500*time.Millisecond)
 	})
 	t.Logf("the Wine run took %v", time.Since(start).Round(time.Millisecond))

@@ -106,9 +106,14 @@ type Proc struct {
 	Lines, ErrLines chan string
 	// Exited is closed when the program has ended.
 	Exited <-chan struct{}
+	cmd    *exec.Cmd
 	mu     sync.Mutex
 	seen   []string
 }
+
+// Kill kills the program with SIGKILL, as the OOM killer would: Wine runs
+// it in the process Start started (the wine script execs the loader).
+func (p *Proc) Kill() error { return p.cmd.Process.Kill() }
 
 // Start runs exe (one of the test programs) under Wine with args. The
 // process is killed when tb ends; what it printed is logged if tb failed.
@@ -119,7 +124,7 @@ func (e *Env) Start(tb testing.TB, exe string, args ...string) *Proc {
 	// A process of the prefix (wineserver) may keep the output open after
 	// the program ends: Wait gives up on it then.
 	cmd.WaitDelay = 2 * time.Second
-	p := &Proc{Lines: make(chan string, 1024), ErrLines: make(chan string, 1024)}
+	p := &Proc{Lines: make(chan string, 1024), ErrLines: make(chan string, 1024), cmd: cmd}
 	outR, outW := io.Pipe()
 	errR, errW := io.Pipe()
 	cmd.Stdout, cmd.Stderr = outW, errW
