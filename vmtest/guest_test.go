@@ -659,6 +659,15 @@ func TestGuest(t *testing.T) {
 		send.stop(t, syscall.SIGTERM)
 	})
 
+	t.Run("idle", func(t *testing.T) {
+		// recv --inject uinput idle past each timeout there is (its
+		// --timeout, the kernel's repeat delay) types the next key as
+		// the first: pressed, released, not repeated.
+		send := startSend(t)
+		checkIdle(t, src, relayed)
+		send.stop(t, syscall.SIGTERM)
+	})
+
 	if st := recv.stop(t, syscall.SIGTERM); st.ExitCode() != 0 {
 		t.Errorf("recv exited %v on SIGTERM, want 0:\n%s", st, recv.output())
 	}
@@ -678,6 +687,21 @@ func TestGuest(t *testing.T) {
 		relayed.none(t, "a character de lacks")
 		recv.waitFor(t, "uinput cannot type some characters (the layout de has no key for it", 1)
 		recv.stop(t, syscall.SIGTERM)
+	})
+
+	t.Run("recv-sigkill", func(t *testing.T) {
+		// recv --inject uinput killed by SIGKILL while it holds a key
+		// the kernel repeats: the uinput device goes with recv's file,
+		// and the kernel releases its keys (input_unregister_device) and
+		// stops its repeat. Nothing repeats the key after.
+		recv := start(t, "recv", "--insecure", "--listen", "127.0.0.1:0", "--inject", "uinput", "--timeout", recvTimeout.String())
+		recv.waitFor(t, "listening on", 1)
+		addr := listenRE.FindStringSubmatch(recv.output())[1]
+		relayed := newReader(t, "recv's uinput keyboard", findDevice(t, inject.UinputName))
+		send := start(t, "send", "--insecure", "--to", addr, "--input", "evdev", "--device", src.path, "--grab", "--hotkey", "ScrollLock")
+		send.waitFor(t, grabbed, 1)
+		checkKilledRecv(t, src, relayed, recv, uinput.KeyK)
+		send.stop(t, syscall.SIGKILL) // its receiver is gone: nothing to linger for
 	})
 
 	runHidg(t, src)

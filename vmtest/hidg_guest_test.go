@@ -23,7 +23,7 @@ import (
 const hostKeyboardName = gadget.Manufacturer + " " + gadget.Product
 
 // hidgChecks are TestGuest's checks of recv --inject hidg, in order.
-var hidgChecks = []string{"hidg-setup", "hidg-events", "hidg-rollover", "hidg-locks", "hidg-unconfigured", "hidg-sigterm", "hidg-sigkill", "hidg-recv-exit", "hidg-layout", "hidg-remove"}
+var hidgChecks = []string{"hidg-setup", "hidg-events", "hidg-rollover", "hidg-locks", "hidg-unconfigured", "hidg-idle", "hidg-sigterm", "hidg-sigkill", "hidg-recv-exit", "hidg-recv-sigkill", "hidg-layout", "hidg-remove"}
 
 // waitDevice waits for an event device named name to appear (the USB host
 // enumerates the gadget on its own time) and returns its path.
@@ -190,6 +190,18 @@ func runHidg(t *testing.T, src *source) {
 		recv.waitFor(t, "reads the keyboard gadget /dev/hidg0 again", 1)
 	})
 
+	t.Run("hidg-idle", func(t *testing.T) {
+		// recv --inject hidg idle past each timeout there is (its
+		// --timeout, the report write's) types the next key as the
+		// first: the host's keyboard reports it pressed, released, not
+		// repeated.
+		dev := hostUSBDevice(t)
+		control, _ := os.ReadFile(filepath.Join(dev, "power", "control"))
+		delay, _ := os.ReadFile(filepath.Join(dev, "power", "autosuspend_delay_ms"))
+		t.Logf("the host's USB power control of the gadget: %s, autosuspend delay %s ms", strings.TrimSpace(string(control)), strings.TrimSpace(string(delay)))
+		checkIdle(t, src, host)
+	})
+
 	t.Run("hidg-sigterm", func(t *testing.T) {
 		// DESIGN.md invariant 6 through the gadget: send's all-up state
 		// is a report with nothing held.
@@ -224,6 +236,20 @@ func runHidg(t *testing.T, src *source) {
 		src.play(t, up(uinput.KeyZ))
 	})
 
+	t.Run("hidg-recv-sigkill", func(t *testing.T) {
+		// recv --inject hidg killed by SIGKILL while it holds a key the
+		// host repeats: the host keeps the gadget's last report until
+		// the next, and recv's guard sends the empty one. The host's
+		// keyboard reports the release, and nothing after it.
+		recv := start(t, "recv", "--insecure", "--listen", "127.0.0.1:0", "--inject", "hidg", "--device", "/dev/hidg0", "--timeout", recvTimeout.String())
+		recv.waitFor(t, "listening on", 1)
+		addr = listenRE.FindStringSubmatch(recv.output())[1]
+		send = startSend(t)
+		checkKilledRecv(t, src, host, recv, uinput.KeyK)
+		send.stop(t, syscall.SIGKILL) // its receiver is gone: nothing to linger for
+		t.Logf("recv said: %s", lastLine(recv.output()))
+	})
+
 	t.Run("hidg-layout", func(t *testing.T) {
 		// recv --inject hidg --layout de (issue 25 must-have 2): the
 		// host's keyboard reports the keys the German layout types
@@ -251,4 +277,10 @@ func runHidg(t *testing.T, src *source) {
 			t.Errorf("/dev/hidg0 is still there after remove (%v)", err)
 		}
 	})
+}
+
+// lastLine is the last line of text.
+func lastLine(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	return lines[len(lines)-1]
 }

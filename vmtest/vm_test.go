@@ -26,7 +26,7 @@ const guestEnv = "KEYRELAY_VMTEST_GUEST"
 
 // checks are TestGuest's subtests, in the order they run (issue 12
 // must-have 5): each is reported as a subtest of TestVM.
-var checks = append([]string{"events", "grab", "keys", "hotkey", "sigterm", "sigkill", "repeat", "leds", "locks", "local-keys", "layout"}, hidgChecks...)
+var checks = append([]string{"events", "grab", "keys", "hotkey", "sigterm", "sigkill", "repeat", "leds", "locks", "local-keys", "idle", "layout", "recv-sigkill"}, hidgChecks...)
 
 // xkbData are the files recv --layout reads (xkb-data, libx11-data),
 // copied into the guest at the same paths.
