@@ -3,8 +3,12 @@
 package e2e
 
 import (
+	"bytes"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,9 +143,15 @@ func TestKilledRecvStopsRepeat(t *testing.T) {
 	const kcA = 38 // KeyA: evdev 30 + 8
 	// The press and a repeat: the server repeats the key.
 	w.waitPresses(t, kcA, 2, 15*time.Second)
+	if g := guardsOf(t, recv.cmd.Process.Pid); len(g) != 1 {
+		t.Errorf("recv has %d guard processes (%v), want 1", len(g), g)
+	}
 	recv.cmd.Process.Kill()
 	w.mark(t)
 	recv.wait(10 * time.Second) // recv and its guard (it shares recv's stderr) have ended
+	if g := guardsOf(t, recv.cmd.Process.Pid); len(g) != 0 {
+		t.Errorf("recv's guard is still running after its release (%v)", g)
+	}
 	// What the window gets in the 2 s after the kill (ten repeats' time)
 	// is the result: a window to watch, not an event to wait for.
 	<-time.After(2 * time.Second)
@@ -173,4 +183,55 @@ func TestKilledRecvStopsRepeat(t *testing.T) {
 	if !last.press && !last.mark {
 		t.Logf("after the kill: %d KeyPress events; KeyA released %d ms (server time) after it", presses, int64(last.time)-int64(killed))
 	}
+}
+
+// TestStoppedRecvEndsItsGuard: recv --inject x11 stopped by SIGTERM while
+// it holds a key releases it itself; its guard finds nothing to do, says
+// nothing and has ended when recv has.
+func TestStoppedRecvEndsItsGuard(t *testing.T) {
+	t.Parallel()
+	needX(t)
+	display := startXvfb(t)
+	recv := startWithEnv(t, []string{"DISPLAY=" + display}, "recv", "--inject", "x11", "--listen", "127.0.0.1:0")
+	start(t, "send", "--to", recv.addr, "--script", script(t, "down KeyA\nsleep 1h\n"))
+	if _, ok := untilKeymap(t, display, 15*time.Second, func(h []int) bool { return len(h) == 1 }); !ok {
+		t.Fatalf("KeyA never went down; held %v", heldKeycodes(t, display))
+	}
+	if g := guardsOf(t, recv.cmd.Process.Pid); len(g) != 1 {
+		t.Errorf("recv has %d guard processes (%v), want 1", len(g), g)
+	}
+	recv.stopWith(syscall.SIGTERM)
+	if h := heldKeycodes(t, display); len(h) != 0 {
+		t.Errorf("keys held after recv's exit: %v", h)
+	}
+	if g := guardsOf(t, recv.cmd.Process.Pid); len(g) != 0 {
+		t.Errorf("recv's guard outlived a clean exit (%v)", g)
+	}
+	if strings.Contains(recv.stderr.String(), "ended without releasing") {
+		t.Errorf("the guard acted after a clean exit:\n%s", recv.stderr)
+	}
+}
+
+// guardsOf lists the running guard processes of process pid: those whose
+// environment names pid as the process they guard (internal/guard). A
+// zombie has no environment left: it is not listed.
+func guardsOf(t *testing.T, pid int) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []byte("\x00KEYRELAY_GUARD_OF=" + strconv.Itoa(pid) + "\x00")
+	var out []int
+	for _, d := range dirs {
+		n, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + d.Name() + "/environ")
+		if err == nil && bytes.Contains(append([]byte{0}, env...), want) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
