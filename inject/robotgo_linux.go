@@ -126,8 +126,9 @@ func (r *Robotgo) char(c rune, down bool) error {
 	return nil
 }
 
-// Close closes robotgo's X connection. X releases what an XTEST client still
-// holds when it disconnects; the receiver has released everything already.
+// Close closes robotgo's X connection. The receiver has released everything
+// already; X itself does not release what an XTEST client holds when it
+// disconnects (DESIGN.md, "A killed recv"), and robotgo has no guard.
 func (r *Robotgo) Close() error {
 	x11.Close()
 	return nil
