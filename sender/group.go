@@ -255,6 +255,15 @@ func (g *Group) hand(rs []Routed) {
 // ctx is done; each sender then releases its keys and lingers (Sender.Run),
 // and Run returns when all have, with their stats in the routes' order.
 // The source's error, if any, is returned once.
+//
+// With Config.StopWhenSilent, once any destination's receiver heard before
+// has been silent for Outage, Run stops the source for all of them and
+// returns a *SilentError naming every such receiver: a script mirrored to
+// several machines is written for every one, the silent one has lost keys
+// for good (send's exit status is 3 whatever follows), and playing on
+// would only take the others further through a script it no longer
+// reaches. One queue to several destinations stops the same way
+// (Core.stopSilent).
 func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 	g.mu.Lock()
 	g.src, g.quit = src, ctx.Done()
@@ -308,6 +317,24 @@ func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 			g.hand(g.router.Switch(nil, to))
 		})
 	}
+	// A destination silent past Outage (Config.StopWhenSilent) stops the
+	// source for every destination, at the step its sender found it:
+	// the rule for a group is any destination, as for one queue to
+	// several (Core.stopSilent). The others then end as after a signal.
+	for i, s := range g.senders {
+		go func() {
+			select {
+			case <-s.silent:
+				stopPlay()
+			case <-g.gone[i]:
+				select {
+				case <-s.silent: // said as its Run returned
+					stopPlay()
+				default:
+				}
+			}
+		}()
+	}
 	played := make(chan error, 1)
 	go func() {
 		var buf []Routed
@@ -335,6 +362,10 @@ func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 	wg.Wait()
 	stopPlay()
 	err := <-played
+	if silent := g.silenced(); silent != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		// The source was stopped for it (or ended as it was found).
+		return stats, silent
+	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		err = nil // stopped by the caller (a signal): a clean exit
 	}
@@ -345,6 +376,26 @@ func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 		}
 	}
 	return stats, err
+}
+
+// silenced is the group's SilentError once its senders have returned:
+// every receiver whose silence past Outage stopped its sender, in the
+// routes' order; nil if none did.
+func (g *Group) silenced() *SilentError {
+	var e *SilentError
+	for _, s := range g.senders {
+		s.mu.Lock()
+		addrs, outage := s.core.Silenced(), s.core.cfg.Outage
+		s.mu.Unlock()
+		if len(addrs) == 0 {
+			continue
+		}
+		if e == nil {
+			e = &SilentError{Outage: outage}
+		}
+		e.Addrs = append(e.Addrs, addrs...)
+	}
+	return e
 }
 
 // routedSource is one sender's source in a Group: the events the router

@@ -222,6 +222,11 @@ type Sender struct {
 	stale     bool
 	steppedAt time.Time
 	kick      chan struct{} // fire tells Run's loop the core is done
+	// silent is closed once the core named a receiver silent past Outage
+	// (StopWhenSilent), at that step: a Group stops its source for every
+	// destination then, not when this sender's end is over.
+	silent     chan struct{}
+	silentSaid bool
 }
 
 // published is what the status methods report: a copy Run makes after
@@ -251,7 +256,7 @@ func New(cfg Config) (*Sender, error) {
 	if cfg.PeerTimeout == 0 {
 		cfg.PeerTimeout = DefaultPeerTimeout
 	}
-	s := &Sender{cfg: cfg, errSeen: map[string]bool{}}
+	s := &Sender{cfg: cfg, errSeen: map[string]bool{}, silent: make(chan struct{})}
 	core, err := NewCore(CoreConfig{
 		QueueLen: cfg.QueueLen, Interval: cfg.Interval, Linger: cfg.Linger,
 		PeerTimeout: cfg.PeerTimeout, Outage: cfg.Outage, Session: cfg.Session, PSK: cfg.PSK,
@@ -484,10 +489,15 @@ func (s *Sender) fire() {
 }
 
 // stepped follows each step of the core, under mu: it marks the status
-// stale (publish) and arms the timer for the core's next deadline, unless
-// it is armed for it already.
+// stale (publish), says a silence that stopped the core (silent), and arms
+// the timer for the core's next deadline, unless it is armed for it
+// already.
 func (s *Sender) stepped(now time.Time) {
 	s.stale, s.steppedAt = true, now
+	if !s.silentSaid && len(s.core.Silenced()) > 0 {
+		s.silentSaid = true
+		close(s.silent)
+	}
 	if next := s.core.Next(); !next.Equal(s.armed) {
 		s.timer.Reset(time.Until(next)) // from the clock now, not now's step: no drift by a step's length
 		s.armed = next
