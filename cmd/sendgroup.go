@@ -99,6 +99,9 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 			Conn: conn, Dests: senderDests([]destination{d}), QueueLen: o.Queue, Interval: o.Interval,
 			Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
 			Identity: id, Insecure: o.Key.Insecure, Wait: o.Wait,
+			// A script stops for every destination once any one is
+			// silent past --outage (sender.Group.Run says why).
+			StopWhenSilent: o.Input == "script",
 		}
 		if o.Feedback {
 			cfg.Feedback = conn.Sockets()
@@ -229,6 +232,10 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 			}
 		}
 	}
+	silenced, _ := errors.AsType[*sender.SilentError](err)
+	if silenced != nil {
+		err = nil // said below, with what each destination missed
+	}
 	stopStatus()
 	<-statusDone
 	if showStatus {
@@ -243,8 +250,8 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 		if err == nil {
 			derr = checkDelivery(o, []net.Addr{r.dest.addr}, r.s, fingerprintOf(id), logf)
 		}
-		if !o.Quiet || derr != nil || err != nil {
-			summarize(o, logger, errf, logf, r.s, stats[i], err == nil && derr == nil)
+		if !o.Quiet || derr != nil || err != nil || silenced != nil {
+			summarize(o, logger, errf, logf, r.s, stats[i], err == nil && derr == nil && silenced == nil)
 		}
 		if derr != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", r.name, derr))
@@ -253,10 +260,34 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	if err != nil {
 		return err
 	}
+	if silenced != nil {
+		// Each destination's error names what it missed of what was
+		// played; the rest of the script went to none.
+		if len(errs) == 0 {
+			return undeliveredError{fmt.Errorf("%v to any destination (exit status %d); %w", namedSilence(silenced, runs), ExitUndelivered, errNothingMissed)}
+		}
+		return undeliveredError{fmt.Errorf("%v to any destination; %w", namedSilence(silenced, runs), errors.Join(errs...))}
+	}
 	if len(errs) > 0 {
 		return undeliveredError{errors.Join(errs...)}
 	}
 	return nil
+}
+
+// namedSilence is e with each receiver named as its destination is,
+// "NAME (ADDR)", where the name is not the address itself.
+func namedSilence(e *sender.SilentError, runs []*groupRun) *sender.SilentError {
+	named := &sender.SilentError{Outage: e.Outage}
+	for _, a := range e.Addrs {
+		for _, r := range runs {
+			if r.dest.addr.String() == a && r.name != a {
+				a = fmt.Sprintf("%s (%s)", r.name, a)
+				break
+			}
+		}
+		named.Addrs = append(named.Addrs, a)
+	}
+	return named
 }
 
 // groupControl answers keyrelay switch and status for a routed send.
