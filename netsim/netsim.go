@@ -155,6 +155,14 @@ func (im *impairer) plan() []time.Duration {
 	return out
 }
 
+// setLoss changes the loss probability from the next datagram on; the
+// decisions go on from the same random stream.
+func (im *impairer) setLoss(loss float64) {
+	im.mu.Lock()
+	im.cfg.Loss = loss
+	im.mu.Unlock()
+}
+
 func (im *impairer) setDown(down bool) {
 	im.mu.Lock()
 	im.down = down

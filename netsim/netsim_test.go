@@ -258,3 +258,68 @@ func TestProxyLoopback(t *testing.T) {
 		t.Errorf("50%% loss: %d of 200 forwarded", got)
 	}
 }
+
+// TestProxySetLoss: SetLoss changes the loss from the next datagram on
+// (a clean link, then one dropping everything forward), and refuses a
+// probability out of 0..1, or a call before Start.
+func TestProxySetLoss(t *testing.T) {
+	target, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	p := &Proxy{Listen: "127.0.0.1:0", Target: target.LocalAddr().String()}
+	if err := p.SetLoss(0.5, 0.5); err == nil {
+		t.Error("SetLoss before Start: no error")
+	}
+	addr, err := p.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error)
+	go func() { served <- p.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	client, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	// send writes n datagrams and waits until the proxy decided on each.
+	send := func(n int) StatsSnapshot {
+		t.Helper()
+		before, _ := p.Stats()
+		for i := range n {
+			client.WriteTo([]byte{byte(i)}, addr)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			f, _ := p.Stats()
+			if f.Sent == before.Sent+int64(n) {
+				return StatsSnapshot{Sent: f.Sent - before.Sent, Dropped: f.Dropped - before.Dropped}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the proxy decided on %d of %d datagrams within 10s", f.Sent-before.Sent, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if s := send(50); s.Dropped != 0 {
+		t.Errorf("clean link: %d of 50 dropped", s.Dropped)
+	}
+	if err := p.SetLoss(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if s := send(50); s.Dropped != 50 {
+		t.Errorf("after SetLoss(1, …): %d of 50 dropped, want all", s.Dropped)
+	}
+	for _, bad := range [][2]float64{{-0.1, 0}, {0, 1.5}} {
+		if err := p.SetLoss(bad[0], bad[1]); err == nil {
+			t.Errorf("SetLoss(%v, %v): no error", bad[0], bad[1])
+		}
+	}
+}

@@ -84,6 +84,24 @@ func (p *Proxy) Start() (net.Addr, error) {
 	return p.conn.LocalAddr(), nil
 }
 
+// SetLoss changes each direction's loss probability (Config.Loss) from
+// the next datagram on, after Start: a test lets a handshake through a
+// clean link and then makes it lossy. The other impairments stay as
+// they were.
+func (p *Proxy) SetLoss(forward, backward float64) error {
+	for _, l := range []float64{forward, backward} {
+		if !(l >= 0 && l <= 1) {
+			return fmt.Errorf("loss %v out of range 0..1", l)
+		}
+	}
+	if p.fwd == nil {
+		return errors.New("proxy: SetLoss before Start")
+	}
+	p.fwd.setLoss(forward)
+	p.bwd.setLoss(backward)
+	return nil
+}
+
 // Stats returns what each direction did.
 func (p *Proxy) Stats() (forward, backward StatsSnapshot) {
 	return p.fwd.stats.Snapshot(), p.bwd.stats.Snapshot()
