@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -78,5 +79,60 @@ func TestAcksCountKeysTypedIntoNothing(t *testing.T) {
 	}
 	if n := r.Stats().Nowhere; n != 2 {
 		t.Errorf("Stats.Nowhere %d, want 2", n)
+	}
+}
+
+// hostless is an injector whose writes fail while no USB host takes them
+// and that says so (Aimed), as inject.Hidg does.
+type hostless struct {
+	fake.Recorder
+	host bool
+}
+
+func (h *hostless) Inject(e sink.Event) error {
+	h.Recorder.Inject(e)
+	if !h.host {
+		return errors.New("the USB host has not configured the keyboard gadget")
+	}
+	return nil
+}
+
+func (h *hostless) LastReached() sink.Unreached {
+	if h.host {
+		return sink.Reached
+	}
+	return sink.NoUSBHost
+}
+
+// TestAcksCountFailedKeysThatReachedNothing (PROTOCOL.md §9, why 2): an
+// Aimed injector is asked after a failed event too, so a tap whose reports
+// no USB host took is counted in the acks with its reason, besides the
+// injection failures recv counts itself. The reasons are the wire's.
+func TestAcksCountFailedKeysThatReachedNothing(t *testing.T) {
+	for _, c := range []struct {
+		s sink.Unreached
+		w wire.Why
+	}{{sink.NoUSBHost, wire.WhyNoUSBHost}, {sink.NoForeground, wire.WhyNoForeground}} {
+		if wire.Why(c.s) != c.w {
+			t.Fatalf("sink reason %d is wire reason %d: the ack's reason is the injector's", c.s, c.w)
+		}
+	}
+	conn := &ackConn{}
+	inj := &hostless{}
+	r, err := New(Config{Insecure: true, Conn: conn, Injector: inj, Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Handle(packet(t, 1, 1, 0, dn(kA, 1)), addr1, t0)
+	r.Handle(packet(t, 1, 2, 10, up(kA, 2), dn(kA, 1)), addr1, t0.Add(10*time.Millisecond))
+	var a wire.Ack
+	if err := wire.ParseAck(conn.sent[len(conn.sent)-1], &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Nowhere != 2 || a.Why != wire.WhyNoUSBHost {
+		t.Errorf("after a tap no USB host took the ack says %d typed into nothing (why %d), want 2 (why %d)", a.Nowhere, a.Why, wire.WhyNoUSBHost)
+	}
+	if st := r.Stats(); st.InjectErr != 2 || st.Nowhere != 2 {
+		t.Errorf("Stats.InjectErr %d, Nowhere %d, want 2 and 2", st.InjectErr, st.Nowhere)
 	}
 }

@@ -155,10 +155,13 @@ type LockSetter interface {
 }
 
 // Aimed is an Injector that can tell whether the key event it typed last
-// reached an application (x11: whether a window had the keyboard focus).
-// The receiver counts, per session, the events it sent that reached none,
-// and its acks say so (PROTOCOL.md §9): send does not call them delivered.
-// LastReached is called right after Inject, from the same goroutine.
+// reached an application (x11: whether a window had the keyboard focus;
+// hidg: whether the USB host took the report; windows: whether a window
+// was in the foreground). The receiver counts, per session, the events it
+// sent that reached none, and its acks say so (PROTOCOL.md §9): send does
+// not call them delivered. LastReached is called right after Inject, from
+// the same goroutine, whether Inject succeeded or failed (but for
+// sink.ErrGone and sink.ErrCannotType, which say enough).
 type Aimed interface {
 	LastReached() sink.Unreached
 }
@@ -761,15 +764,7 @@ func (r *Receiver) send(k sink.Event) {
 	err := r.cfg.Injector.Inject(k)
 	switch {
 	case err == nil:
-		if a, ok := r.cfg.Injector.(Aimed); ok && k.Cause == eventqueue.Sent {
-			if why := a.LastReached(); why != sink.Reached {
-				r.stats.Nowhere++
-				if s := r.sessions[k.Session]; s != nil {
-					s.nowhere++
-					s.why = why
-				}
-			}
-		}
+		r.noteReached(k)
 	case errors.Is(err, sink.ErrGone):
 		// Counted as a failure, said once: Run stops with it.
 		r.stats.InjectErr++
@@ -782,12 +777,35 @@ func (r *Receiver) send(k sink.Event) {
 		}
 	default:
 		r.stats.InjectErr++
+		// A failed event may have gone nowhere for a reason the sender
+		// must hear of (hidg: no USB host takes the reports).
+		r.noteReached(k)
 		if r.cfg.Debug {
 			r.logf("unable to inject %v: %v", k.Key, err)
 		} else {
 			// The error may name the key too (robotgo's does).
 			r.logf("unable to inject a key event (%d failed so far; recv --debug names the key and why)", r.stats.InjectErr)
 		}
+	}
+}
+
+// noteReached counts k, an event of the sender's queue just given to the
+// injector, against its session when an Aimed injector says it reached
+// no application: the session's acks carry the count and why
+// (PROTOCOL.md §9).
+func (r *Receiver) noteReached(k sink.Event) {
+	a, ok := r.cfg.Injector.(Aimed)
+	if !ok || k.Cause != eventqueue.Sent {
+		return
+	}
+	why := a.LastReached()
+	if why == sink.Reached {
+		return
+	}
+	r.stats.Nowhere++
+	if s := r.sessions[k.Session]; s != nil {
+		s.nowhere++
+		s.why = why
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 )
 
 // Keys typed into nothing. A receiver whose injector can tell that a key
-// reached no application (x11: no window had the keyboard focus) counts
+// reached no application (x11: no window had the keyboard focus; hidg: no
+// USB host took the report; windows: no window in the foreground) counts
 // the session's key events that did, and every ack after them carries the
 // count, from the receiver instance's start, and why (PROTOCOL.md §9).
 // Those events arrived, and the ledger counts them delivered to the
@@ -81,6 +82,10 @@ func NowhereWhy(w wire.Why) string {
 	switch w {
 	case wire.WhyNoFocus:
 		return "no window had the keyboard focus there"
+	case wire.WhyNoUSBHost:
+		return "the USB host took none of the keyboard gadget's reports there (no computer has configured the gadget, or none reads it)"
+	case wire.WhyNoForeground:
+		return "no window was in the foreground of that Windows desktop (locked, at the sign-in screen or a UAC prompt, or no window active)"
 	}
 	return fmt.Sprintf("a reason this keyrelay does not know (%d: the receiver runs a newer release)", w)
 }
@@ -90,6 +95,10 @@ func NowhereFix(w wire.Why) string {
 	switch w {
 	case wire.WhyNoFocus:
 		return "focus the window that should get the keys before sending (click it, or xdotool windowfocus --sync), or run a window manager"
+	case wire.WhyNoUSBHost:
+		return "plug the receiver's USB device port into the computer to type into, with that computer on and awake (recv's log says what the gadget saw)"
+	case wire.WhyNoForeground:
+		return "unlock that machine and bring the window that should get the keys to the front before sending"
 	}
 	return "see the receiver's log"
 }

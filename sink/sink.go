@@ -38,6 +38,14 @@ const (
 	// NoFocus: no window had the keyboard focus, so the display server
 	// gave the key to no application (X11).
 	NoFocus Unreached = 1
+	// NoUSBHost: the USB host took no report of the keyboard gadget
+	// (hidg): no computer has configured it (no cable, the computer off
+	// or asleep) or none reads it.
+	NoUSBHost Unreached = 2
+	// NoForeground: no window was in the foreground of the Windows
+	// desktop (it is locked, the secure desktop is up, or no window is
+	// active), so the keys reached no application.
+	NoForeground Unreached = 3
 )
 
 // ErrGone is wrapped by an injector's error when what it types into went

@@ -56,6 +56,14 @@ const (
 	// None, the root window, or the pointer's window with the pointer over
 	// none), so the server gave the keys to no application.
 	WhyNoFocus Why = 1
+	// WhyNoUSBHost: the USB host took no report of the keyboard gadget
+	// (hidg: the write failed with ESHUTDOWN, the host has not configured
+	// it, or timed out, the host does not read it).
+	WhyNoUSBHost Why = 2
+	// WhyNoForeground: no window was in the foreground of the Windows
+	// desktop (GetForegroundWindow gave none: the desktop locked, the
+	// secure desktop up, or no window active).
+	WhyNoForeground Why = 3
 )
 
 // MissingMask is the bits of Ack.Missing that name a packet for an ack of
