@@ -173,7 +173,10 @@ func runHidg(t *testing.T, src *source) {
 	t.Run("hidg-unconfigured", func(t *testing.T) {
 		// The host takes the gadget's configuration away (as when it
 		// sleeps or the cable is pulled): recv says so, once, and keeps
-		// running; configured again, the next key is typed.
+		// running; configured again, the next key is typed. The tap
+		// typed meanwhile reached no USB host, and recv's acks say so
+		// (PROTOCOL.md §9, why 2): send names it at once, and exits 3
+		// at the end counting it typed into no application.
 		dev := hostUSBDevice(t)
 		cfg := filepath.Join(dev, "bConfigurationValue")
 		if err := os.WriteFile(cfg, []byte("0"), 0); err != nil {
@@ -181,6 +184,8 @@ func runHidg(t *testing.T, src *source) {
 		}
 		src.play(t, tap(uinput.KeyX)...)
 		recv.waitFor(t, "the USB host has not configured the keyboard gadget /dev/hidg0", 1)
+		recv.waitFor(t, "unable to inject a key event (2 failed so far", 1)
+		send.waitFor(t, "types into no application: the USB host took none of the keyboard gadget's reports there", 1)
 		if err := os.WriteFile(cfg, []byte("1"), 0); err != nil {
 			t.Fatal(err)
 		}
@@ -188,6 +193,12 @@ func runHidg(t *testing.T, src *source) {
 		src.play(t, tap(uinput.KeyY)...)
 		host.expect(t, "typed once configured again", tap(uinput.KeyY)...)
 		recv.waitFor(t, "reads the keyboard gadget /dev/hidg0 again", 1)
+		st := send.stop(t, syscall.SIGTERM)
+		const want = "2 of 4 key events were typed into no application, because the USB host took none of the keyboard gadget's reports there"
+		if st.ExitCode() != 3 || !strings.Contains(send.output(), want) {
+			t.Errorf("send exited %v, want 3 saying %q:\n%s", st, want, send.output())
+		}
+		send = startSend(parent)
 	})
 
 	t.Run("hidg-idle", func(t *testing.T) {
