@@ -23,6 +23,12 @@ func TestWine(t *testing.T) {
 	start := time.Now()
 	env := wintest.Setup(t)
 	t.Logf("wine prefix and programs ready in %v", time.Since(start).Round(time.Millisecond))
+	// Before any window: none is in the foreground, and the injector says
+	// the keys reached no application (Windows.LastReached; PROTOCOL.md §9,
+	// why 3), as recv's acks would.
+	if out, err := env.Run(t, "tap KeyA\n", "wininject", "-"); err != nil || !strings.Contains(out, "wininject: 2 of 2 key events reached no application") {
+		t.Errorf("wininject with no window: %v, want it to say both key events reached no application:\n%s", err, out)
+	}
 	watch := env.Start(t, "winwatch")
 	if !wintest.Wait(watch.Lines, "ready", 60*time.Second) {
 		t.Fatal("winwatch did not show its window within 60s")
@@ -33,8 +39,13 @@ func TestWine(t *testing.T) {
 	// the extended bit, and characters with KEYEVENTF_UNICODE.
 	t.Run("inject", func(t *testing.T) {
 		script := "tap KeyA\ntap ControlRight\ntap ControlLeft\ntap ArrowUp\ntap NumpadEnter\ntap Pause\ntap PrintScreen\nkey shift+KeyB\ntype \"é@😀\"\n"
-		if out, err := env.Run(t, script, "wininject", "-"); err != nil {
+		out, err := env.Run(t, script, "wininject", "-")
+		if err != nil {
 			t.Fatalf("wininject: %v\n%s", err, out)
+		}
+		// winwatch in the foreground: every key event reached it.
+		if !strings.Contains(out, "wininject: 0 of ") {
+			t.Errorf("wininject with winwatch in the foreground did not say none of the key events missed it:\n%s", out)
 		}
 		got := wintest.Collect(watch.Lines, time.Second)
 		want := []string{

@@ -4,7 +4,9 @@
 // no socket: it plays a key script (keyrelay-script(5), the file named, or
 // standard input for -) into it, after setting the lock state -locks
 // names (caps, num, caps,num, none; unset: left alone), then releases what
-// the script left held, as recv does at a session's end.
+// the script left held, as recv does at a session's end. It says on
+// standard error how many of the script's key events reached no
+// application (Windows.LastReached, asked after each as recv does).
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/sink"
 )
 
 func main() {
@@ -65,14 +68,23 @@ func main() {
 		}
 	}
 	var held []keys.Key
+	events, nowhere := 0, 0
 	err = script.Play(context.Background(), func(k keys.Key, down bool) error {
 		if down {
 			held = append(held, k)
 		} else {
 			held = slices.DeleteFunc(held, func(h keys.Key) bool { return h == k })
 		}
-		return w.Inject(inject.Event{Key: k, Down: down})
+		err := w.Inject(inject.Event{Key: k, Down: down})
+		// As the receiver asks (receiver.Aimed): did it reach an
+		// application?
+		events++
+		if w.LastReached() != sink.Reached {
+			nowhere++
+		}
+		return err
 	})
+	fmt.Fprintf(os.Stderr, "wininject: %d of %d key events reached no application (no window in the foreground)\n", nowhere, events)
 	for i := len(held) - 1; i >= 0; i-- {
 		w.Inject(inject.Event{Key: held[i]})
 	}
