@@ -129,12 +129,14 @@ final state and all N key events" and exits 0, or exits 3 when a receiver
 never answered, did not acknowledge the final state (all keys released), or
 missed key events: how many, and when they were typed (down or unreachable
 longer than --outage), or typed them into no application: how many, why,
-and the fix (recv --inject x11 with no window focused). A script stops,
-exit 3, once a receiver that answered has been silent for --outage, rather
-than play on for no one; with several destinations, once any one has, for
-all of them: the script was written for each, the silent one lost keys for
-good, so exit 3 is certain, and the others stop at the same place (run a
-send per destination to let each go on alone). The summary gives each receiver's figures; with
+and the fix (recv --inject x11 with no window focused, hidg with no USB
+host taking its reports, windows with no window in the foreground). A
+script stops, exit 3, once a receiver that answered has been silent for
+--outage, rather than play on for no one; with several destinations, once
+any one has, for all of them: the script was written for each, the silent
+one lost keys for good, so exit 3 is certain, and the others stop at the
+same place (run a send per destination to let each go on alone). The
+summary gives each receiver's figures; with
 --log-format json as fields (summary=session: events, queued, dropped,
 undelivered, nowhere, packets, bytes, acks, handshakes...;
 summary=receiver: receiver, delivered, undelivered, undelivered_from,
