@@ -98,16 +98,21 @@ vmtest:
 fuzz:
 	GO='$(GO)' FUZZTIME='$(FUZZTIME)' scripts/fuzz.sh
 
-# macOS and Windows keep building (robotgo's pure-Go backends with -tags
-# purego; on those systems a cgo build works too). Nothing is run there.
+# A plain build works everywhere with no tags and no C compiler
+# (CGO_ENABLED=0, as go install does without gcc): every release target,
+# and every package, tests included (vet type-checks them), for Windows
+# and macOS. robotgo's macOS and Windows backend is the one opt-in (-tags
+# robotgo, cgo there; its pure-Go form, -tags purego, is built here).
+# -trimpath as make dist builds: dist reuses the packages compiled here.
+CROSS_TARGETS := linux/amd64 linux/arm64 linux/arm windows/amd64 windows/arm64 darwin/amd64 darwin/arm64
 cross:
-	GOOS=darwin GOARCH=arm64 $(GO) build -tags purego -o /dev/null .
-	GOOS=windows GOARCH=amd64 $(GO) build -tags purego -o /dev/null .
-	# Every package for Windows: internal/win32 and the Wine test programs;
-	# vet (which also type-checks the tests) for both.
-	GOOS=windows GOARCH=amd64 $(GO) build -tags purego ./...
-	GOOS=windows GOARCH=amd64 $(GO) vet -tags purego ./...
-	GOOS=darwin GOARCH=arm64 $(GO) vet -tags purego ./...
+	@set -e; for t in $(CROSS_TARGETS); do echo "cross $$t"; \
+	  CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -trimpath -o /dev/null . ; done
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build -trimpath ./...
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) vet -trimpath ./...
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet -trimpath ./...
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) vet -trimpath -tags robotgo,purego ./inject
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet -trimpath -tags robotgo,purego ./inject
 
 # Static release binaries (no cgo: robotgo's X11 backend, the hook and uinput
 # are pure Go) for the usual receivers and senders, each also as a tarball

@@ -53,13 +53,13 @@ var Backends = []Backend{
 		Name:  "robotgo",
 		GOOS:  []string{"linux", "darwin", "windows"},
 		Short: "press keys through robotgo",
-		Help:  "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (between German desktops the key labelled Z types y), so use the same layout on both ends; characters type as themselves. On macOS and Windows too, chosen by name only (auto picks macos or windows there)",
+		Help:  "press keys through robotgo: on X11 a physical key becomes the character the US layout puts on it, looked up in this layout (between German desktops the key labelled Z types y), so use the same layout on both ends; characters type as themselves. On macOS and Windows only in a build made with -tags robotgo (cgo; release builds have none), chosen by name only (auto picks macos or windows there)",
 		Layout: Layout{
 			Key:  "the character the *US* layout puts on it, looked up on the receiver's layout: same layout on both ends needed, and AltGr levels, the ISO and JIS keys are out of reach",
 			Char: "that character (by its key, or robotgo's scratch keycode)",
 		},
 		Caps:  Caps{Characters: true, Repeat: true},
-		Needs: "Linux: an X display with XTEST; macOS, Windows: the desktop",
+		Needs: "Linux: an X display with XTEST; macOS, Windows: a build with `-tags robotgo` (cgo), and the desktop",
 		Check: &Check{
 			What: "X display and XTEST",
 			Run: func(Options) (string, error) {

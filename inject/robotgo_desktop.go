@@ -1,4 +1,4 @@
-//go:build darwin || windows
+//go:build (darwin || windows) && robotgo
 
 package inject
 
@@ -11,9 +11,11 @@ import (
 // ErrNoDisplay is wrapped by NewRobotgo's error when there is no display.
 var ErrNoDisplay = fmt.Errorf("no display")
 
-// Robotgo presses keys through robotgo's macOS or Windows backend (cgo by
-// default; pure Go with -tags purego). Untested on those systems: it is
-// cross-compiled in CI, not run.
+// Robotgo presses keys through robotgo's macOS or Windows backend, in a
+// build with -tags robotgo only: that backend needs cgo (or robotgo's
+// -tags purego), and a plain CGO_ENABLED=0 build of robotgo's root package
+// fails there, while --inject windows and macos need neither. Untested on
+// those systems: it is cross-compiled in CI (make cross), not run.
 type Robotgo struct {
 	logf    func(format string, args ...any)
 	skipped skipped

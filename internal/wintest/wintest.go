@@ -62,7 +62,7 @@ func Setup(tb testing.TB) *Env {
 	dir := tb.TempDir()
 	e := &Env{Dir: dir}
 	for _, p := range []string{"winwatch", "wincapture", "wininject"} {
-		cmd := exec.Command("go", "build", "-tags", "purego", "-o", filepath.Join(dir, p+".exe"), "./"+p)
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, p+".exe"), "./"+p)
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
