@@ -1,0 +1,9 @@
+//go:build !windows
+
+package udpsock
+
+import "net"
+
+func listen(network, address string) (net.PacketConn, error) {
+	return net.ListenPacket(network, address)
+}
