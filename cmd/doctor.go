@@ -20,6 +20,7 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/udpsock"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"
@@ -556,7 +557,7 @@ func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key 
 // keyrelay recv that answers a probe (already running: fine), or held by
 // something else (named, with how to find it).
 func (o *DoctorOptions) checkListen(ctx context.Context, key []byte) check {
-	pc, err := net.ListenPacket("udp", o.Listen)
+	pc, err := udpsock.Listen("udp", o.Listen)
 	if err == nil {
 		pc.Close()
 		return check{ok: o.Listen + " is free"}
@@ -686,7 +687,7 @@ func probePeer(ctx context.Context, peer string, pc sender.ProbeConfig, timeout 
 	if err != nil {
 		return 0, 0, err
 	}
-	conn, err := net.ListenPacket("udp", ":0")
+	conn, err := udpsock.Listen("udp", ":0")
 	if err != nil {
 		return 0, 0, err
 	}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/udpsock"
 	"github.com/keyrelay/keyrelay/pair"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/transport"
@@ -161,7 +162,7 @@ func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 	if target == nil {
 		listenAddr = o.Listen
 	}
-	conn, err := net.ListenPacket("udp", listenAddr)
+	conn, err := udpsock.Listen("udp", listenAddr)
 	if err != nil {
 		if target == nil {
 			return fmt.Errorf("unable to wait for a pairing request on UDP %s: %w (a keyrelay recv running here holds the port: stop it while pairing, or give --listen :PORT and pair with HOST:PORT on the other machine)", listenAddr, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/udpsock"
 	"github.com/keyrelay/keyrelay/internal/wake"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/peers"
@@ -353,7 +354,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	if err != nil {
 		return err
 	}
-	conn, err := net.ListenPacket("udp", o.Listen)
+	conn, err := udpsock.Listen("udp", o.Listen)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("unable to listen on %s: the port is in use (another keyrelay recv?); choose another with --listen", o.Listen)

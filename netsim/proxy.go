@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/keyrelay/keyrelay/internal/udpsock"
 )
 
 // Wrap returns pc with its writes impaired by c; reads pass through. The
@@ -71,7 +73,7 @@ func (p *Proxy) Start() (net.Addr, error) {
 		return nil, fmt.Errorf("unable to resolve target %s: %w", p.Target, err)
 	}
 	p.target = t
-	p.conn, err = net.ListenPacket("udp", p.Listen)
+	p.conn, err = udpsock.Listen("udp", p.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("unable to listen on %s: %w", p.Listen, err)
 	}
@@ -145,7 +147,7 @@ func (p *Proxy) upstreamFor(client net.Addr) (*upstream, error) {
 	}
 	u := p.clients[client.String()]
 	if u == nil {
-		c, err := net.ListenPacket("udp", ":0")
+		c, err := udpsock.Listen("udp", ":0")
 		if err != nil {
 			return nil, fmt.Errorf("proxy: unable to open an upstream socket: %w", err)
 		}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/keyrelay/keyrelay/internal/udpsock"
 )
 
 // ErrPortZero is Resolve's error for an address with port 0, which no
@@ -96,9 +98,9 @@ func Open(dests []net.Addr) (*Conn, error) {
 		var err error
 		switch {
 		case ip.To4() != nil && c.v4 == nil:
-			c.v4, err = net.ListenPacket("udp4", ":0")
+			c.v4, err = udpsock.Listen("udp4", ":0")
 		case ip.To4() == nil && c.v6 == nil:
-			c.v6, err = net.ListenPacket("udp6", "[::]:0")
+			c.v6, err = udpsock.Listen("udp6", "[::]:0")
 		}
 		if err != nil {
 			c.Close()

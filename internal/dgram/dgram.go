@@ -4,12 +4,15 @@
 // datagram from it; on Linux with a raw recvfrom(2), which does not wake
 // the runtime's monitor thread (recvfrom_linux.go). The receive loops of
 // recv and send (its acks) read one datagram per key event, and per idle
-// resend, all day.
+// resend, all day. A socket of udpsock's (Windows) is read by its
+// address-port read, as a net.UDPConn is.
 package dgram
 
 import (
 	"net"
 	"net/netip"
+
+	"github.com/keyrelay/keyrelay/internal/udpsock"
 )
 
 // maxAddrs bounds the addresses remembered: past it the cache starts over
@@ -21,8 +24,8 @@ const maxAddrs = 1024
 // concurrent use: one goroutine reads.
 type Reader struct {
 	pc    net.PacketConn
-	udp   *net.UDPConn // pc, when it is one: read without an address allocated
-	raw   *rawReader   // pc's raw reads, where there are (Linux)
+	udp   udpsock.AddrPortReader // pc, when it is one (net.UDPConn, udpsock's): read without an address allocated
+	raw   *rawReader             // pc's raw reads, where there are (Linux)
 	bufs  [][]byte
 	next  int
 	addrs map[netip.AddrPort]Addr
@@ -49,7 +52,7 @@ type Addr struct {
 // ReadFrom does.
 func NewReader(pc net.PacketConn, inFlight, size int) *Reader {
 	r := &Reader{pc: pc, bufs: make([][]byte, inFlight+1), addrs: map[netip.AddrPort]Addr{}}
-	r.udp, _ = pc.(*net.UDPConn)
+	r.udp, _ = pc.(udpsock.AddrPortReader)
 	if r.raw = newRawReader(pc); r.raw != nil {
 		r.raws = map[sourceKey]Addr{}
 	}
