@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 )
@@ -74,6 +75,9 @@ func (k Kind) ReadFile(path string) ([]byte, fs.FileMode, error) {
 // mode and the chmod that fixes it, as ssh does for an unprotected private
 // key.
 func CheckMode(name, path string, perm, mask fs.FileMode) error {
+	if runtime.GOOS == "windows" {
+		return windowsModeStopgap(name, path, perm)
+	}
 	open := perm & mask
 	if open == 0 {
 		return nil
