@@ -81,8 +81,9 @@ unit:
 e2e:
 	$(GOTESTSUM) --format testname -- -count=1 -tags e2e -parallel 4 ./e2e/
 
-# The Windows capture and injector under Wine on Xvfb alone (part of e2e:
-# about 30 s, half of it making the Wine prefix).
+# The Windows capture and injector under Wine on Xvfb alone, and
+# keyrelay.exe's send and recv over loopback UDP to and from the Linux
+# keyrelay (part of e2e: about a minute, 15 s of it making the Wine prefix).
 wine-test:
 	$(GO) test -count=1 -tags e2e -v -run '^TestWine$$' ./e2e/
 

@@ -15,9 +15,10 @@ import (
 )
 
 // TestWine runs the Windows capture and injector (README "Windows") under
-// Wine on Xvfb, through the test programs of internal/wintest: no socket,
-// since UDP fails under Wine 8 for Go >= 1.23. winwatch is the window that
-// has the focus and prints the key messages it receives.
+// Wine on Xvfb, through the test programs of internal/wintest, then
+// keyrelay.exe itself over loopback UDP with the Linux keyrelay
+// (wineNetwork), all in one Wine prefix. winwatch is the window that has
+// the focus and prints the key messages it receives.
 func TestWine(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
@@ -233,6 +234,7 @@ func TestWine(t *testing.T) {
 		env.Xdotool(t, "key", "a") // a real key's press and release: nothing held after
 		wintest.Collect(watch.Lines, 500*time.Millisecond)
 	})
+	wineNetwork(t, env, watch)
 	t.Logf("the Wine run took %v", time.Since(start).Round(time.Millisecond))
 }
 

@@ -50,7 +50,8 @@ func Need(tb testing.TB) {
 	}
 }
 
-// Setup builds the test programs and the shim, makes a Wine prefix (a
+// Setup builds the test programs, keyrelay.exe, udpsock's tests
+// (udpsock.test.exe) and the shim, makes a Wine prefix (a
 // wineboot: some seconds) with the shim in its system32, and starts Xvfb.
 // Everything is ended when tb ends (wineserver -k for the prefix's
 // processes).
@@ -61,12 +62,20 @@ func Setup(tb testing.TB) *Env {
 	src := filepath.Dir(file)
 	dir := tb.TempDir()
 	e := &Env{Dir: dir}
-	for _, p := range []string{"winwatch", "wincapture", "wininject"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, p+".exe"), "./"+p)
+	// -trimpath, as make cross and make dist build: their compiled
+	// packages are reused.
+	for _, b := range [][]string{
+		{"build", "-trimpath", "-o", filepath.Join(dir, "winwatch.exe"), "./winwatch"},
+		{"build", "-trimpath", "-o", filepath.Join(dir, "wincapture.exe"), "./wincapture"},
+		{"build", "-trimpath", "-o", filepath.Join(dir, "wininject.exe"), "./wininject"},
+		{"build", "-trimpath", "-o", filepath.Join(dir, "keyrelay.exe"), "github.com/keyrelay/keyrelay"},
+		{"test", "-c", "-trimpath", "-o", filepath.Join(dir, "udpsock.test.exe"), "github.com/keyrelay/keyrelay/internal/udpsock"},
+	} {
+		cmd := exec.Command("go", b...)
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			tb.Fatalf("building %s for Windows: %v\n%s", p, err, out)
+			tb.Fatalf("go %s for Windows: %v\n%s", strings.Join(b, " "), err, out)
 		}
 	}
 	dll := filepath.Join(dir, "bcryptprimitives.dll")
@@ -77,7 +86,14 @@ func Setup(tb testing.TB) *Env {
 	}
 	e.Display = xvfbtest.Start(tb)
 	prefix := filepath.Join(dir, "prefix")
-	e.env = append(os.Environ(), "WINEPREFIX="+prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=", "DISPLAY="+e.Display)
+	// keyrelay.exe reads no KEYRELAY_ setting of the test's (e2e's shared
+	// key file): a test gives it what it means it to have.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KEYRELAY_") {
+			e.env = append(e.env, kv)
+		}
+	}
+	e.env = append(e.env, "WINEPREFIX="+prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=", "DISPLAY="+e.Display)
 	tb.Cleanup(func() {
 		k := exec.Command("wineserver", "-k")
 		k.Env = e.env
@@ -114,6 +130,21 @@ type Proc struct {
 // Kill kills the program with SIGKILL, as the OOM killer would: Wine runs
 // it in the process Start started (the wine script execs the loader).
 func (p *Proc) Kill() error { return p.cmd.Process.Kill() }
+
+// Interrupt sends SIGINT to the program's process, which Wine hands to a
+// console program as Ctrl+C (CTRL_C_EVENT: os.Interrupt in Go).
+func (p *Proc) Interrupt() error { return p.cmd.Process.Signal(os.Interrupt) }
+
+// ExitCode waits up to d for the program to end and returns its exit code;
+// ok is false if it did not end.
+func (p *Proc) ExitCode(d time.Duration) (code int, ok bool) {
+	select {
+	case <-p.Exited:
+		return p.cmd.ProcessState.ExitCode(), true
+	case <-time.After(d):
+		return 0, false
+	}
+}
 
 // Start runs exe (one of the test programs) under Wine with args. The
 // process is killed when tb ends; what it printed is logged if tb failed.
@@ -225,6 +256,26 @@ func (e *Env) Run(tb testing.TB, stdin string, exe string, args ...string) (stri
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// Output runs exe under Wine to its end and returns its standard output,
+// its standard error and its exit code.
+func (e *Env) Output(tb testing.TB, stdin string, exe string, args ...string) (stdout, stderr string, code int) {
+	tb.Helper()
+	cmd := exec.Command("wine", append([]string{filepath.Join(e.Dir, exe+".exe")}, args...)...)
+	cmd.Env = e.env
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.WaitDelay = 2 * time.Second
+	var o, er strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &er
+	if err := cmd.Run(); err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			tb.Fatalf("%s %v: %v\n%s", exe, args, err, er.String())
+		}
+	}
+	// Windows programs end their lines with CRLF.
+	clean := func(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
+	return clean(o.String()), clean(er.String()), cmd.ProcessState.ExitCode()
 }
 
 // Xdotool runs xdotool on the display with args.
