@@ -106,7 +106,7 @@ The default UDP port is ` + DefaultPort + `.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{err: fmt.Errorf("%w%s\nRun '%s --help' for usage.", err, flagHint(c, err), c.CommandPath())}
 	})
-	root.AddCommand(NewCmdSend(stdio, nil), NewCmdRecv(stdio, nil), NewCmdVersion(stdio), NewCmdImpair(stdio, nil), NewCmdKeys(stdio), NewCmdKeygen(stdio), NewCmdDoctor(stdio), NewCmdConfig(stdio), NewCmdID(stdio), NewCmdPeers(stdio), NewCmdPair(stdio), NewCmdGadget(stdio), NewCmdSwitch(stdio), NewCmdStatus(stdio))
+	root.AddCommand(NewCmdSend(stdio, nil), NewCmdRecv(stdio, nil), NewCmdVersion(stdio), NewCmdImpair(stdio, nil), NewCmdKeys(stdio), NewCmdKeygen(stdio), NewCmdDoctor(stdio), NewCmdConfig(stdio), NewCmdID(stdio), NewCmdPeers(stdio), NewCmdPair(stdio), NewCmdGadget(stdio), NewCmdSwitch(stdio), NewCmdStatus(stdio), NewCmdAutostart(stdio))
 	// A help topic (no Run): `keyrelay help script` prints it.
 	root.AddCommand(&cobra.Command{
 		Use:   "script",
