@@ -27,7 +27,7 @@ export RAPID_CHECKS ?= 1000
 # spurious "context deadline exceeded" (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 100000x
 
-.PHONY: all build deps test unit e2e wine-test vmtest fuzz bench bench-peers measure measure-acks measure-start lint demo clean robotgo-bench cross dist man readme x11-soak install install-files uninstall
+.PHONY: all build deps test unit e2e wine-test vmtest fuzz bench bench-peers measure measure-acks measure-start lint demo clean robotgo-bench cross dist man readme x11-soak install install-files install-windows uninstall
 
 # What make test needs beyond Go (>= 1.26, from go.dev/dl): gcc for -race,
 # the X tools (the README's CI recipe: xvfb, xterm, xdotool), tmux and
@@ -115,38 +115,62 @@ cross:
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) vet -trimpath -tags robotgo,purego ./inject
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet -trimpath -tags robotgo,purego ./inject
 
-# Static release binaries (no cgo: robotgo's X11 backend, the hook and uinput
-# are pure Go) for the usual receivers and senders, each also as a tarball
-# of what make install installs (binary, man pages, completions, systemd
-# user units, README) laid out as under PREFIX=/usr/local, so that
+# Static release binaries (no cgo: every source and injector of each system
+# is pure Go) for the usual receivers and senders: Linux, macOS and Windows.
+# Linux and macOS: each binary also as a tarball of what make install
+# installs there (binary, man pages, completions, README; the systemd units
+# on Linux, the launchd agents on macOS) laid out as under PREFIX=/usr/local,
+# so that
 #   sudo tar -C /usr/local --strip-components=1 -xzf keyrelay-linux-amd64.tar.gz
-# installs it; with SHA-256 checksums. The tarballs are reproducible: files
-# sorted, owned by root, dated BUILD_DATE, gzip without a name or time.
-DIST_TARGETS := linux/amd64 linux/arm64 linux/arm/7
+# installs it. Windows: a zip of a folder holding keyrelay.exe, the README
+# and PowerShell's completion (make install-windows). With SHA-256
+# checksums. The archives are reproducible: files sorted, owned by root,
+# dated BUILD_DATE, gzip without a name or time (internal/distzip for the
+# zip). DIST is where they go (a test makes its own).
+DIST ?= dist
+DIST_TARGETS ?= linux/amd64 linux/arm64 linux/arm/7 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 dist: build man
-	@rm -rf dist && mkdir -p dist
+	@rm -rf $(DIST) && mkdir -p $(DIST)
 	@set -e; for t in $(DIST_TARGETS); do \
 	  os=$${t%%/*}; rest=$${t#*/}; arch=$${rest%%/*}; arm=$${rest#*/}; [ "$$arm" = "$$rest" ] && arm=; \
-	  name=keyrelay-$$os-$$arch$${arm:+v$$arm}; out=dist/$$name; echo "build $$out"; \
+	  name=keyrelay-$$os-$$arch$${arm:+v$$arm}; exe=; [ $$os = windows ] && exe=.exe; out=$(DIST)/$$name$$exe; echo "build $$out"; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch GOARM=$$arm $(GO) build -trimpath -ldflags '-s -w $(VERSION_LDFLAGS)' -o $$out . ; \
-	  stage=dist/stage-$$name; \
-	  $(MAKE) --no-print-directory -s install-files BIN_FILE=$$out DESTDIR=$(CURDIR)/$$stage PREFIX=/usr/local; \
+	  stage=$(DIST)/stage-$$name; \
+	  if [ $$os = windows ]; then \
+	    $(MAKE) --no-print-directory -s install-windows BIN_FILE=$$out WINDIR=$$stage/$$name; \
+	    $(GO) run ./internal/distzip -date '$(BUILD_DATE)' -o $(DIST)/$$name.zip -C $$stage $$name; \
+	    rm -rf $$stage; echo "dist $(DIST)/$$name.zip"; continue; \
+	  fi; \
+	  $(MAKE) --no-print-directory -s install-files BIN_FILE=$$out DESTDIR=$(abspath $(DIST))/stage-$$name PREFIX=/usr/local SERVICES=$$([ $$os = darwin ] && echo launchd || echo systemd); \
 	  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='$(BUILD_DATE)' \
 	    -C $$stage/usr/local --transform "s,^\.,$$name," -cf - . | gzip -9n > $$out.tar.gz; \
 	  rm -rf $$stage; echo "dist $$out.tar.gz"; \
 	done
-	@if [ "$$(uname -sm)" = "Linux x86_64" ]; then v=$$(dist/keyrelay-linux-amd64 version) && echo "$$v" && { grep -q ' built $(BUILD_DATE) ' <<<"$$v" || { echo "dist: expected build date $(BUILD_DATE)" >&2; exit 1; }; }; fi
-	@# Each tarball holds what make install installs: the same list of files.
-	@set -e; want=$$(cd $(CURDIR) && $(MAKE) --no-print-directory -s install-files BIN_FILE=dist/keyrelay-linux-amd64 DESTDIR=$(CURDIR)/dist/check PREFIX=/usr/local && cd dist/check/usr/local && find . -type f | sed 's,^\./,,' | sort); rm -rf dist/check; \
-	for f in dist/*.tar.gz; do got=$$(tar -tzf $$f | grep -v '/$$' | sed 's,^[^/]*/,,' | sort); \
-	  [ "$$got" = "$$want" ] || { echo "dist: $$f does not hold what make install installs:"; diff <(echo "$$want") <(echo "$$got"); exit 1; }; done; \
-	echo "dist: each tarball holds the $$(wc -l <<<"$$want") files make install installs"
-	cd dist && sha256sum keyrelay-* > SHA256SUMS && cat SHA256SUMS
+	@if [ "$$(uname -sm)" = "Linux x86_64" ] && [ -x $(DIST)/keyrelay-linux-amd64 ]; then v=$$($(DIST)/keyrelay-linux-amd64 version) && echo "$$v" && { grep -q ' built $(BUILD_DATE) ' <<<"$$v" || { echo "dist: expected build date $(BUILD_DATE)" >&2; exit 1; }; }; fi
+	@# Each archive holds what make install (install-windows) puts there on its system.
+	@set -e; for f in $(DIST)/*.tar.gz $(DIST)/*.zip; do [ -e "$$f" ] || continue; \
+	  name=$${f##*/}; name=$${name%.tar.gz}; name=$${name%.zip}; os=$${name#keyrelay-}; os=$${os%%-*}; \
+	  rm -rf $(DIST)/check; \
+	  if [ $$os = windows ]; then \
+	    $(MAKE) --no-print-directory -s install-windows BIN_FILE=$(DIST)/$$name.exe WINDIR=$(DIST)/check; \
+	    got=$$($(GO) run ./internal/distzip -l $$f | sed 's,^[^/]*/,,' | sort); \
+	  else \
+	    $(MAKE) --no-print-directory -s install-files BIN_FILE=$(DIST)/$$name DESTDIR=$(abspath $(DIST))/check PREFIX=/usr/local SERVICES=$$([ $$os = darwin ] && echo launchd || echo systemd); \
+	    mv $(DIST)/check/usr/local $(DIST)/check.tmp && rm -rf $(DIST)/check && mv $(DIST)/check.tmp $(DIST)/check; \
+	    got=$$(tar -tzf $$f | grep -v '/$$' | sed 's,^[^/]*/,,' | sort); \
+	  fi; \
+	  want=$$(cd $(DIST)/check && find . -type f | sed 's,^\./,,' | sort); rm -rf $(DIST)/check; \
+	  [ "$$got" = "$$want" ] || { echo "dist: $$f does not hold what make install puts on $$os:"; diff <(echo "$$want") <(echo "$$got"); exit 1; }; \
+	  echo "dist: $$f holds the $$(wc -l <<<"$$want") files make install puts on $$os"; \
+	done
+	cd $(DIST) && sha256sum keyrelay-* > SHA256SUMS && cat SHA256SUMS
 
 # Installs the binary, the man pages (one per command, and keyrelay-script(5),
-# the key script format), bash, zsh and fish completions, the systemd units
-# (contrib/systemd: the user units, and keyrelay-hidg's system unit; their
-# ExecStart pointed at BINDIR) and the README,
+# the key script format), bash, zsh and fish completions, the services that
+# start keyrelay with the session (SERVICES: systemd, contrib/systemd's user
+# units and keyrelay-hidg's system unit, their ExecStart pointed at BINDIR;
+# on macOS launchd, contrib/launchd's agents and their README in LAUNCHDDIR,
+# ProgramArguments pointed at BINDIR) and the README,
 # under DESTDIR PREFIX where each kind usually goes. make uninstall removes
 # them. Both are run by the e2e test TestMakeInstall.
 PREFIX ?= /usr/local
@@ -158,13 +182,17 @@ FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 SYSTEMDUSERDIR ?= $(PREFIX)/lib/systemd/user
 SYSTEMDSYSTEMDIR ?= $(PREFIX)/lib/systemd/system
 DOCDIR ?= $(PREFIX)/share/doc/keyrelay
+LAUNCHDDIR ?= $(PREFIX)/share/keyrelay/launchd
+SERVICES ?= $(if $(filter Darwin,$(shell uname -s)),launchd,systemd)
+AGENTS := $(wildcard contrib/launchd/*.plist)
 # The hidg receiver is a system service (the gadget needs root); the others
 # are a user's, started with the desktop session.
 SYSTEM_UNITS := contrib/systemd/keyrelay-hidg.service
 UNITS := $(filter-out $(SYSTEM_UNITS),$(wildcard contrib/systemd/*.service))
 install: build man
 	@$(MAKE) --no-print-directory install-files BIN_FILE=$(BIN)
-	@echo "make install: installed under $(DESTDIR)$(PREFIX); systemd user units: systemctl --user daemon-reload, then enable keyrelay-recv.service (see its header)"
+	@if [ '$(SERVICES)' = launchd ]; then echo "make install: installed under $(DESTDIR)$(PREFIX); launchd agents: see $(LAUNCHDDIR)/README.md"; \
+	else echo "make install: installed under $(DESTDIR)$(PREFIX); systemd user units: systemctl --user daemon-reload, then enable keyrelay-recv.service (see its header)"; fi
 
 # What install installs, from BIN_FILE (make dist: a cross-built binary) and
 # MANOUT; completions come from BIN, which runs here.
@@ -172,32 +200,52 @@ BIN_FILE ?= $(BIN)
 install-files:
 	@set -e; d='$(DESTDIR)'; \
 	install -Dm755 '$(BIN_FILE)' "$$d$(BINDIR)/keyrelay"; \
-	install -d "$$d$(MANDIR)/man1" "$$d$(MANDIR)/man5" "$$d$(BASHCOMPDIR)" "$$d$(ZSHCOMPDIR)" "$$d$(FISHCOMPDIR)" "$$d$(SYSTEMDUSERDIR)" "$$d$(SYSTEMDSYSTEMDIR)" "$$d$(DOCDIR)"; \
+	install -d "$$d$(MANDIR)/man1" "$$d$(MANDIR)/man5" "$$d$(BASHCOMPDIR)" "$$d$(ZSHCOMPDIR)" "$$d$(FISHCOMPDIR)" "$$d$(DOCDIR)"; \
 	install -m644 $(MANOUT)/*.1 "$$d$(MANDIR)/man1/"; \
 	install -m644 $(MANOUT)/*.5 "$$d$(MANDIR)/man5/"; \
 	'$(BIN)' completion bash > "$$d$(BASHCOMPDIR)/keyrelay"; \
 	'$(BIN)' completion zsh > "$$d$(ZSHCOMPDIR)/_keyrelay"; \
 	'$(BIN)' completion fish > "$$d$(FISHCOMPDIR)/keyrelay.fish"; \
 	chmod 644 "$$d$(BASHCOMPDIR)/keyrelay" "$$d$(ZSHCOMPDIR)/_keyrelay" "$$d$(FISHCOMPDIR)/keyrelay.fish"; \
-	for u in $(UNITS); do \
+	case '$(SERVICES)' in systemd|launchd) ;; *) echo "make install: SERVICES=$(SERVICES): want systemd or launchd" >&2; exit 1;; esac; \
+	[ '$(SERVICES)' = systemd ] || { \
+	  install -d "$$d$(LAUNCHDDIR)"; \
+	  for a in $(AGENTS); do \
+	    sed 's,<string>/usr/local/bin/keyrelay</string>,<string>$(BINDIR)/keyrelay</string>,' "$$a" > "$$d$(LAUNCHDDIR)/$${a##*/}"; \
+	    chmod 644 "$$d$(LAUNCHDDIR)/$${a##*/}"; \
+	  done; \
+	  install -m644 contrib/launchd/README.md "$$d$(LAUNCHDDIR)/README.md"; }; \
+	[ '$(SERVICES)' = launchd ] || install -d "$$d$(SYSTEMDUSERDIR)" "$$d$(SYSTEMDSYSTEMDIR)"; \
+	[ '$(SERVICES)' = launchd ] || for u in $(UNITS); do \
 	  { echo "# Installed by make install: ExecStart runs $(BINDIR)/keyrelay, not ~/.local/bin's."; \
 	    sed 's,%h/\.local/bin/keyrelay,$(BINDIR)/keyrelay,' "$$u"; } > "$$d$(SYSTEMDUSERDIR)/$${u##*/}"; \
 	  chmod 644 "$$d$(SYSTEMDUSERDIR)/$${u##*/}"; \
 	done; \
-	for u in $(SYSTEM_UNITS); do \
+	[ '$(SERVICES)' = launchd ] || for u in $(SYSTEM_UNITS); do \
 	  { echo "# Installed by make install: ExecStart runs $(BINDIR)/keyrelay."; \
 	    sed 's,/usr/local/bin/keyrelay,$(BINDIR)/keyrelay,' "$$u"; } > "$$d$(SYSTEMDSYSTEMDIR)/$${u##*/}"; \
 	  chmod 644 "$$d$(SYSTEMDSYSTEMDIR)/$${u##*/}"; \
 	done; \
 	install -m644 README.md "$$d$(DOCDIR)/README.md"
 
+# What make dist's Windows zip holds, in the folder WINDIR: keyrelay.exe
+# (BIN_FILE), the README and PowerShell's completion (from BIN; dot-source
+# it in $$PROFILE). Windows has no man pages; autostart is a command
+# (keyrelay autostart add recv).
+install-windows:
+	@set -e; install -Dm755 '$(BIN_FILE)' '$(WINDIR)/keyrelay.exe'; \
+	install -m644 README.md '$(WINDIR)/README.md'; \
+	'$(BIN)' completion powershell > '$(WINDIR)/keyrelay-completion.ps1'; \
+	chmod 644 '$(WINDIR)/keyrelay-completion.ps1'
+
 uninstall:
 	@set -e; d='$(DESTDIR)'; \
 	rm -f "$$d$(BINDIR)/keyrelay" "$$d$(MANDIR)/man1/keyrelay.1" "$$d$(MANDIR)"/man1/keyrelay-*.1 "$$d$(MANDIR)"/man5/keyrelay-*.5 \
 	  "$$d$(BASHCOMPDIR)/keyrelay" "$$d$(ZSHCOMPDIR)/_keyrelay" "$$d$(FISHCOMPDIR)/keyrelay.fish" "$$d$(DOCDIR)/README.md" \
 	  $(foreach u,$(UNITS),"$$d$(SYSTEMDUSERDIR)/$(notdir $(u))") \
-	  $(foreach u,$(SYSTEM_UNITS),"$$d$(SYSTEMDSYSTEMDIR)/$(notdir $(u))"); \
-	rmdir "$$d$(DOCDIR)" 2>/dev/null || true; \
+	  $(foreach u,$(SYSTEM_UNITS),"$$d$(SYSTEMDSYSTEMDIR)/$(notdir $(u))") \
+	  $(foreach a,$(AGENTS),"$$d$(LAUNCHDDIR)/$(notdir $(a))") "$$d$(LAUNCHDDIR)/README.md"; \
+	rmdir "$$d$(DOCDIR)" "$$d$(LAUNCHDDIR)" 2>/dev/null || true; rmdir "$$(dirname "$$d$(LAUNCHDDIR)")" 2>/dev/null || true; \
 	echo "make uninstall: removed keyrelay from $(DESTDIR)$(PREFIX)"
 
 # The README's tables of sources and injectors, from capture/backends.go and
