@@ -205,6 +205,9 @@ func (c *conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
 // recv reads one datagram into c.buf, waiting until one comes, or until
 // Close or a passed deadline cancels the read (errWoken).
 func (c *conn) recv() (int, error) {
+	// The event must not still be set by the last read's completion:
+	// a wait would then return before this one completes.
+	windows.ResetEvent(c.ev)
 	c.ov = windows.Overlapped{HEvent: c.ev}
 	c.wsabuf = windows.WSABuf{Len: uint32(len(c.buf)), Buf: &c.buf[0]}
 	c.flen = int32(unsafe.Sizeof(c.from))
@@ -229,7 +232,11 @@ func (c *conn) recv() (int, error) {
 			return 0, werr
 		}
 		if ev == windows.WAIT_OBJECT_0 {
-			break
+			err = windows.WSAGetOverlappedResult(c.s, &c.ov, &n, false, &flags)
+			if errors.Is(err, windows.ERROR_IO_INCOMPLETE) {
+				continue // not this read's completion
+			}
+			return int(n), err
 		}
 		// Woken, or the wait ran out: go on waiting unless the socket
 		// is closing or the deadline has passed.
@@ -239,8 +246,9 @@ func (c *conn) recv() (int, error) {
 		windows.CancelIoEx(c.s, &c.ov)
 		break
 	}
-	// Waits for a cancelled read to end: a datagram that came before
-	// the cancel is kept.
+	// The read completed at once, or was cancelled: wait for a cancelled
+	// one to end (the system writes no more into buf); a datagram that
+	// came before the cancel is kept.
 	err = windows.WSAGetOverlappedResult(c.s, &c.ov, &n, true, &flags)
 	if errors.Is(err, windows.ERROR_OPERATION_ABORTED) {
 		return 0, errWoken
@@ -309,6 +317,9 @@ func (c *conn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
 // SetReadDeadline makes a waiting and every later read fail with an error
 // wrapping os.ErrDeadlineExceeded once t has passed; the zero time: none.
 func (c *conn) SetReadDeadline(t time.Time) error {
+	// Held so that Close cannot close wake under SetEvent.
+	c.live.RLock()
+	defer c.live.RUnlock()
 	if c.closing.Load() {
 		return c.opError("set", net.ErrClosed)
 	}
