@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -182,6 +183,58 @@ func wineNetwork(t *testing.T, env *wintest.Env, watch *wintest.Proc) {
 			t.Errorf("keyrelay.exe recv after Ctrl+C: exit %d, want 0 and the Linux sender's session\n%s", code, errs)
 		}
 	})
+
+	t.Run("autostart", func(t *testing.T) { wineAutostart(t, env, watch, linEnv, winAddr) })
+}
+
+// wineAutostart: 'keyrelay.exe autostart add recv' writes the per-user Run
+// entry, which Wine's wineboot runs as Windows does at sign-in (README
+// "Platforms"): the recv it starts types what a Linux send sends into
+// winwatch, and logs to its file; remove takes the entry away again.
+func wineAutostart(t *testing.T, env *wintest.Env, watch *wintest.Proc, linEnv []string, winAddr string) {
+	_, stderr, code := env.Output(t, "", "keyrelay", "autostart", "add", "recv", "--", "--listen", winAddr, "--inject", "windows")
+	if code != 0 {
+		t.Fatalf("keyrelay.exe autostart add: exit %d\n%s", code, stderr)
+	}
+	list, stderr, code := env.Output(t, "", "keyrelay", "autostart", "list")
+	m := regexp.MustCompile(`(?m)^recv\t(.*keyrelay\.exe autostart run recv --listen ` + regexp.QuoteMeta(winAddr) + ` --inject windows)\tlog (.*)$`).FindStringSubmatch(list)
+	if code != 0 || m == nil {
+		t.Fatalf("keyrelay.exe autostart list: exit %d, want recv's entry:\n%s%s", code, list, stderr)
+	}
+	reg, err := env.Wine(t, "reg", "query", `HKCU\Software\Microsoft\Windows\CurrentVersion\Run`, "/v", "keyrelay recv")
+	if err != nil || !strings.Contains(reg, m[1]) {
+		t.Fatalf("reg query of the Run key: %v, want %s:\n%s", err, m[1], reg)
+	}
+	// The session starts: wineboot runs HKCU's Run entries.
+	env.SignIn(t)
+	t.Cleanup(func() { env.Wine(t, "taskkill", "/F", "/IM", "keyrelay.exe") })
+	env.Focus(t, "keyrelay winwatch")
+	wintest.Collect(watch.Lines, 300*time.Millisecond)
+	keys := script(t, "tap KeyQ\ntype \"ok\"\n")
+	if code, _, stderr := runWithEnv(t, linEnv, "send", "--to", "winbox", "--wait", "60s", "--script", keys); code != 0 {
+		t.Fatalf("keyrelay send to the recv started at sign-in: exit %d\n%s", code, stderr)
+	}
+	got := wintest.Collect(watch.Lines, time.Second)
+	if chars := wmChars(got); chars != "qok" {
+		t.Errorf("winwatch got %q from the recv started at sign-in, want qok; messages:\n%s", chars, strings.Join(got, "\n"))
+	}
+	unix, err := env.Wine(t, "winepath", "-u", m[2])
+	if err != nil {
+		t.Fatalf("winepath -u %s: %v", m[2], err)
+	}
+	b, err := os.ReadFile(strings.TrimSpace(unix))
+	if err != nil || !strings.Contains(string(b), "keyrelay autostart: ") || !strings.Contains(string(b), "listening on "+winAddr) || !regexp.MustCompile(`new session .*: linbox`).Match(b) {
+		t.Errorf("the log %s (%v) should say it started, listens on %s and the Linux sender's session:\n%s", m[2], err, winAddr, b)
+	}
+	if _, stderr, code := env.Output(t, "", "keyrelay", "autostart", "remove", "recv"); code != 0 {
+		t.Fatalf("keyrelay.exe autostart remove: exit %d\n%s", code, stderr)
+	}
+	if list, _, code := env.Output(t, "", "keyrelay", "autostart", "list"); code != 0 || list != "" {
+		t.Errorf("autostart list after remove: exit %d, %q; want nothing", code, list)
+	}
+	if reg, err := env.Wine(t, "reg", "query", `HKCU\Software\Microsoft\Windows\CurrentVersion\Run`, "/v", "keyrelay recv"); err == nil {
+		t.Errorf("the Run entry is still there after remove:\n%s", reg)
+	}
 }
 
 // keyNames are recv's key lines (keyLines) as they print ("KeyA down").

@@ -278,6 +278,30 @@ func (e *Env) Output(tb testing.TB, stdin string, exe string, args ...string) (s
 	return clean(o.String()), clean(er.String()), cmd.ProcessState.ExitCode()
 }
 
+// Wine runs one of Wine's own programs in the prefix (wine reg ...,
+// wine wineboot, winepath) and returns what it printed and its error.
+func (e *Env) Wine(tb testing.TB, args ...string) (string, error) {
+	tb.Helper()
+	cmd := exec.Command("wine", args...)
+	cmd.Env = e.env
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.CombinedOutput()
+	return strings.ReplaceAll(string(out), "\r\n", "\n"), err
+}
+
+// SignIn starts what Windows starts when a user signs in, as Wine's
+// wineboot does: the Run keys' entries among them. Its output goes
+// nowhere, as a program started at sign-in has no terminal (and one
+// keeping a pipe open would hold up the wait).
+func (e *Env) SignIn(tb testing.TB) {
+	tb.Helper()
+	cmd := exec.Command("wine", "wineboot")
+	cmd.Env = e.env
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("wine wineboot: %v", err)
+	}
+}
+
 // Xdotool runs xdotool on the display with args.
 func (e *Env) Xdotool(tb testing.TB, args ...string) string {
 	tb.Helper()
