@@ -4,6 +4,7 @@ package inject
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/go-vgo/robotgo"
 )
@@ -30,8 +31,17 @@ func NewRobotgo(logf func(format string, args ...any)) (*Robotgo, error) {
 // Inject presses or releases one key.
 func (r *Robotgo) Inject(k Event) error {
 	if c, ok := k.Key.Char(); ok {
-		// A character: by its key where robotgo finds one, else typed as
-		// text on its key-down (nothing to release on its key-up).
+		// A character: by its key where it is one of robotgo's key names
+		// (a, 1, ;), else typed as text on its key-down (nothing to
+		// release on its key-up). robotgo's Windows backend presses
+		// virtual key 0, typing nothing and reporting no error, for a
+		// name it lacks (é under Wine 8).
+		if !robotgoCharKeys[string(c)] {
+			if k.Down {
+				robotgo.TypeStr(string(c))
+			}
+			return nil
+		}
 		dir := "up"
 		if k.Down {
 			dir = "down"
@@ -55,6 +65,18 @@ func (r *Robotgo) Inject(k Event) error {
 	}
 	return nil
 }
+
+// robotgoCharKeys are robotgo's key names that are one ASCII character:
+// the characters pressed by their key.
+var robotgoCharKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range robotgoNames {
+		if len(n) == 1 && n[0] < utf8.RuneSelf {
+			m[n] = true
+		}
+	}
+	return m
+}()
 
 // Close does nothing: robotgo holds no connection here.
 func (r *Robotgo) Close() error { return nil }
