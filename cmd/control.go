@@ -316,11 +316,11 @@ func pickSend(sends []runningSendAt, name string) (runningSendAt, error) {
 	var pids []string
 	for _, s := range sends {
 		ok := false
-		if name == "local" {
+		if strings.EqualFold(name, "local") {
 			ok = s.ans.CanSwitch
 		}
 		for _, d := range s.ans.Dests {
-			ok = ok || d.Name == name
+			ok = ok || strings.EqualFold(d.Name, name)
 		}
 		if ok {
 			fit = append(fit, s)
@@ -335,7 +335,7 @@ func pickSend(sends []runningSendAt, name string) (runningSendAt, error) {
 		for _, s := range sends {
 			all = append(all, strconv.Itoa(s.ans.PID))
 		}
-		if name == "local" {
+		if strings.EqualFold(name, "local") {
 			return runningSendAt{}, fmt.Errorf("none of the %d keyrelay sends running (pid %s) can switch: 'keyrelay status' says why for each", len(sends), strings.Join(all, ", "))
 		}
 		return runningSendAt{}, usagef("none of the %d keyrelay sends running (pid %s) has a destination %q: 'keyrelay status' lists their destinations", len(sends), strings.Join(all, ", "), name)

@@ -186,10 +186,10 @@ func parseDestTable(m map[string]any) (destSpec, string, error) {
 }
 
 // checkDestName refuses a destination name that would read as something
-// else: "local" is keyrelay switch's word for this machine, and a name is
-// one word so that it can be typed after keyrelay switch.
+// else: "local" (in any case) is keyrelay switch's word for this machine,
+// and a name is one word so that it can be typed after keyrelay switch.
 func checkDestName(n string) error {
-	if n == "local" {
+	if strings.EqualFold(n, "local") {
 		return fmt.Errorf(`name "local" is taken: 'keyrelay switch local' returns to local use; pick another name`)
 	}
 	for _, r := range n {
@@ -231,13 +231,19 @@ func namedDests(to []string, tables []destSpec) ([]destSpec, error) {
 		out = append(out, destSpec{Name: name, Addr: addr})
 	}
 	out = append(out, tables...)
-	seen := map[string]bool{}
+	// Names ignore case, as peers' do and keyrelay switch does: "pc"
+	// and "PC" are one name.
+	seen := map[string]string{}
 	hotkeys := map[string]string{}
 	for _, d := range out {
-		if seen[d.Name] {
-			return nil, involving(fmt.Errorf("two destinations are named %q: each name must be unique (keyrelay switch and status name them)", d.Name), "to")
+		if other, ok := seen[strings.ToLower(d.Name)]; ok {
+			same := fmt.Sprintf("named %q", d.Name)
+			if other != d.Name {
+				same = fmt.Sprintf("named %q and %q, one name as case is ignored", other, d.Name)
+			}
+			return nil, involving(fmt.Errorf("two destinations are %s: each name must be unique (keyrelay switch and status name them)", same), "to")
 		}
-		seen[d.Name] = true
+		seen[strings.ToLower(d.Name)] = d.Name
 		if len(d.Hotkey) > 0 {
 			k := d.Hotkey.String()
 			if other, ok := hotkeys[k]; ok {

@@ -64,7 +64,7 @@ local-keys = ["AudioVolumeUp"]
 
 // FuzzNamedDests: --to's text (comma lists, NAME=HOST[:PORT]) never
 // panics, and what it accepts has a name and an address for each
-// destination, names unique.
+// destination, names unique (case ignored).
 func FuzzNamedDests(f *testing.F) {
 	for _, s := range []string{"a=127.0.0.1:1,b=[::1]:2", "mac.lan", "=x", "a=", "local=h", "a=h,a=i", "a b=h"} {
 		f.Add(s)
@@ -76,10 +76,10 @@ func FuzzNamedDests(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, d := range ds {
-			if d.Name == "" || d.Addr == "" || seen[d.Name] {
+			if d.Name == "" || d.Addr == "" || seen[strings.ToLower(d.Name)] {
 				t.Fatalf("%q gave %+v", s, ds)
 			}
-			seen[d.Name] = true
+			seen[strings.ToLower(d.Name)] = true
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/keyrelay/keyrelay/sender"
@@ -81,10 +82,13 @@ type plainControl struct {
 	addrs []net.Addr // and addresses, in the same order
 }
 
+// Switch takes a destination's name or "local", case ignored (as
+// sender.Router.Index).
 func (h *plainControl) Switch(ctx context.Context, name string) error {
-	known := name == "local"
+	local := strings.EqualFold(name, "local")
+	known := local
 	for _, n := range h.names {
-		known = known || n == name
+		known = known || strings.EqualFold(n, name)
 	}
 	if !known {
 		return fmt.Errorf("%w %q", sender.ErrNoSuchDestination, name)
@@ -93,7 +97,7 @@ func (h *plainControl) Switch(ctx context.Context, name string) error {
 	if ms == nil {
 		return fmt.Errorf("%w: %s", errCannotSwitch, whyNoSwitch(h.src, h.input))
 	}
-	return sender.SetMode(ctx, ms, name != "local")
+	return sender.SetMode(ctx, ms, !local)
 }
 
 func (h *plainControl) Status() controlAnswer {

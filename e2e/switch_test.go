@@ -24,7 +24,7 @@ import (
 // target and not pressed at the new one (DESIGN.md invariant 1 per
 // destination); the hotkey reaches no one; c's map and local keys apply
 // to c alone; keyrelay status names the target and each receiver's
-// liveness.
+// liveness. A name is matched whatever its case (switch B reaches b).
 func TestSwitchBetweenThreeReceivers(t *testing.T) {
 	t.Parallel()
 	recvs := logReceivers(t, 3)
@@ -69,8 +69,9 @@ local-keys = ["KeyL"]
 	if code != 0 || !strings.Contains(out, "target: a") || strings.Count(out, " live") != 3 {
 		t.Fatalf("keyrelay status exited %d:\n%s%s", code, out, stderr)
 	}
-	if code, out, stderr = runWithEnv(t, env, "switch", "b"); code != 0 || out != "target: b\n" {
-		t.Fatalf("keyrelay switch b exited %d:\n%s%s", code, out, stderr)
+	// Names ignore case, as peers' do: B is b.
+	if code, out, stderr = runWithEnv(t, env, "switch", "B"); code != 0 || out != "target: b\n" {
+		t.Fatalf("keyrelay switch B exited %d:\n%s%s", code, out, stderr)
 	}
 	a.expect(t, "ShiftLeft up") // released where it was held
 	say("tap KeyB", "up ShiftLeft", "tap KeyQ")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -177,7 +178,8 @@ type RetargetSource interface {
 	Retarget()
 }
 
-// Switch makes the destination named name (or "local") the target: what
+// Switch makes the destination named name (or "local"; case ignored, as
+// Router.Index) the target: what
 // the old target holds is released there first (Router.Switch). A source
 // that owns the keyboard (ModeSource with Grabbing) follows: "local" gives
 // the keyboard back, as its hotkey does, and leaves the target as it was,
@@ -192,7 +194,7 @@ func (g *Group) Switch(ctx context.Context, name string) error {
 	if err != nil || ms == nil {
 		return err
 	}
-	return waitMode(ctx, ms, name != "local")
+	return waitMode(ctx, ms, !strings.EqualFold(name, "local"))
 }
 
 // SetKeymap makes km the sender's layout for the destinations in

@@ -2,6 +2,7 @@ package sender
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/keys"
@@ -327,13 +328,15 @@ func (r *Router) Hotkeys() [][]keys.Code {
 	return out
 }
 
-// Index is the index of the route named name, or Local for "local".
+// Index is the index of the route named name, or Local for "local". Case
+// is ignored, as in peers' names: send refuses two destinations whose
+// names differ only in case, so at most one matches.
 func (r *Router) Index(name string) (int, bool) {
-	if name == "local" {
+	if strings.EqualFold(name, "local") {
 		return Local, true
 	}
 	for i, rt := range r.routes {
-		if rt.Name == name {
+		if strings.EqualFold(rt.Name, name) {
 			return i, true
 		}
 	}

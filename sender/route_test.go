@@ -374,3 +374,20 @@ func TestRouterTakesLocksAsRelayingResumes(t *testing.T) {
 		})
 	}
 }
+
+// TestRouterIndexIgnoresCase: a destination's name and "local" match in
+// any case, as peers' names do (keyrelay switch B reaches destination b).
+func TestRouterIndexIgnoresCase(t *testing.T) {
+	r := NewRouter(testRoutes(), false, 0)
+	for _, c := range []struct {
+		name string
+		want int
+		ok   bool
+	}{
+		{"b", 1, true}, {"B", 1, true}, {"local", Local, true}, {"LOCAL", Local, true}, {"Local", Local, true}, {"d", 0, false},
+	} {
+		if got, ok := r.Index(c.name); got != c.want || ok != c.ok {
+			t.Errorf("Index(%q) = %d, %v; want %d, %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
