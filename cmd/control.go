@@ -375,7 +375,12 @@ Windows and macOS sources keep the keyboard after 'local' in a send with
   #   keyrelay switch local   # keys go nowhere
   # Several sends running:
   #   keyrelay switch --pid 4242 local`,
-		Args: cobra.ExactArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				return nil
+			}
+			return switchArgsError(len(args), pid)
+		},
 		// Completion asks the running sends for their destinations' names.
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
@@ -422,6 +427,29 @@ Windows and macOS sources keep the keyboard after 'local' in a send with
 	}
 	c.Flags().IntVar(&pid, "pid", 0, "the process id of the send to switch, when several run (keyrelay status lists them)")
 	return c
+}
+
+// switchArgsError is keyrelay switch's usage error for n arguments (not
+// one): what it takes, with the destinations of the sends running (pid:
+// --pid's) when there are any.
+func switchArgsError(n, pid int) error {
+	var names []string
+	sends, _ := runningSends(pid)
+	for _, s := range sends {
+		for _, d := range s.ans.Dests {
+			if !slices.Contains(names, d.Name) {
+				names = append(names, d.Name)
+			}
+		}
+	}
+	which := "'keyrelay status' lists the running send's destinations"
+	if len(names) > 0 {
+		which = "the running send's destinations: " + strings.Join(names, ", ")
+	}
+	if n == 0 {
+		return usagef("keyrelay switch needs a destination: 'keyrelay switch NAME' sends the keys to NAME only, 'keyrelay switch local' keeps them here (%s)", which)
+	}
+	return usagef("keyrelay switch takes one destination, got %d arguments: 'keyrelay switch NAME' or 'keyrelay switch local' (%s)", n, which)
 }
 
 // NewCmdStatus builds `keyrelay status`.

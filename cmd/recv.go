@@ -56,6 +56,9 @@ func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra
 		Use:     "recv [--listen ADDR] [--inject " + strings.Join(injectorNames(), "|") + "]",
 		Example: recvExample,
 		Short:   "Receive key events and inject them",
+		// The word people type for it, and its usual misspellings, are
+		// too far from "recv" for cobra's own suggestions.
+		SuggestFor: []string{"receive", "recieve", "receiver", "reciever", "recive", "receve"},
 		Long: `Receive key events from senders and inject them. Each sender session is
 tracked on its own: stale and duplicate packets change nothing, a session
 silent for --timeout has its keys released, and a key stays down while any

@@ -1,0 +1,55 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// runCmd runs keyrelay with args and returns its exit code and output.
+func runCmd(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Run(args, IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+// TestMisspeltCommandsAreSuggested: a command typed as people say it
+// (receive) or misspell it (recieve, sned) is answered with the command
+// meant, exit status 2.
+func TestMisspeltCommandsAreSuggested(t *testing.T) {
+	for typed, want := range map[string]string{"receive": "recv", "recieve": "recv", "receiver": "recv", "sned": "send", "sender": "send"} {
+		code, _, stderr := runCmd(typed)
+		if code != ExitUsage || !strings.Contains(stderr, "Did you mean this?\n\t"+want+"\n") {
+			t.Errorf("keyrelay %s: exit %d, %q; want 2 suggesting %s", typed, code, stderr, want)
+		}
+	}
+}
+
+// TestSwitchWithoutADestination: keyrelay switch with no argument, or
+// two, says what it takes (a destination's name or local) and where the
+// names are, exit status 2, instead of cobra's "accepts 1 arg(s)".
+func TestSwitchWithoutADestination(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"switch"}, "keyrelay switch needs a destination: 'keyrelay switch NAME' sends the keys to NAME only, 'keyrelay switch local' keeps them here ('keyrelay status' lists"},
+		{[]string{"switch", "a", "b"}, "keyrelay switch takes one destination, got 2 arguments"},
+	} {
+		code, _, stderr := runCmd(c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "arg(s)") {
+			t.Errorf("keyrelay %s: exit %d, %q; want 2 and %q", strings.Join(c.args, " "), code, stderr, c.want)
+		}
+	}
+	// With a send running, its destinations are named.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := listenControl(ctx, controlPath(), &fakeControl{target: "a", names: []string{"a", "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd("switch"); code != ExitUsage || !strings.Contains(stderr, "(the running send's destinations: a, b)") {
+		t.Errorf("keyrelay switch with a send running: exit %d, %q; want its destinations named", code, stderr)
+	}
+}
