@@ -146,7 +146,7 @@ func TestPeersCommands(t *testing.T) {
 		{[]string{"peers", "add", "mediapc", key, "--addr", "mediapc.lan"}, ExitOK, "", "added mediapc, fingerprint " + identity.Fingerprint(other.Public())},
 		{[]string{"peers"}, ExitOK, `^NAME +KEY +FINGERPRINT +ADDR\nmediapc +` + regexp.QuoteMeta(key) + ` +` + identity.Fingerprint(other.Public()) + ` +mediapc\.lan:7575\n$`, ""},
 		{[]string{"peers", "add", "MEDIAPC", key3}, ExitError, "", `a peer named "mediapc" already exists, with key ` + key},
-		{[]string{"peers", "add", "desk", key}, ExitError, "", `is peer "mediapc"'s already`},
+		{[]string{"peers", "add", "desk", key}, ExitError, "", "that key is mediapc's already (fingerprint " + identity.Fingerprint(other.Public()) + "): a machine is paired once, whatever runs on it; a second recv there needs no second name: --to mediapc:PORT"},
 		{[]string{"peers", "add", "self", ownKey}, ExitUsage, "", "is this machine's own"},
 		{[]string{"peers", "add", "desk", "AAAA"}, ExitUsage, "", `KEY "AAAA" is 4 characters, not a key: a public key is 44 characters`},
 		{[]string{"peers", "add", "desk", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}, ExitUsage, "", "low-order point"},

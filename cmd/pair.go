@@ -292,7 +292,7 @@ func (u *pairUI) Confirm(code string, p pair.Info) (bool, error) {
 		return false, nil
 	}
 	if old, ok := u.list.ByKey(p.Key); ok && !strings.EqualFold(old.Name, name) {
-		fmt.Fprintf(u.out, "keyrelay pair: the peers file already has this machine's key as %s: pair again with --as %s, or remove it first (keyrelay peers remove %s)\n", old.Name, old.Name, old.Name)
+		fmt.Fprintf(u.out, "keyrelay pair: the peers file already has this machine's key as %s: a second recv on it needs no pairing (--to %s:PORT reaches it on its port); to pair it again (a new address), pair with --as %s; to store it as %s, remove it first (keyrelay peers remove %s)\n", old.Name, old.Name, old.Name, name, old.Name)
 		return false, nil
 	}
 	fmt.Fprintf(u.out, "\n  Other machine: %s, fingerprint %s, recv port %d\n  Code:          %s %s\n\nDoes the other machine show the same code? [y/N] ", p.Name, identity.Fingerprint(p.Key), p.Port, code[:3], code[3:])

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
@@ -50,26 +51,33 @@ type destination struct {
 	oneWay bool
 }
 
-// resolveDests resolves every --to (PROTOCOL.md §8.3): a peer's name
-// (its address from the peers file), or HOST[:PORT]: the peer whose
-// address is the same (IP and port, or the same host string); else, on a
-// loopback address, this machine's own identity (send and recv on one
+// resolveDests resolves every --to (PROTOCOL.md §8.3), for send and for
+// doctor's probes alike: a peer's name (its address from the peers file),
+// or a peer's name and a port, NAME:PORT (its host from the peers file,
+// at that port: a second recv on that machine), or HOST[:PORT]: the peer
+// whose address is the same (IP and port, or the same host string); else,
+// on a loopback address, this machine's own identity (send and recv on one
 // machine share it); else a usage error naming the pairing to do. A
 // broadcast or multicast address, and every destination without
-// feedback, is one-way and needs no key; --insecure needs none either.
+// feedback, is one-way and needs no key; --insecure needs none either. A
+// host that does not resolve and is close to a peer's name is answered
+// with that name.
 func resolveDests(to []string, list *peers.List, own *identity.Identity, oneWay, insecure bool) ([]destination, error) {
 	var out []destination
 	var errs []error
 	for _, a := range to {
 		d := destination{to: a}
 		target := a
-		p, byName := list.ByName(a)
+		p, byName := peerNamed(list, a)
 		if byName {
 			if p.Addr == "" {
 				errs = append(errs, usagef("--to %s: the peer %s has no address in the peers file: give it one with 'keyrelay peers add %s KEY --addr HOST' (or --to HOST)", a, p.Name, p.Name))
 				continue
 			}
 			target = p.Addr
+			if _, port, err := net.SplitHostPort(a); err == nil {
+				target = net.JoinHostPort(hostOf(p.Addr), port)
+			}
 		}
 		ua, err := transport.Resolve(target, DefaultPort)
 		switch {
@@ -77,7 +85,7 @@ func resolveDests(to []string, list *peers.List, own *identity.Identity, oneWay,
 			errs = append(errs, usagef("--to %q: %v", a, err))
 			continue
 		case err != nil:
-			errs = append(errs, fmt.Errorf("unable to resolve --to %q: %w", a, err))
+			errs = append(errs, fmt.Errorf("unable to resolve --to %q: %w%s", a, err, peerHint(list, hostOf(a))))
 			continue
 		}
 		d.addr = ua
@@ -101,6 +109,36 @@ func resolveDests(to []string, list *peers.List, own *identity.Identity, oneWay,
 		out = append(out, d)
 	}
 	return out, errors.Join(errs...)
+}
+
+// peerNamed finds the peer a --to names: NAME, or NAME:PORT (a recv of
+// that machine on another port). A peer's name is a host name's letters,
+// digits, '-', '_' and '.' (peers.CheckName), so NAME:PORT cannot be an
+// IPv6 address.
+func peerNamed(list *peers.List, to string) (peers.Peer, bool) {
+	if p, ok := list.ByName(to); ok {
+		return p, true
+	}
+	if host, _, err := net.SplitHostPort(to); err == nil && host != "" {
+		return list.ByName(host)
+	}
+	return peers.Peer{}, false
+}
+
+// peerHint is what an unresolved --to host may have meant: the paired
+// machine whose name is closest to it, else the names to choose from.
+func peerHint(list *peers.List, host string) string {
+	var names []string
+	for _, p := range list.Peers() {
+		names = append(names, p.Name)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	if near := spell.Closest(host, names); near != "" {
+		return fmt.Sprintf("; did you mean the paired machine %q ('keyrelay peers' lists them)?", near)
+	}
+	return fmt.Sprintf(" (%q is no host name this machine resolves, nor a paired machine's name: %s)", host, strings.Join(names, ", "))
 }
 
 // peerAt finds the peer whose address is the destination's: the same

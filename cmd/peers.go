@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -101,6 +102,13 @@ machine's own key.`,
 			p, l, err := loadPeers(c)
 			if err != nil {
 				return err
+			}
+			// A machine is paired once, whatever runs on it: a second
+			// recv there (another port, another display) needs no name
+			// of its own, and is reached as NAME:PORT (resolveDests).
+			if old, ok := l.ByKey(key); ok && !strings.EqualFold(old.Name, name) {
+				return fmt.Errorf("that key is %s's already (fingerprint %s): a machine is paired once, whatever runs on it; a second recv there needs no second name: --to %s:PORT (or addr = \"%s:PORT\" in [[send.to]]) reaches it on its port. To rename %s instead, 'keyrelay peers remove %s' and add it again",
+					old.Name, identity.Fingerprint(key), old.Name, old.Name, old.Name, old.Name)
 			}
 			if err := l.Add(peers.Peer{Name: name, Key: key, Addr: addr}); err != nil {
 				return err
