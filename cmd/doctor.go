@@ -498,32 +498,48 @@ func (o *DoctorOptions) origin(from, flag string) string {
 
 // roundTrip probes a recv at target and checks its clock: the checks of
 // --peer (from "") and of each of send's destinations (from: where it came
-// from, which the check's name and fix then give). A broadcast or
+// from, which the check's name and fix then give). target is resolved as
+// send resolves it (resolveDests): a paired machine's name at the address
+// its peers file gives, NAME:PORT at that port, HOST[:PORT] through DNS;
+// the probe goes there under that machine's key. A broadcast or
 // multicast destination is one-way: no one receiver answers for it, so it
 // is named and not probed (send does not wait for its acks either).
 func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key []byte) []check {
 	name, fixAddr := "round trip to "+target, ""
 	if from != "" {
-		target = transport.WithDefaultPort(target, DefaultPort)
-		name = "round trip to " + target + " (" + from + ")"
+		name = "round trip to " + transport.WithDefaultPort(target, DefaultPort) + " (" + from + ")"
 		fixAddr = "; if the receiver is elsewhere, correct " + from
 	}
-	ua, err := net.ResolveUDPAddr("udp", transport.WithDefaultPort(target, DefaultPort))
+	d, err := o.dest(target)
 	if err != nil {
-		// The probe's fix (start recv there) does not help a name that
-		// leads nowhere.
-		return []check{{name: name, needed: true, err: fmt.Errorf("unable to resolve %s: %w", target, err),
-			fix: "check the host name and this machine's DNS (getent hosts NAME), or give the receiver's IP address" + fixAddr}}
+		var ue usageError
+		fix := "check the host name and this machine's DNS (getent hosts NAME), or give the receiver's IP address or a paired machine's name ('keyrelay peers' lists them)"
+		if errors.As(err, &ue) {
+			// Not paired, or a port of 0: the error says what to do.
+			fix = "as the error says (send refuses it the same way)"
+		}
+		return []check{{name: name, needed: true, err: err, fix: fix + fixAddr}}
 	}
-	if from != "" && transport.IsBroadcast(ua.IP) {
+	if d.name != "" {
+		// A paired machine: where its peers file says, which DNS
+		// need not know.
+		at := d.addr.String()
+		if from != "" {
+			name = "round trip to " + target + " at " + at + " (paired machine " + d.name + ", " + from + ")"
+		} else {
+			name = "round trip to " + target + " at " + at + " (paired machine " + d.name + ")"
+		}
+	}
+	if from != "" && transport.IsBroadcast(d.addr.IP) {
 		kind := "a broadcast address"
-		if ua.IP.IsMulticast() {
+		if d.addr.IP.IsMulticast() {
 			kind = "a multicast group"
 		}
 		return []check{{name: name, skipped: "not probed: " + kind + " is one-way (any number of receivers may answer, or none; send does not wait for their acks either)"}}
 	}
-	port := portOf(transport.WithDefaultPort(target, DefaultPort))
-	rtt, offset, err := o.probe(ctx, target, key)
+	target = d.addr.String()
+	port := portOf(target)
+	rtt, offset, err := o.probe(ctx, d, key)
 	fix := "start 'keyrelay recv' there, listening on port " + port + ", with the same key file (or none on both) or both --insecure; open UDP " + port + " in its firewall"
 	if !o.Insecure && o.id != nil {
 		fix += "; on THAT machine, keyrelay peers must list this one (fingerprint " + identity.Fingerprint(o.id.Public()) + "); here, keyrelay peers must list it ('keyrelay pair' on both does both)"
@@ -568,7 +584,11 @@ func (o *DoctorOptions) checkListen(ctx context.Context, key []byte) check {
 	port := portOf(o.Listen)
 	holder := "ss -ulpn 'sport = :" + port + "' shows the program holding it (run it with sudo to see other users' programs)"
 	target := localAddr(o.Listen)
-	rtt, _, perr := o.probe(ctx, target, key)
+	d, perr := o.dest(target)
+	var rtt time.Duration
+	if perr == nil {
+		rtt, _, perr = o.probe(ctx, d, key)
+	}
 	if perr == nil {
 		return check{ok: fmt.Sprintf("keyrelay recv already running on %s (it answered a probe to %s in %v, %s)", o.Listen, target, rtt.Round(time.Microsecond), o.keyWords("under this key"))}
 	}
@@ -625,26 +645,31 @@ func localAddr(listen string) string {
 	return net.JoinHostPort(host, port)
 }
 
-func (o *DoctorOptions) probe(ctx context.Context, peer string, key []byte) (rtt, offset time.Duration, err error) {
+// dest resolves a destination as send does (resolveDests), with the
+// identity and peers file checkIdentity loaded.
+func (o *DoctorOptions) dest(target string) (destination, error) {
+	list := o.peerList
+	if list == nil {
+		list = &peers.List{}
+	}
+	ds, err := resolveDests([]string{target}, list, o.id, false, o.Insecure)
+	if err != nil {
+		return destination{}, err
+	}
+	return ds[0], nil
+}
+
+// probe runs one probe session with the recv at d, under d's key.
+func (o *DoctorOptions) probe(ctx context.Context, d destination, key []byte) (rtt, offset time.Duration, err error) {
 	timeout := o.probeTimeout
 	if timeout == 0 {
 		timeout = doctorProbeTimeout
 	}
-	pc := sender.ProbeConfig{PSK: key, Insecure: o.Insecure, Identity: o.id}
+	pc := sender.ProbeConfig{PSK: key, Insecure: o.Insecure, Identity: o.id, PeerKey: d.key}
 	if o.Insecure {
 		pc.PSK = nil
-	} else {
-		list := o.peerList
-		if list == nil {
-			list = &peers.List{}
-		}
-		ds, err := resolveDests([]string{peer}, list, o.id, false, false)
-		if err != nil {
-			return 0, 0, err
-		}
-		pc.PeerKey = ds[0].key
 	}
-	return probePeer(ctx, peer, pc, timeout)
+	return probePeer(ctx, d.addr.String(), pc, timeout)
 }
 
 // checkIdentity checks this machine's identity file (its mode: the

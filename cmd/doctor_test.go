@@ -18,6 +18,7 @@ import (
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"
 	"github.com/keyrelay/keyrelay/sender"
@@ -321,6 +322,7 @@ func TestDoctorProbesSendTo(t *testing.T) {
 		notWant []string // in no line
 		fail    bool     // doctor exits 1
 		usage   string   // a usage error (exit 2) saying this
+		peers   string   // "NAME ADDR": a peer in the peers file, under this machine's key
 	}{
 		{name: "[send] to: a recv answers", config: "[send]\nto = [\"LIVE\"]\nscript = \"keys.txt\"\n",
 			want: []string{"ok    role: send only",
@@ -343,9 +345,20 @@ func TestDoctorProbesSendTo(t *testing.T) {
 		{name: "a [[send.to]] table is checked under its name", config: "[send]\nscript = \"keys.txt\"\nlayout = \"de\"\n[[send.to]]\nname = \"pc\"\naddr = \"LIVE\"\nkeys = \"characters\"\n",
 			want: []string{"ok    round trip to LIVE (destination pc, ", "ok    characters mode: pc (keys = \"characters\" in [send] to in "}},
 		{name: "a name that does not resolve: the fix is about the name", args: []string{"--to", "no such host!", "--input", "script"}, fail: true,
-			want: []string{"FAIL  round trip to no such host!:7575 (--to): unable to resolve no such host!:7575: ",
-				"      fix: check the host name and this machine's DNS (getent hosts NAME), or give the receiver's IP address; if the receiver is elsewhere, correct --to\n"},
+			want: []string{"FAIL  round trip to no such host!:7575 (--to): unable to resolve --to \"no such host!\": ",
+				"      fix: check the host name and this machine's DNS (getent hosts NAME), or give the receiver's IP address or a paired machine's name ('keyrelay peers' lists them); if the receiver is elsewhere, correct --to\n"},
 			notWant: []string{"start 'keyrelay recv' there"}},
+		// A paired machine's name is resolved as send resolves it: its
+		// address from the peers file, which DNS does not know.
+		{name: "a paired machine's name: its address from the peers file", peers: "mediapc.invalid LIVE",
+			config: "[send]\nto = [\"mediapc.invalid\"]\nscript = \"keys.txt\"\n",
+			want:   []string{"ok    round trip to mediapc.invalid at LIVE (paired machine mediapc.invalid, [send] to in CONFIG:2): a recv answered in"}},
+		{name: "NAME:PORT: the paired machine's host on that port", peers: "mediapc.invalid 127.0.0.1:9",
+			args: []string{"--to", "mediapc.invalid:LPORT", "--input", "script"},
+			want: []string{"ok    round trip to mediapc.invalid:LPORT at LIVE (paired machine mediapc.invalid, --to): a recv answered in"}},
+		{name: "a name close to a paired machine's is answered with it", peers: "mediapc.invalid LIVE", fail: true,
+			args: []string{"--to", "mediapcc.invalid", "--input", "script"},
+			want: []string{`FAIL  round trip to mediapcc.invalid:7575 (--to): unable to resolve --to "mediapcc.invalid"`, `did you mean the paired machine "mediapc.invalid" ('keyrelay peers' lists them)?`}},
 		{name: "broadcast and multicast: named, not probed", config: "[send]\nto = [\"255.255.255.255:SPORT\", \"239.1.2.3:SPORT\"]\nscript = \"keys.txt\"\n",
 			want: []string{"--    round trip to 255.255.255.255:SPORT ([send] to in CONFIG:2): not probed: a broadcast address is one-way",
 				"--    round trip to 239.1.2.3:SPORT ([send] to in CONFIG:2): not probed: a multicast group is one-way"}},
@@ -370,7 +383,16 @@ func TestDoctorProbesSendTo(t *testing.T) {
 			}
 			defer silent.Close()
 			config := filepath.Join(dir, "config.toml")
-			fill := strings.NewReplacer("LIVE", live, "SILENT", silent.LocalAddr().String(), "SPORT", portOf(silent.LocalAddr().String()), "CONFIG", config).Replace
+			fill := strings.NewReplacer("LIVE", live, "LPORT", portOf(live), "SILENT", silent.LocalAddr().String(), "SPORT", portOf(silent.LocalAddr().String()), "CONFIG", config).Replace
+			if name, addr, ok := strings.Cut(tc.peers, " "); ok {
+				var l peers.List
+				if err := l.Add(peers.Peer{Name: name, Key: machineID(t).Public(), Addr: fill(addr)}); err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Save(filepath.Join(dir, peers.FileName)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if tc.config != "" {
 				writeFile(t, config, fill(tc.config))
 			}

@@ -47,7 +47,8 @@ func pairMachines(t *testing.T, addr string) pairedMachine {
 // machine (one per display, say), on two ports, both under its identity:
 // --to NAME:PORT reaches the second (PROTOCOL.md §8.3: the peer's key,
 // its host, that port), as do a [[send.to]] table's addr = "NAME:PORT"
-// and keyrelay switch between the two; a second name for the same
+// and keyrelay switch between the two, and doctor probes both as send
+// reaches them; a second name for the same
 // machine is refused by peers add with the way that works instead.
 func TestSeveralReceiversOnOnePairedMachine(t *testing.T) {
 	t.Parallel()
@@ -91,6 +92,15 @@ func TestSeveralReceiversOnOnePairedMachine(t *testing.T) {
 	if code := send.wait(20 * time.Second); code != 0 {
 		t.Fatalf("send exited %d:\n%s", code, send.stderr)
 	}
+
+	// doctor reaches both as send does: the peers file's address, its
+	// host on the second port, under vm's key.
+	code, out := doctorEnv(t, append(env, "DISPLAY="), append([]string{"--config", cfg, "--input", "script"}, kb...)...)
+	if code != 0 {
+		t.Errorf("doctor on the two destinations: exit %d\n%s", code, out)
+	}
+	wantLine(t, out, "ok    round trip to vm at "+first+" (paired machine vm, destination left, ")
+	wantLine(t, out, "ok    round trip to vm:"+port2+" at "+two.addr+" (paired machine vm, destination right, ")
 
 	// A second name for the same machine: refused, saying what works.
 	vmKey := func() string {
