@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/secret"
 )
@@ -531,7 +532,80 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 	}
 	resolveExclusive(settings, "insecure", "key-file")
 	resolveExclusive(settings, "input", "script")
+	dropWithSource(settings, sourceSetAt(c.Name(), cf))
 	return settings, nil
+}
+
+// sourceSetAt reports, for command cmd, whether a key source (input or
+// script) was set at a rank below the command line: in the environment or
+// the config file.
+func sourceSetAt(cmd string, cf *configFile) func(rank int) bool {
+	return func(rank int) bool {
+		for _, sec := range sectionsFor(cmd, "input") {
+			for _, n := range []string{"input", "script"} {
+				switch {
+				case rank == rankEnv && os.Getenv(envName(sec, n)) != "":
+					return true
+				case rank == rankFile && cf.Found && cf.sections[sec][n] != nil:
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+// sourceBound are send's settings that belong to the key source they were
+// set with, each with what a source needs to take it: grab = true with
+// input = "x11" (or evdev, windows, macos), device with input = "evdev".
+var sourceBound = map[string]func(capture.SourceCaps) bool{
+	"grab":   func(c capture.SourceCaps) bool { return c.Grab },
+	"device": func(c capture.SourceCaps) bool { return c.Devices },
+}
+
+// dropWithSource lets a key source given at a higher rank than the one it
+// replaces take that source's settings with it: with input = "x11" and
+// grab = true in the config file, 'send --script F' or 'send --input
+// terminal' plays the script or reads the terminal, as asked, instead of
+// failing on a grab meant for the X keyboard. Only a setting given beside
+// a source it went with (setAt: a source was set at its rank) goes; one
+// given at the source's rank or higher (--grab on the command line), or
+// with no source beside it, stays, and send reports what does not fit.
+func dropWithSource(settings []Setting, setAt func(rank int) bool) {
+	at := func(name string) int {
+		return slices.IndexFunc(settings, func(s Setting) bool { return s.Name == name })
+	}
+	in, sc := at("input"), at("script")
+	if in < 0 {
+		return
+	}
+	// The source as send picks it (SendOptions.validateSettings), and
+	// the rank of what picked it.
+	name, rank, by := settings[in].Flag.Value.String(), settings[in].rank, settings[in].Source
+	if sc >= 0 && settings[sc].Flag.Value.String() != "" && settings[sc].rank > rank {
+		name, rank, by = "script", settings[sc].rank, settings[sc].Source
+	}
+	if name == "" {
+		name = "terminal"
+	}
+	b, ok := capture.LookupSource(name)
+	if !ok || rank == rankDefault {
+		return // an unknown source is send's to report
+	}
+	for _, n := range sortedKeys(sourceBound) {
+		i := at(n)
+		if i < 0 || settings[i].rank == rankDefault || settings[i].rank >= rank || sourceBound[n](b.Caps) || !setAt(settings[i].rank) {
+			continue
+		}
+		s := &settings[i]
+		if sv, ok := s.Flag.Value.(pflag.SliceValue); ok {
+			_ = sv.Replace(nil) // a list's default is empty
+		} else {
+			_ = s.Flag.Value.Set(s.Flag.DefValue) // the default's string form parses back
+		}
+		s.Source = "default (the " + s.Source + " went with the input it was set with: " + by + " picks --input " + name + ", which takes no " + n + ")"
+		s.rank = rankDefault
+	}
 }
 
 // resolveExclusive keeps the higher-ranked of two settings that exclude

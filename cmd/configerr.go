@@ -89,7 +89,7 @@ func attribute(err error, settings []Setting, cf *configFile) error {
 	var notes []string
 	for _, name := range ue.also {
 		if s := source(name); s != nil && s.rank != rankFlag && s.rank != rankDefault {
-			notes = append(notes, s.describe(cf))
+			notes = append(notes, s.describe(cf)+s.turnOff())
 		}
 	}
 	if len(notes) == 0 {
@@ -138,6 +138,25 @@ func (s *Setting) origin(cf *configFile) string {
 		return "[" + s.section + "] " + s.Name + " in " + at
 	}
 	return "default"
+}
+
+// emptyTurnsOff are the text settings that an empty value turns off
+// (send's --layout: no layout of this keyboard named).
+var emptyTurnsOff = []string{"layout"}
+
+// turnOff names, for a setting from the config file or the environment
+// that is part of a mistake, the flag that turns it off for one run
+// without editing the file: ": --grab=false turns it off" for a switch
+// that is on there, ": --layout= turns it off". "" for other settings,
+// whose flag gives another value.
+func (s *Setting) turnOff() string {
+	switch v := s.Flag.Value.String(); {
+	case s.Flag.Value.Type() == "bool" && v == "true" && s.Flag.DefValue == "false":
+		return ": --" + s.Name + "=false turns it off"
+	case slices.Contains(emptyTurnsOff, s.Name) && v != "":
+		return ": --" + s.Name + "= turns it off"
+	}
+	return ""
 }
 
 func (s *Setting) inTable() string {

@@ -94,7 +94,7 @@ func TestEveryMistakeNamesItsSource(t *testing.T) {
 		{name: "recv allow", file: "[recv]\nallow = [\"lan\"]\n", args: []string{"recv", "--insecure", "--listen", "127.0.0.1:0"}, code: ExitUsage,
 			want: []string{`@CONFIG@:2: allow = ["lan"] in [recv]: "lan" is not a network`}},
 		{name: "two settings that exclude each other", file: "[send]\ngrab = true\n", args: []string{"send", "--to", "x", "--script", "-"}, code: ExitUsage,
-			want: []string{"--grab needs --input x11, --input evdev, --input windows or --input macos", "(grab = true from @CONFIG@:2 in [send])"}},
+			want: []string{"--grab needs --input x11, --input evdev, --input windows or --input macos", "(grab = true from @CONFIG@:2 in [send]: --grab=false turns it off)"}},
 		{name: "unreadable key file", file: "key-file = \"/does/not/exist.key\"\n", args: []string{"send", "--to", "127.0.0.1", "--script", "-"}, code: ExitError,
 			want: []string{"/does/not/exist.key", `(key-file = "/does/not/exist.key" from @CONFIG@:1)`}},
 		// --config FILE without a key, which one-way use needs, names FILE.

@@ -304,8 +304,9 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout t
 	}
 }
 
-// validate checks the options that flags alone cannot.
-func (o *SendOptions) validate() error {
+// validateSettings checks the options that flags alone cannot, without
+// looking at this machine: send runs it first, doctor alone.
+func (o *SendOptions) validateSettings() error {
 	o.To = splitList(o.To) // --to a:1,b:2, like KEYRELAY_SEND_TO
 	if len(o.To) == 0 && len(o.toTables) == 0 {
 		return usagef("no destination: give --to HOST[:PORT] (the receiver runs 'keyrelay recv', default port %s)", DefaultPort)
@@ -416,6 +417,16 @@ func (o *SendOptions) validate() error {
 	if len(o.Devices) > 0 && !b.Caps.Devices {
 		return involving(errors.New("--device needs "+sourcesWith(func(c capture.SourceCaps) bool { return c.Devices })), "device", "input")
 	}
+	return nil
+}
+
+// validate checks the options that flags alone cannot (validateSettings),
+// then what the source needs of this machine (a terminal, an X display).
+func (o *SendOptions) validate() error {
+	if err := o.validateSettings(); err != nil {
+		return err
+	}
+	b, _ := capture.LookupSource(o.Input) // validateSettings checked the name
 	if b.Ready != nil {
 		if err := b.Ready(o.sourceOptions()); err != nil {
 			if b.ReadyIsUsage {
