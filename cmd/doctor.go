@@ -63,6 +63,10 @@ type DoctorOptions struct {
 	peerList *peers.List
 
 	config *configFile // the config file the settings came from, if any
+	// given are doctor's settings from its command line, [doctor] and
+	// KEYRELAY_DOCTOR_ variables, which send's and recv's settings
+	// checks take as theirs (givenToDoctor).
+	given map[string][]string
 	// toFrom and peerFrom say where To and Peer came from, for people to
 	// find and change them ("[send] to in config.toml:3").
 	toFrom, peerFrom string
@@ -171,6 +175,7 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 			return err
 		}
 		opts.config = cf
+		opts.given = givenToDoctor(settings)
 		opts.noteRoles(settings)
 		for _, s := range settings {
 			switch s.Name {
@@ -320,6 +325,18 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 		add(check{name: "config file", ok: "none at " + cf.Path + " (optional: flags, KEYRELAY_ variables and defaults apply)"})
 	}
 
+	// Every setting of send and recv, as each reads and validates it; the
+	// source's checks follow send's settings as validated.
+	var sendOpts *SendOptions
+	if o.config != nil {
+		forRole(roleRecv, "recv's settings", func() check { c, _ := settingsCheck(roleRecv, o.given, o.config); return c })
+		forRole(roleSend, "send's settings", func() check {
+			var c check
+			c, sendOpts = settingsCheck(roleSend, o.given, o.config)
+			return c
+		})
+	}
+
 	// The key.
 	path := o.KeyFile // $KEYRELAY_KEY_FILE and the config file applied (configure)
 	var key []byte
@@ -367,6 +384,16 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	src, _ := capture.LookupSource(o.Input)
 	for _, b := range capture.Sources {
 		if b.Check == nil || src.Name != b.Name && !runsHere(b.GOOS) {
+			continue
+		}
+		// A check needed only without --grab gives way, when send grabs
+		// with this source, to what send itself checks at start (its
+		// Ready: for x11, the display without RECORD).
+		if src.Name == b.Name && b.Check.When == "without --grab" && sendOpts != nil && sendOpts.Grab && b.Ready != nil {
+			forRole(roleSend, "what send checks at start (--input "+b.Name+" --grab)", func() check {
+				return check{needed: true, err: b.Ready(sendOpts.sourceOptions()), fix: "give send what --input " + b.Name + " needs: " + strings.ReplaceAll(b.Needs, "`", ""),
+					ok: "send --input " + b.Name + " --grab can start here (it needs no " + b.Check.What + ")"}
+			})
 			continue
 		}
 		name := b.Check.What + " (--input " + b.Name
