@@ -203,7 +203,7 @@ func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 	}
 	switch {
 	case errors.Is(err, pair.ErrRejected):
-		return fmt.Errorf("not paired: a code was not confirmed on one of the two machines, and nothing was stored (if the codes differed, something between the machines changed the exchange)")
+		return fmt.Errorf("not paired, and nothing was stored: the code was not confirmed on both machines. If the other machine's peers file already has a machine named %q, that name is taken there (it says so): pair again with --as OTHERNAME on that machine, or --name OTHERNAME here. Only if the two codes differed did something between the machines change the exchange", name)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("not paired within --timeout %v: nothing was stored", o.Timeout)
 	case errors.Is(err, context.Canceled):

@@ -120,3 +120,31 @@ func TestSeveralReceiversOnOnePairedMachine(t *testing.T) {
 		}
 	}
 }
+
+// TestPairNameTakenSaysSo: pairing with a machine whose peers file has
+// this one's name under another key is refused there before anyone is
+// asked; this end, which cannot tell that from a no, says that the name
+// may be taken there and how to pair under another (--as, --name), not
+// only that something changed the exchange.
+func TestPairNameTakenSaysSo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := func(name string) string { return filepath.Join(dir, name) }
+	code, out, stderr := run(t, "", "id", "--identity", file("old-b.identity"))
+	if code != 0 {
+		t.Fatalf("id: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := run(t, "", "peers", "add", "b", strings.Fields(out)[0], "--peers", file("a-peers.toml"), "--identity", file("a.identity")); code != 0 {
+		t.Fatalf("peers add: exit %d\n%s", code, stderr)
+	}
+	addr := reservePort(t)
+	a := start(t, "pair", "--listen", addr, "--name", "a", "--identity", file("a.identity"), "--peers", file("a-peers.toml"), "--timeout", "20s")
+	code, _, stderr = run(t, "y\n", "pair", addr, "--name", "b", "--identity", file("b.identity"), "--peers", file("b-peers.toml"), "--timeout", "20s")
+	if code != 1 || !strings.Contains(stderr, `If the other machine's peers file already has a machine named "b", that name is taken there (it says so): pair again with --as OTHERNAME on that machine, or --name OTHERNAME here`) {
+		t.Errorf("pair as b: exit %d, want 1 naming the taken name and --as\n%s", code, stderr)
+	}
+	a.wait(20 * time.Second)
+	if !strings.Contains(a.stderr.String(), "the peers file already has b with another key") || !strings.Contains(a.stderr.String(), "--as OTHERNAME") {
+		t.Errorf("the machine that refused did not say why:\n%s", a.stderr)
+	}
+}
