@@ -745,8 +745,8 @@ func (r receiverSummary) text(start time.Time) string {
 		if r.p.ClockKnown {
 			clock = fmt.Sprintf(", its clock %s", describeOffset(r.p.ClockOffset))
 		}
-		parts = append(parts, fmt.Sprintf("rtt %v (±%v), loss %.1f%% (%d of %d packets), last heard %v ago%s",
-			r.p.SRTT.Round(time.Microsecond), r.p.RTTVar.Round(time.Microsecond), 100*r.p.Loss, r.p.Lost, r.p.Settled, time.Since(r.p.LastHeard).Round(time.Millisecond), clock))
+		parts = append(parts, fmt.Sprintf("rtt %v (±%v), %s, last heard %v ago%s",
+			r.p.SRTT.Round(time.Microsecond), r.p.RTTVar.Round(time.Microsecond), lossText(r.p), time.Since(r.p.LastHeard).Round(time.Millisecond), clock))
 	}
 	return "receiver " + r.d.Addr + ": " + strings.Join(parts, ", ")
 }

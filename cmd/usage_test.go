@@ -5,6 +5,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/keyrelay/keyrelay/sender"
 )
 
 // runCmd runs keyrelay with args and returns its exit code and output.
@@ -51,5 +54,22 @@ func TestSwitchWithoutADestination(t *testing.T) {
 	}
 	if code, _, stderr := runCmd("switch"); code != ExitUsage || !strings.Contains(stderr, "(the running send's destinations: a, b)") {
 		t.Errorf("keyrelay switch with a send running: exit %d, %q; want its destinations named", code, stderr)
+	}
+}
+
+// TestSummaryLossBeforeAnyAck: a receiver heard, but no packet's fate
+// acknowledged yet (a short session), has no loss figure in send's
+// summary, instead of "loss 0.0% (0 of 0 packets)"; once acks settled
+// packets, the loss is given over them.
+func TestSummaryLossBeforeAnyAck(t *testing.T) {
+	heard := sender.PeerStatus{Addr: "127.0.0.1:7575", LastHeard: time.Now(), SRTT: time.Millisecond}
+	line := receiverSummary{sender.Delivery{Addr: heard.Addr}, heard, true}.text(time.Now())
+	if strings.Contains(line, "0 of 0 packets") || !strings.Contains(line, "loss not measured (no packet's fate acknowledged yet)") {
+		t.Errorf("no packet settled: %q", line)
+	}
+	heard.Settled, heard.Lost, heard.Loss = 40, 2, 0.05
+	line = receiverSummary{sender.Delivery{Addr: heard.Addr}, heard, true}.text(time.Now())
+	if !strings.Contains(line, "loss 5.0% (2 of 40 packets)") {
+		t.Errorf("40 packets settled, 2 lost: %q", line)
 	}
 }
