@@ -169,6 +169,7 @@ func TestShellBlocks(t *testing.T) {
 // someone says why it cannot. A block marked <!-- needs: TOOL... --> (the
 // CI recipe: Xvfb, xterm, xdotool) is skipped where a tool is missing,
 // except in CI, where .ci/run installs them and a skip would hide that.
+// A block that writes recv.log must leave it ending in recv's summary.
 func TestREADMEShellExamples(t *testing.T) {
 	holdFixedPorts(t) // the examples listen on 7575, 17575 and 17576
 	if _, err := exec.LookPath("bash"); err != nil {
@@ -210,6 +211,16 @@ func TestREADMEShellExamples(t *testing.T) {
 			}
 			if out, err := runBash(dir, b.script); err != nil {
 				t.Errorf("%s: the ```%s block failed (%v); fix it, or mark it <!-- not run: REASON --> if it cannot run on one machine:\n%s\noutput:\n%s", where, b.lang, err, b.text, out)
+			}
+			// A block that logs its receiver (the CI recipe's recv.log)
+			// stops it as a passing job should: the log ends with recv's
+			// summary, not with its display gone from under it.
+			if log, err := os.ReadFile(filepath.Join(dir, "recv.log")); err == nil {
+				lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+				last := lines[len(lines)-1]
+				if strings.Contains(string(log), "went away") || !strings.HasPrefix(last, "keyrelay recv: ") || !strings.Contains(last, " packets (") {
+					t.Errorf("%s: recv.log does not end with recv's summary (a clean stop):\n%s", where, log)
+				}
 			}
 		})
 	}
