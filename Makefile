@@ -43,7 +43,7 @@ FUZZTIME ?= 100000x
 # list: .ci/run installs it with make deps too. Tests whose tool is missing
 # are skipped, and the summary at the end of make unit/e2e names them.
 DEPS := make gcc libc6-dev git ca-certificates iproute2 xvfb x11-utils xdotool xinput \
-  x11-xkb-utils xkb-data libx11-data xterm x11proto-dev tmux sway wev man-db qemu-system-x86 busybox-static xz-utils \
+  x11-xkb-utils xkb-data libx11-data xterm x11proto-dev tmux sway wev man-db bash-completion qemu-system-x86 busybox-static xz-utils \
   wine wine64 gcc-mingw-w64-x86-64 chromium firefox-esr
 # The kernel: Debian's linux-image-amd64, Ubuntu's (and its derivatives') linux-image-generic.
 KERNEL_PKG ?= $(shell grep -qsE '^ID(_LIKE)?=.*ubuntu' /etc/os-release && echo linux-image-generic || echo linux-image-amd64)
