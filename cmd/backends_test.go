@@ -171,15 +171,20 @@ func TestNewBackendIsOneEntry(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"recv", "--help"}, []string{"[--inject " + injNames + "|fakekbd]", "fakekbd types into a fake keyboard", "works here: fakekbd when $KEYRELAY_TEST_FAKEKBD is set, else " + first}},
-		{[]string{"send", "--help"}, []string{"fakesrc reads a fake keyboard", joinOr(append(srcNames, "fakesrc"))}},
-		{[]string{"doctor", "--help"}, []string{"fake keyboard (--inject fakekbd)", "fake source (--input fakesrc)"}},
+		{[]string{"recv", "--help"}, []string{"where keys go: " + strings.ReplaceAll(injNames, "|", ", ") + ", fakekbd", "fakekbd a fake keyboard for tests"}},
+		{[]string{"man", "recv"}, []string{"fakekbd types into a fake keyboard", "works here: fakekbd when $KEYRELAY_TEST_FAKEKBD is set, else " + first}},
+		{[]string{"send", "--help"}, []string{"fakesrc a fake keyboard to read", joinOr(append(srcNames, "fakesrc"))}},
+		{[]string{"man", "send"}, []string{"fakesrc reads a fake keyboard"}},
+		{[]string{"man", "doctor"}, []string{"fake keyboard (--inject fakekbd)", "fake source (--input fakesrc)"}},
 		{[]string{"__complete", "recv", "--inject", ""}, []string{"fakekbd\ta fake keyboard for tests"}},
 		{[]string{"__complete", "send", "--input", ""}, []string{"fakesrc\ta fake keyboard to read"}},
 		{[]string{"doctor", "--insecure", "--role", "both", "--inject", "fakekbd", "--input", "fakesrc", "--listen", "127.0.0.1:0"},
 			[]string{"ok    fake keyboard (--inject fakekbd): the fake keyboard answers", "ok    fake source (--input fakesrc): the fake source opens"}},
 	} {
 		code, out, errs := run(tc.args...)
+		if tc.args[0] == "man" {
+			code, out, errs = 0, manDescription(tc.args[1]), ""
+		}
 		// Help is wrapped: words, not lines, are compared.
 		flat := strings.Join(strings.Fields(out), " ")
 		for _, w := range tc.want {
@@ -217,27 +222,46 @@ func TestNewBackendIsOneEntry(t *testing.T) {
 	}
 }
 
+// manDescription is the description of the command name's man page
+// (what manual gave it).
+func manDescription(name string) string {
+	for _, c := range NewRootCmd(IO{}).Commands() {
+		if c.Name() == name {
+			return c.Annotations[ManDescription]
+		}
+	}
+	return ""
+}
+
 // TestEveryBackendInHelpAndCompletion: each real source and injector is
-// in its command's help and its flag's completion, with the words its
-// entry gives.
+// in its command's help (its short line) and man page (its help), and its
+// flag's completion, with the words its entry gives.
 func TestEveryBackendInHelpAndCompletion(t *testing.T) {
 	isolate(t)
 	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	_, recvHelp, _ := run("recv", "--help")
 	_, sendHelp, _ := run("send", "--help")
+	recvMan, sendMan := manDescription("recv"), manDescription("send")
 	_, injComp, _ := run("__complete", "recv", "--inject", "")
 	_, srcComp, _ := run("__complete", "send", "--input", "")
 	for _, b := range inject.Backends {
-		if !strings.Contains(flat(recvHelp), flat(b.Name+" "+b.Help)) {
-			t.Errorf("recv --help lacks injector %s's help", b.Name)
+		if !strings.Contains(flat(recvHelp), flat(b.Name+" "+b.Short)) {
+			t.Errorf("recv --help lacks injector %s's short line", b.Name)
+		}
+		if !strings.Contains(flat(recvMan), flat(b.Name+" "+b.Help)) {
+			t.Errorf("recv's man page lacks injector %s's help", b.Name)
 		}
 		if !strings.Contains(injComp, b.Name+"\t"+b.Short+"\n") {
 			t.Errorf("--inject's completion lacks %s", b.Name)
 		}
 	}
 	for _, b := range capture.Sources {
-		if !strings.Contains(flat(sendHelp), flat(b.Name+" "+b.Help)) {
-			t.Errorf("send --help lacks source %s's help", b.Name)
+		named := strings.Contains(flat(sendHelp), " "+b.Name+" ") || strings.Contains(flat(sendHelp), " "+b.Name+", ")
+		if !strings.Contains(flat(sendHelp), flat(b.Short)) || !named {
+			t.Errorf("send --help lacks source %s's short line", b.Name)
+		}
+		if !strings.Contains(flat(sendMan), flat(b.Name+" "+b.Help)) {
+			t.Errorf("send's man page lacks source %s's help", b.Name)
 		}
 		for _, n := range append([]string{b.Name}, b.Aliases...) {
 			if !strings.Contains(srcComp, n+"\t") {

@@ -39,10 +39,12 @@ peers' use. insecure = true is refused from the file and the environment:
 and send will use: after [doctor] it reads [recv], then [send].
 
 The config file is TOML, at --config FILE, else $` + ConfigEnv + `, else
-` + displayDefaultConfigPath() + ` (optional). In it, durations are strings ("100ms"),
-key-file and script may start with "~/" and a relative path is relative to
-the file's directory. A mistake anywhere in the file stops every command with
-its place and the fix.
+` + displayDefaultConfigPath() + ` (optional). In it, durations are
+strings ("100ms"), key-file and script may start with "~/" and a relative
+path is relative to the file's directory. A mistake anywhere in the file
+stops every command with its place and the fix. Where a command-line flag
+overrides a setting, the settings that went with it go too: --script or
+--input terminal over the file's input = "x11" takes its grab = true with it.
 
 The output is itself a valid config file: 'keyrelay config > FILE' writes one
 to start from (unset settings are commented out).`,

@@ -348,7 +348,7 @@ func NewCmdSwitch(stdio IO) *cobra.Command {
 	var pid int
 	c := &cobra.Command{
 		Use:   "switch NAME|local",
-		Short: "Send the keys of the running send to one destination, or keep them here",
+		Short: "Send a running send's keys to one destination, or keep them here",
 		Long: `Make the destination NAME of the running keyrelay send (one of its named
 destinations: --to NAME=HOST[:PORT] or a [[send.to]] table) the only one that
 gets keys, as its hotkey does; 'local' sends keys to none. What the old
@@ -370,11 +370,7 @@ of them), and a send whose source owns no keyboard (a script, a terminal,
 a source without --grab) cannot switch and says so (exit status 1).
 Windows and macOS sources keep the keyboard after 'local' in a send with
 --switch (their --hotkey gives it back).`,
-		Example: `  # With a send running: keyrelay send --switch --to a=HOST,b=HOST2 ...
-  #   keyrelay switch b       # keys go to b only
-  #   keyrelay switch local   # keys go nowhere
-  # Several sends running:
-  #   keyrelay switch --pid 4242 local`,
+		Example: switchExample,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				return nil
@@ -466,11 +462,8 @@ source), whether keyrelay switch can switch it, and each destination: its
 address and whether it answers (live, silent for how long, no answer
 yet). It asks each send through its control socket, as keyrelay switch
 does.`,
-		Example: `  # With a send running: keyrelay send --switch --to a=HOST,b=HOST2 ...
-  #   keyrelay status
-  #   keyrelay status --json | jq -r .target    # one object per send
-  #   keyrelay status --pid 4242`,
-		Args: cobra.NoArgs,
+		Example: statusExample,
+		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			sends, err := runningSends(pid)
 			if err != nil {

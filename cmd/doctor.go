@@ -111,31 +111,21 @@ func NewCmdDoctor(stdio IO) *cobra.Command {
 // are no flag (a test's shorter probe timeout) are kept.
 func newCmdDoctor(stdio IO, opts *DoctorOptions) *cobra.Command {
 	c := &cobra.Command{
-		Use:     "doctor [--role auto|send|recv|both] [--inject I] [--input S] [--to HOST:PORT ...] [--peer HOST:PORT]",
+		Use:     "doctor [--role ROLE] [--to DEST ...] [--peer ADDR]",
 		Example: doctorExample,
-		Short:   "Check what send and recv need on this machine, and say how to fix what is missing",
-		Long: `Check, one line each, what this machine's role needs, and say how to fix
-what is missing. Exit status 1 if something needed is missing.
+		Short:   "Check what send and recv need here, and how to fix what is missing",
+		Long: `Check, one line each, what this machine needs to send or receive keys,
+and say how to fix what is missing. Exit status 1 if something needed is.
 
-The role (--role) says which checks apply. auto, the default, takes it from
-the config file and the settings given: a config file with a [recv] table and
-no [send] is a receiver, one with [send] and no [recv] a sender; --inject or
---listen point at recv, --input, --device or --to at send; with nothing to go
-by, or both, doctor checks both. The checks of the other role are listed as
-"not checked".
+doctor reads send's and recv's settings as they do (the config file,
+KEYRELAY_ variables; its own flags of the same names win) and validates
+them as they do; it checks what the injector (recv) or the key source
+(send) needs here, and makes a round trip to each of send's destinations,
+resolved as send resolves them, or to --peer. The role (--role, default
+auto) comes from the config file's [send] and [recv] tables and the flags
+given; the other role's checks are listed as not checked.
 
-  both roles  the key file (present, mode 0600, fingerprint; none with
-              --insecure)
-` + doctorRoleHelp() + `
-
-With --peer HOST[:PORT], whatever the role, a round trip to that recv
-instead of send's destinations. A probe is one short session holding no
-key, started with the handshake as send's are (so a recv, which refuses
-one-way senders unless --one-way, answers it), which the receiver logs as a new session that ended, not as a
-lost one; a failed one names the address, where it came from and the
-likely causes. A clock offset past 15s is named with its fix but fails
-nothing: only one-way packets (send --one-way: broadcast, multicast,
---feedback=false) depend on it.`,
+Every check, and what a probe does: man keyrelay-doctor.`,
 		Args: cobra.NoArgs,
 	}
 	var settings []Setting
@@ -161,12 +151,46 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 	f.StringArrayVar(&opts.Allow, "allow", nil, "recv's --allow (default [recv] allow): when it leaves out this machine, doctor's probe of a recv running here is dropped, and the port check says so instead of failing")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
 	f.BoolVar(&opts.Insecure, "insecure", false, "send and recv run with --insecure: no key file needed, probes in plaintext")
-	f.Var(toValue{to: &opts.To, chars: &opts.charDests}, "to", "send's destinations, HOST[:PORT] or NAME=HOST[:PORT] (repeatable or comma-separated; default [send] to or $KEYRELAY_SEND_TO): each is probed with the send role")
+	f.Var(toValue{to: &opts.To, chars: &opts.charDests}, "to", "send's destinations, HOST[:PORT], a paired peer's name (NAME:PORT: its recv on another port) or NAME=HOST[:PORT] (repeatable or comma-separated; default [send] to or $KEYRELAY_SEND_TO): each is probed with the send role")
 	f.Lookup("to").DefValue = ""
 	f.StringVar(&opts.Keys, "keys", "", `send's --keys: with "characters", doctor checks where this keyboard's layout comes from (default [send] keys; [[send.to]] tables with keys = "characters" are checked too)`)
 	f.StringVar(&opts.Layout, "layout", "", "send's --layout: this keyboard's XKB layout for characters mode, LAYOUT or LAYOUT(VARIANT), checked against this machine's XKB data (default [send] layout)")
 	f.StringVar(&opts.Peer, "peer", "", "a running recv to test a round trip with (HOST[:PORT]), instead of send's destinations")
 	registerConfigFlag(f)
+	manual(c, `Check, one line each, what this machine's role needs, and say how to fix
+what is missing. Exit status 1 if something needed is missing.
+
+The role (--role) says which checks apply. auto, the default, takes it from
+the config file and the settings given: a config file with a [recv] table and
+no [send] is a receiver, one with [send] and no [recv] a sender; --inject or
+--listen point at recv, --input, --device or --to at send; with nothing to go
+by, or both, doctor checks both. The checks of the other role are listed as
+"not checked".
+
+  both roles  the settings send and recv will run with, read and
+              validated as those commands read and validate them (the
+              config file, KEYRELAY_ variables, and doctor's own flags of
+              the same names); the key file (present, mode 0600,
+              fingerprint; none with --insecure)
+`+doctorRoleHelp()+`
+
+With --peer HOST[:PORT], whatever the role, a round trip to that recv
+instead of send's destinations. A probe is one short session holding no
+key, started with the handshake as send's are (so a recv, which refuses
+one-way senders unless --one-way, answers it), which the receiver logs as a new session that ended, not as a
+lost one; a failed one names the address, where it came from and the
+likely causes. A clock offset past 15s is named with its fix but fails
+nothing: only one-way packets (send --one-way: broadcast, multicast,
+--feedback=false) depend on it.`)
+	commonFlags(c, "role", "inject", "input", "to", "peer", "config")
+	briefly(c, map[string]string{
+		"role":   "what this machine does: send, recv, both, or auto (from the config file and the flags given)",
+		"inject": "the injector recv will use (" + strings.Join(injectorNames(), ", ") + ")",
+		"input":  "the key source send will use (" + strings.Join(capture.SourceNames(false), ", ") + ")",
+		"to":     "send's destinations, as send takes them (default [send] to, $KEYRELAY_SEND_TO)",
+		"peer":   "a running recv to make a round trip to (HOST[:PORT]), instead of send's destinations",
+		"config": "settings file (default ~/.config/keyrelay/config.toml; keyrelay config)",
+	})
 	c.PreRunE = func(c *cobra.Command, _ []string) error {
 		var cf *configFile
 		var err error

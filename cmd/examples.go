@@ -7,44 +7,38 @@ package cmd
 // longer than manpage.ExampleWidth (73 columns), so that the man pages
 // read at 80 columns do not cut them (TestManPagesFit80Columns).
 const (
-	rootExample = `  # Try it on one machine: a receiver that prints the keys it would type,
-  # and a sender playing a line of text to it
-  keyrelay keygen --out demo.key
-  keyrelay recv --key-file demo.key --inject log &
-  echo 'type "hello"' |
-    keyrelay send --key-file demo.key --to 127.0.0.1 --script -
-  kill %1
-  # Between two machines: copy demo.key to both; on the one that types,
-  #   keyrelay recv --key-file demo.key
-  # and on the other,
-  #   keyrelay send --key-file demo.key --to THAT-HOST`
+	rootExample = `  # Try it on one machine: a receiver that prints the keys it would
+  # type, and a sender playing a line of text to it
+  keyrelay recv --inject log --listen 127.0.0.1:7575 &
+  echo 'type "hello"' | keyrelay send --to 127.0.0.1 --script -
+  kill $!
+  # Two machines, rehearsed on this one: the machine that types has
+  # files of its own here (--identity, --peers), and yes answers for
+  # the person comparing the codes (between two machines, look)
+  yes | keyrelay pair --listen 127.0.0.1:7575 --name typer \
+    --identity typer.id --peers typer.peers &
+  yes | keyrelay pair 127.0.0.1 --name keyboard
+  wait
+  keyrelay recv --inject log --identity typer.id --peers typer.peers &
+  echo 'type "hello"' | keyrelay send --to typer --script -
+  kill $!`
 
-	sendExample = `  # A receiver to send to (on one machine, to try these)
-  keyrelay keygen --out demo.key
-  export KEYRELAY_KEY_FILE=demo.key
-  keyrelay recv --inject log &
-  # Type text: it arrives as the same text whatever the receiver's layout
+	sendExample = `  # A receiver that prints what it would type (here, to try these)
+  keyrelay recv --inject log --listen 127.0.0.1:7575 &
+  # Text arrives as the same text whatever the receiver's layout
   echo 'type "Grüße"' | keyrelay send --to 127.0.0.1 --script -
-  # Play a key script (the format: keyrelay help script)
+  # A key script, as in CI: --wait gives a receiver started at the same
+  # time 10s to answer; exit status 3: not delivered, nothing typed
   printf 'tap KeyA\nhold ShiftLeft 200ms\n' > keys.txt
-  keyrelay send --to 127.0.0.1 --script keys.txt
-  # In a CI script, with a receiver started at the same time: --wait
-  # gives it 10s to answer before the script plays; exit status 3 means
-  # not delivered (with --wait, nothing typed anywhere)
-  keyrelay send --to 127.0.0.1 --wait 10s --script keys.txt ||
-    echo "keys not delivered ($?)"
-  kill %1`
+  keyrelay send --to 127.0.0.1 --wait 10s --script keys.txt
+  kill $!`
 
 	recvExample = `  # Print the keys as JSON lines instead of typing them (no display)
-  keyrelay keygen --out demo.key
-  keyrelay recv --key-file demo.key --inject log \
-    --listen 127.0.0.1:7575 &
-  echo 'tap KeyA' |
-    keyrelay send --key-file demo.key --to 127.0.0.1 --script -
-  kill %1
-  # Type into this X session, from one network only:
-  #   keyrelay recv --key-file demo.key --inject x11 \
-  #     --allow 192.168.1.0/24`
+  keyrelay recv --inject log --listen 127.0.0.1:7575 &
+  echo 'tap KeyA' | keyrelay send --to 127.0.0.1 --script -
+  kill $!
+  # To type into this X session instead, from one network only, give
+  # --inject x11 --allow 192.168.1.0/24`
 
 	keygenExample = `  # Then copy it to the other machine
   keyrelay keygen --out keyrelay.key
@@ -68,19 +62,14 @@ const (
 	configExample = `  keyrelay config                         # every command's settings
   KEYRELAY_SEND_TO=127.0.0.1 keyrelay config send`
 
-	doctorExample = `  keyrelay keygen --out demo.key
-  # Can this machine receive keys as JSON lines, and send a script?
-  keyrelay doctor --key-file demo.key --inject log --input script
-  # With a receiver running here: the receiving role finds it on its
-  # port; the sending role makes a round trip to each of send's
-  # destinations ([send] to, KEYRELAY_SEND_TO or --to), or to --peer
-  keyrelay recv --key-file demo.key --inject log &
-  keyrelay doctor --key-file demo.key --role recv --inject log
-  KEYRELAY_SEND_TO=127.0.0.1 \
-    keyrelay doctor --key-file demo.key --input script
-  keyrelay doctor --key-file demo.key --role send --input script \
-    --peer 127.0.0.1
-  kill %1`
+	doctorExample = `  # Can this machine receive keys as JSON lines, and send a script?
+  keyrelay doctor --inject log --input script
+  # With a receiver running here, the receiving role finds it on its
+  # port, and the sending role makes a round trip to each destination
+  keyrelay recv --inject log &
+  keyrelay doctor --role recv --inject log
+  KEYRELAY_SEND_TO=127.0.0.1 keyrelay doctor --input script
+  kill $!`
 
 	versionExample = `  keyrelay version`
 
@@ -108,4 +97,48 @@ const (
     --identity a.identity --peers a-peers.toml
   wait
   keyrelay peers --peers a-peers.toml   # b, with its key and address`
+
+	switchExample = `  # Two receivers here, and a send whose keys go to one at a time; its
+  # script comes from a FIFO this shell holds open (fd 3)
+  keyrelay recv --inject log --listen 127.0.0.1:7575 &
+  keyrelay recv --inject log --listen 127.0.0.1:7576 &
+  mkfifo keys.fifo
+  keyrelay send --switch --script keys.fifo \
+    --to a=127.0.0.1:7575,b=127.0.0.1:7576 &
+  exec 3>keys.fifo
+  until keyrelay status --pid $! >/dev/null 2>&1; do sleep 0.1; done
+  keyrelay switch b                # keys go to b only
+  echo 'tap KeyB' >&3
+  keyrelay switch --pid $! local   # to none (--pid: one of several)
+  keyrelay switch B                # to b again: names ignore case
+  exec 3>&-                        # the script ends, and so does send
+  wait $!
+  kill %1 %2`
+
+	statusExample = `  # A send running, its script from a FIFO this shell holds open
+  keyrelay recv --inject log --listen 127.0.0.1:7575 &
+  mkfifo keys.fifo
+  keyrelay send --to 127.0.0.1 --script keys.fifo &
+  exec 3>keys.fifo
+  until keyrelay status --pid $! 2>/dev/null; do sleep 0.1; done
+  keyrelay status --json   # one JSON object per send
+  exec 3>&-                # the script ends, and so does send
+  wait $!
+  kill %1`
+
+	completionExample = `  # bash (with the bash-completion package), this shell only
+  source <(keyrelay completion bash)
+  # Every new bash of this user
+  d=~/.local/share/bash-completion/completions
+  mkdir -p $d && keyrelay completion bash > $d/keyrelay`
+
+	zshExample = `  mkdir -p ~/.zfunc && keyrelay completion zsh > ~/.zfunc/_keyrelay
+  # then in ~/.zshrc: fpath=(~/.zfunc $fpath); autoload -U compinit
+  # and compinit`
+
+	fishExample = `  mkdir -p ~/.config/fish/completions
+  keyrelay completion fish > ~/.config/fish/completions/keyrelay.fish`
+
+	powershellExample = `  keyrelay completion powershell > keyrelay.ps1
+  # then in your PowerShell profile: . ./keyrelay.ps1`
 )

@@ -20,7 +20,7 @@ func NewCmdID(stdio IO) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "id [--identity FILE]",
 		Example: idExample,
-		Short:   "Print this machine's public key and fingerprint (made on first use)",
+		Short:   "Print this machine's public key and fingerprint",
 		Long: `Print this machine's identity: its public key (44 characters of base64) and
 the key's fingerprint, on one line. The other machine's 'keyrelay peers add'
 takes the key; compare the fingerprints on both screens.

@@ -23,9 +23,9 @@ type ImpairOptions struct {
 func NewCmdImpair(stdio IO, runF func(context.Context, *ImpairOptions) error) *cobra.Command {
 	opts := &ImpairOptions{}
 	c := &cobra.Command{
-		Use:     "impair --listen ADDR --to HOST:PORT [--loss P] [--delay D] ...",
+		Use:     "impair --listen ADDR --to ADDR [--loss P] [--delay D] ...",
 		Example: impairExample,
-		Short:   "Run a UDP proxy that drops, delays, duplicates and reorders datagrams",
+		Short:   "A UDP proxy that drops, delays, duplicates and reorders datagrams",
 		Long: `Run a UDP proxy between a sender and a receiver that impairs the link on
 purpose, to see (and test) the relay on a bad network: point send --to at
 its --listen address, and its --to at the receiver (see the example).

@@ -25,11 +25,12 @@ does not name, such as MediaPlay and BrightnessUp), its code (what travels on th
 wire; also accepted in scripts as 0xNN): the USB HID usage, or 0xE000 + the
 evdev code for a key that has none (media, launch and brightness keys, Redo,
 Print: PROTOCOL.md §3.1), its Linux evdev name (what --inject uinput presses;
-"-" for a code the kernel gives no name, such as 84, X's ISO_Level3_Shift), the X keycode --inject x11 presses (evdev + 8; "-"
-when the key has none), and the keysym the US layout puts on it (what --inject
-robotgo looks up on the receiver's layout; "-" for none), and the other names
-scripts take for it ("-" for none: X keysym names such as Return, short forms
-such as ctrl, and older names such as Katakana for Lang3). The receiver's layout decides what
+"-" for a code the kernel gives no name, such as 84, X's ISO_Level3_Shift),
+the X keycode --inject x11 presses (evdev + 8; "-" when the key has none),
+the keysym the US layout puts on it (what --inject robotgo looks up on the
+receiver's layout; "-" for none), and the other names scripts take for it
+("-" for none: X keysym names such as Return, short forms such as ctrl, and
+older names such as Katakana for Lang3). The receiver's layout decides what
 a physical key types; characters ("é" in a script, text from a terminal) are
 not keys and are not listed.`,
 		Args: cobra.NoArgs,

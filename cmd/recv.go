@@ -53,31 +53,25 @@ type RecvOptions struct {
 func NewCmdRecv(stdio IO, runF func(context.Context, *RecvOptions) error) *cobra.Command {
 	opts := &RecvOptions{}
 	c := &cobra.Command{
-		Use:     "recv [--listen ADDR] [--inject " + strings.Join(injectorNames(), "|") + "]",
+		Use:     "recv [--listen ADDR] [--inject INJECTOR]",
 		Example: recvExample,
 		Short:   "Receive key events and inject them",
 		// The word people type for it, and its usual misspellings, are
 		// too far from "recv" for cobra's own suggestions.
 		SuggestFor: []string{"receive", "recieve", "receiver", "reciever", "recive", "receve"},
-		Long: `Receive key events from senders and inject them. Each sender session is
-tracked on its own: stale and duplicate packets change nothing, a session
-silent for --timeout has its keys released, and a key stays down while any
-session holds it.
+		Long: `Receive key events and type them on this machine. Only paired machines
+(keyrelay pair, keyrelay peers) and this machine's own send can type. Each
+sender's session is tracked on its own, and the keys of one silent for
+--timeout are released, so none stays stuck down.
 
 Injectors (--inject):
-` + injectorHelp() + `
+` + injectorShortHelp() + `
 
-Layouts: a physical key types what this machine's layout puts on it, so when
-you relay a keyboard (send --input hook) use the same layout on both machines;
-text from a terminal or a script's type arrives as the same text whatever the
-layouts. The README's "Keys and layouts" has the details.
+A physical key types what this machine's layout puts on it; text (from a
+terminal, a script's type) arrives as the same text whatever the layouts.
+On SIGINT, SIGTERM, SIGHUP or SIGQUIT recv releases every key and exits 0.
 
-Only senders that answer its handshake can type: a one-way sender (send
---one-way: broadcast, multicast, --feedback=false) is refused, counted and
-logged once a minute unless recv runs with --one-way (PROTOCOL.md §8.4).
-
-On SIGINT, SIGTERM, SIGHUP or SIGQUIT recv releases every key it holds and
-exits 0.`,
+What each injector needs and does, and every flag: man keyrelay-recv.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -113,6 +107,31 @@ exits 0.`,
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
 	registerConfigFlag(f)
 	configurable(c)
+	manual(c, `Receive key events from senders and inject them. Each sender session is
+tracked on its own: stale and duplicate packets change nothing, a session
+silent for --timeout has its keys released, and a key stays down while any
+session holds it.
+
+Injectors (--inject):
+`+injectorHelp()+`
+
+Layouts: a physical key types what this machine's layout puts on it, so when
+you relay a keyboard (send --input hook) use the same layout on both machines;
+text from a terminal or a script's type arrives as the same text whatever the
+layouts. The README's "Keys and layouts" has the details.
+
+Only senders that answer its handshake can type: a one-way sender (send
+--one-way: broadcast, multicast, --feedback=false) is refused, counted and
+logged once a minute unless recv runs with --one-way (PROTOCOL.md §8.4).
+
+On SIGINT, SIGTERM, SIGHUP or SIGQUIT recv releases every key it holds and
+exits 0.`)
+	commonFlags(c, "listen", "inject", "layout", "allow", "timeout", "quiet", "config")
+	briefly(c, map[string]string{
+		"inject": "where keys go: " + strings.Join(injectorNames(), ", "),
+		"layout": "with " + joinOr(layoutInjectors()) + ": the XKB layout text is typed through",
+		"config": "settings file (default ~/.config/keyrelay/config.toml; keyrelay config)",
+	})
 	return c
 }
 

@@ -83,23 +83,30 @@ func NewRootCmd(stdio IO) *cobra.Command {
 		Use:     "keyrelay",
 		Example: rootExample,
 		Short:   "Relay a keyboard over UDP without stuck or lost keys",
-		Long: `keyrelay relays key presses from one machine to others over UDP.
+		Long: `keyrelay relays a keyboard from one machine to others over UDP. Every
+packet carries the sender's whole queue of recent key events, and a key-down
+stays in it until its key is released, so a lost, late or duplicated packet
+never loses a release and never leaves a key stuck down.
 
-Every packet carries the sender's whole queue of recent key events, and a
-key-down stays in it until its key is released, so a lost, late or duplicated
-packet never loses a release and never leaves a key stuck down.
+Between two machines: pair them once, 'keyrelay pair' on the machine that
+types and 'keyrelay pair THAT-HOST' on the one with the keyboard (both show
+a code: compare it, answer y on both); then run 'keyrelay recv' on the
+first and 'keyrelay send --to THAT-HOST' on the second. 'keyrelay doctor'
+says what a machine still lacks, and how to fix it. The default UDP port is
+` + DefaultPort + `.
 
-  # once; copy the file to both machines
-  keyrelay keygen --out keyrelay.key
-  # on the machine that types
-  keyrelay recv --key-file keyrelay.key
-  # on the machine with the keys
-  keyrelay send --key-file keyrelay.key --to HOST
-
-The default UDP port is ` + DefaultPort + `.`,
+Each command's --help has its common flags; 'man keyrelay-COMMAND' has all.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	manual(root, root.Long+`
+
+A key file (keyrelay keygen, copied to both machines) is an optional second
+factor of the handshake, and what one-way use (send --one-way: broadcast,
+multicast, --feedback=false) seals its packets with. Settings can live in a
+config file (keyrelay config); the README has the whole picture, from a
+first try on one machine to a Raspberry Pi typing into any computer.`)
+	setHelp(root)
 	root.SetIn(stdio.In)
 	root.SetOut(stdio.Out)
 	root.SetErr(stdio.Err)
@@ -108,12 +115,15 @@ The default UDP port is ` + DefaultPort + `.`,
 	})
 	root.AddCommand(NewCmdSend(stdio, nil), NewCmdRecv(stdio, nil), NewCmdVersion(stdio), NewCmdImpair(stdio, nil), NewCmdKeys(stdio), NewCmdKeygen(stdio), NewCmdDoctor(stdio), NewCmdConfig(stdio), NewCmdID(stdio), NewCmdPeers(stdio), NewCmdPair(stdio), NewCmdGadget(stdio), NewCmdSwitch(stdio), NewCmdStatus(stdio), NewCmdAutostart(stdio))
 	// A help topic (no Run): `keyrelay help script` prints it.
-	root.AddCommand(&cobra.Command{
+	script := &cobra.Command{
 		Use:   "script",
 		Short: "The key script format of send --script",
-		Long:  strings.TrimSpace(capture.ScriptFormat),
-	})
+		Long:  scriptSummary(capture.ScriptFormat),
+	}
+	manual(script, strings.TrimSpace(capture.ScriptFormat))
+	root.AddCommand(script)
 	registerCompletions(root)
+	completionHelp(root)
 	return root
 }
 

@@ -69,14 +69,79 @@ type SendOptions struct {
 func NewCmdSend(stdio IO, runF func(context.Context, *SendOptions) error) *cobra.Command {
 	opts := &SendOptions{}
 	c := &cobra.Command{
-		Use:     "send --to HOST[:PORT] [--to ...] [--script FILE | --input terminal]",
+		Use:     "send --to DEST [--to ...] [--script FILE | --input SOURCE]",
 		Example: sendExample,
 		Short:   "Send key events to one or more receivers",
-		Long: `Send key events to every --to address: the whole balanced queue goes out in
+		Long: `Send key events to every --to: a paired machine's name (keyrelay pair,
+keyrelay peers), NAME:PORT for its recv on another port, or HOST[:PORT].
+
+Key sources (--input):
+` + sourceShortHelp() + `
+
+With --grab (x11, evdev, windows, macos) keys reach the receivers only, and
+--hotkey (both Ctrl keys) switches between relaying and local use. Several
+destinations each get every key, or with --switch one at a time ('keyrelay
+switch NAME', or a destination's hotkey). When the source ends, or on
+SIGINT or SIGTERM, send releases every key and says whether each receiver
+acknowledged every key event.
+
+Exit status: 0 delivered, 1 failed, 2 bad flags or settings, 3 not
+delivered (a receiver missed key events, never answered, went silent
+during a script, or typed keys into no application).
+
+The whole reference (sources, grabbing, switching, delivery, the
+handshake, one-way use, every flag): man keyrelay-send.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			// Not from a config file or the environment, which fill the
+			// flag without marking it changed: see validate.
+			opts.hotkeyGiven = c.Flags().Changed("hotkey")
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			var err error
+			if opts.identityPath, err = sharedPath(c, "identity", identity.FileName); err != nil {
+				return err
+			}
+			if opts.peersPath, err = sharedPath(c, "peers", peers.FileName); err != nil {
+				return err
+			}
+			return runSend(c.Context(), stdio, opts)
+		},
+	}
+	f := c.Flags()
+	f.Var(toValue{to: &opts.To, tables: &opts.toTables}, "to", "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+"), a paired peer's name (NAME:PORT: its recv on another port), or NAME=HOST[:PORT], named for keyrelay switch and status; [[send.to]] tables in the config file add a hotkey, a key map and local keys")
+	f.Lookup("to").DefValue = "" // none, as a plain string list shows it
+	f.StringVar(&opts.Input, "input", "", "key source: "+joinOr(capture.SourceNames(false))+" ("+sourceAliases()+"default: script with --script, else terminal)")
+	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
+	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
+	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
+	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue at least this long before exiting (longer until live receivers ack it)")
+	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "liveness: a receiver that has not acked for this long is named as silent (no answer: exit status 3); it releases nothing (recv's --timeout does)")
+	opts.Outage = sender.DefaultOutage
+	f.Var(outageFlag{&opts.Outage, &opts.outageGiven}, "outage", "lossless typing through an outage up to this long: keys typed while a receiver that answered before is silent wait and go out when it answers again (and the end waits for it); past it, older keys may be lost. Never shorter than --timeout: unset, it is --timeout when that is longer")
+	f.DurationVar(&opts.Wait, "wait", 0, "before playing the script or reading a key, wait up to this long for every receiver to answer (its handshake answered; with --insecure, its first ack): a receiver started at the same time, or later, gets every key; none within it: exit 3, nothing typed anywhere. Broadcast and multicast destinations answer nothing and are not waited for (nor is anything with --feedback=false: refused). 0: start at once")
+	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
+	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
+	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11, evdev, windows or macos): keys reach the receiver only; --hotkey switches to local use and back")
+	f.BoolVar(&opts.Switch, "switch", false, "send keys to one destination at a time (the first, until a destination's hotkey or 'keyrelay switch NAME|local' picks another) instead of to every destination (mirror); on whenever a [[send.to]] destination has a hotkey. With --grab a destination without one gets ControlRight+Digit1, +Digit2, … by its place")
+	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it on the command line): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
+	f.StringVar(&opts.Keys, "keys", "", `what every destination gets: "physical" keys (the receiver's layout decides the character), or "characters": printable keys as the characters this machine's layout gives them, chords with Control/Alt/Super and keys that print nothing as physical keys (default: each [[send.to]]'s keys, else physical)`)
+	f.StringVar(&opts.Layout, "layout", "", "with characters: this keyboard's XKB layout, LAYOUT or LAYOUT(VARIANT) (de, fr, us(intl)); needed for --input evdev, which cannot ask for it; --input x11 reads the X server's keymap without it")
+	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
+	opts.Key.register(f)
+	registerIdentityFlag(f, &opts.Identity)
+	registerPeersFlag(f, &opts.Peers)
+	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys held, a press the queue dropped): passwords typed included; without, counts only (command line only)")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
+	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
+	registerConfigFlag(f)
+	configurable(c)
+	manual(c, `Send key events to every --to address: the whole balanced queue goes out in
 one UDP packet on every key event and every --interval.
 
 Key sources (--input):
-` + sourceHelp() + `
+`+sourceHelp()+`
 
 Owning the keyboard (--input x11, evdev, windows or macos): with --grab, keys
 reach the receiver only while relaying (an X keyboard grab, EVIOCGRAB, the
@@ -170,53 +235,19 @@ Exit status: 0 delivered (or one-way), 1 the command failed (an error
 names it), 2 bad flags or arguments, 3 delivery not confirmed (a receiver
 missed key events, or the final state, or typed keys into no
 application; a script stopped because its receiver was silent past
---outage).`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			// Not from a config file or the environment, which fill the
-			// flag without marking it changed: see validate.
-			opts.hotkeyGiven = c.Flags().Changed("hotkey")
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			var err error
-			if opts.identityPath, err = sharedPath(c, "identity", identity.FileName); err != nil {
-				return err
-			}
-			if opts.peersPath, err = sharedPath(c, "peers", peers.FileName); err != nil {
-				return err
-			}
-			return runSend(c.Context(), stdio, opts)
-		},
-	}
-	f := c.Flags()
-	f.Var(toValue{to: &opts.To, tables: &opts.toTables}, "to", "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+"), a paired peer's name, or NAME=HOST[:PORT], named for keyrelay switch and status; [[send.to]] tables in the config file add a hotkey, a key map and local keys")
-	f.Lookup("to").DefValue = "" // none, as a plain string list shows it
-	f.StringVar(&opts.Input, "input", "", "key source: "+joinOr(capture.SourceNames(false))+" ("+sourceAliases()+"default: script with --script, else terminal)")
-	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
-	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
-	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
-	f.DurationVar(&opts.Linger, "linger", sender.DefaultLinger, "resend the final all-released queue at least this long before exiting (longer until live receivers ack it)")
-	f.DurationVar(&opts.Timeout, "timeout", sender.DefaultPeerTimeout, "liveness: a receiver that has not acked for this long is named as silent (no answer: exit status 3); it releases nothing (recv's --timeout does)")
-	opts.Outage = sender.DefaultOutage
-	f.Var(outageFlag{&opts.Outage, &opts.outageGiven}, "outage", "lossless typing through an outage up to this long: keys typed while a receiver that answered before is silent wait and go out when it answers again (and the end waits for it); past it, older keys may be lost. Never shorter than --timeout: unset, it is --timeout when that is longer")
-	f.DurationVar(&opts.Wait, "wait", 0, "before playing the script or reading a key, wait up to this long for every receiver to answer (its handshake answered; with --insecure, its first ack): a receiver started at the same time, or later, gets every key; none within it: exit 3, nothing typed anywhere. Broadcast and multicast destinations answer nothing and are not waited for (nor is anything with --feedback=false: refused). 0: start at once")
-	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
-	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
-	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11, evdev, windows or macos): keys reach the receiver only; --hotkey switches to local use and back")
-	f.BoolVar(&opts.Switch, "switch", false, "send keys to one destination at a time (the first, until a destination's hotkey or 'keyrelay switch NAME|local' picks another) instead of to every destination (mirror); on whenever a [[send.to]] destination has a hotkey. With --grab a destination without one gets ControlRight+Digit1, +Digit2, … by its place")
-	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it on the command line): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
-	f.StringVar(&opts.Keys, "keys", "", `what every destination gets: "physical" keys (the receiver's layout decides the character), or "characters": printable keys as the characters this machine's layout gives them, chords with Control/Alt/Super and keys that print nothing as physical keys (default: each [[send.to]]'s keys, else physical)`)
-	f.StringVar(&opts.Layout, "layout", "", "with characters: this keyboard's XKB layout, LAYOUT or LAYOUT(VARIANT) (de, fr, us(intl)); needed for --input evdev, which cannot ask for it; --input x11 reads the X server's keymap without it")
-	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
-	opts.Key.register(f)
-	registerIdentityFlag(f, &opts.Identity)
-	registerPeersFlag(f, &opts.Peers)
-	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys held, a press the queue dropped): passwords typed included; without, counts only (command line only)")
-	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
-	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
-	registerConfigFlag(f)
-	configurable(c)
+--outage).`)
+	commonFlags(c, "to", "input", "script", "grab", "hotkey", "switch", "keys", "wait", "quiet", "config")
+	briefly(c, map[string]string{
+		"to":     "where keys go: a paired machine's name, NAME:PORT, HOST[:PORT], or NAME=ADDR to name it (repeatable; default port " + DefaultPort + ")",
+		"input":  "key source: " + joinOr(capture.SourceNames(false)) + " (default: terminal, or script with --script)",
+		"script": `play this key script ("-": standard input; its format: keyrelay help script)`,
+		"grab":   "own the keyboard while relaying: keys reach the receivers only",
+		"hotkey": "with --grab: the keys that switch between relaying and local use",
+		"switch": "keys go to one destination at a time (keyrelay switch NAME), not to all",
+		"keys":   `"characters": printable keys as this machine's layout types them`,
+		"wait":   "wait this long for every receiver to answer before playing (none: exit 3, nothing typed)",
+		"config": "settings file (default ~/.config/keyrelay/config.toml; keyrelay config)",
+	})
 	return c
 }
 

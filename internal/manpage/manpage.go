@@ -33,6 +33,10 @@ import (
 // leave 71 for the text after those 2 spaces.
 const ExampleWidth = 73
 
+// Description is the annotation of a command that holds its page's
+// description, when its Long (what --help shows) is a shorter one.
+const Description = "keyrelay.man.description"
+
 // Page is one man page: its file name (keyrelay-send.1) and its roff text.
 type Page struct {
 	File string
@@ -57,7 +61,11 @@ func Tree(root *cobra.Command, h Header) []Page {
 			return
 		}
 		if c.IsAdditionalHelpTopicCommand() {
-			pages = append(pages, Markdown(pageName(c), "5", c.Short, c.Long, h))
+			text := c.Long
+			if d, ok := c.Annotations[Description]; ok {
+				text = d
+			}
+			pages = append(pages, Markdown(pageName(c), "5", c.Short, text, h))
 			return
 		}
 		pages = append(pages, command(c, h))
@@ -91,6 +99,9 @@ func command(c *cobra.Command, h Header) Page {
 	}
 	b.WriteString(".SH DESCRIPTION\n")
 	text := c.Long
+	if d, ok := c.Annotations[Description]; ok {
+		text = d
+	}
 	if text == "" {
 		text = c.Short
 	}

@@ -93,7 +93,10 @@ func TestManPagesFit80Columns(t *testing.T) {
 		}
 		if p.File == "keyrelay-send.1" {
 			flat := strings.Join(strings.Fields(out), " ")
-			for _, want := range []string{"--to HOST[:PORT]", "receiver address HOST[:PORT] (repeatable", "--script FILE"} {
+			// The whole reference, which --help leaves to the page: the
+			// full description and every flag.
+			for _, want := range []string{"--to DEST", "receiver address HOST[:PORT] (repeatable", "--script FILE",
+				"Delivery: with feedback (the default) each receiver acknowledges", "--outage duration", "--queue int"} {
 				if !strings.Contains(flat, want) {
 					t.Errorf("keyrelay-send.1 lacks %q as written", want)
 				}
@@ -193,5 +196,22 @@ func TestMarkdown(t *testing.T) {
 		".SS Names\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestDescriptionAnnotation: a command's man page takes its description
+// from the Description annotation (cmd's ManDescription) when it has one,
+// its Long (what --help shows) otherwise.
+func TestDescriptionAnnotation(t *testing.T) {
+	if cmd.ManDescription != Description {
+		t.Fatalf("cmd.ManDescription %q, manpage.Description %q: one key", cmd.ManDescription, Description)
+	}
+	c := &cobra.Command{Use: "x", Short: "s", Long: "the short help", Run: func(*cobra.Command, []string) {}}
+	if p := string(command(c, Header{}).Text); !strings.Contains(p, "the short help") {
+		t.Errorf("no annotation: the page lacks the Long:\n%s", p)
+	}
+	c.Annotations = map[string]string{Description: "the whole reference"}
+	if p := string(command(c, Header{}).Text); !strings.Contains(p, "the whole reference") || strings.Contains(p, "the short help") {
+		t.Errorf("with the annotation: the page has\n%s", p)
 	}
 }
