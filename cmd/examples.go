@@ -14,10 +14,11 @@ const (
   kill $!
   # Two machines, rehearsed on this one: the machine that types has
   # files of its own here (--identity, --peers), and yes answers for
-  # the person comparing the codes (between two machines, look)
-  yes | keyrelay pair --listen 127.0.0.1:7575 --name typer \
-    --identity typer.id --peers typer.peers &
-  yes | keyrelay pair 127.0.0.1 --name keyboard
+  # the person comparing the codes (--scripted; between two machines,
+  # run pair in a terminal on each and look)
+  yes | keyrelay pair --listen 127.0.0.1:7575 --name typer --scripted \
+    --from 127.0.0.1 --identity typer.id --peers typer.peers &
+  yes | keyrelay pair 127.0.0.1 --name keyboard --scripted
   wait
   keyrelay recv --inject log --identity typer.id --peers typer.peers &
   echo 'type "hello"' | keyrelay send --to typer --script -

@@ -21,10 +21,11 @@ func NewCmdKeys(stdio IO) *cobra.Command {
 		Long: `List every physical key keyrelay knows: its W3C KeyboardEvent.code name
 (used in scripts and logs, case-insensitive: what a browser reports as
 event.code for the key; Chromium's name for the few keys the UI Events spec
-does not name, such as MediaPlay and BrightnessUp), its code (what travels on the
-wire; also accepted in scripts as 0xNN): the USB HID usage, or 0xE000 + the
-evdev code for a key that has none (media, launch and brightness keys, Redo,
-Print: PROTOCOL.md §3.1), its Linux evdev name (what --inject uinput presses;
+does not name, such as MediaPlay and BrightnessUp), its code (what travels
+on the wire; also accepted in scripts as 0xNN): the USB HID usage, or
+0xE000 + the evdev code for a key that has none (media, launch and
+brightness keys, Redo, Print: PROTOCOL.md §3.1), its Linux evdev name (what
+--inject uinput presses;
 "-" for a code the kernel gives no name, such as 84, X's ISO_Level3_Shift),
 the X keycode --inject x11 presses (evdev + 8; "-" when the key has none),
 the keysym the US layout puts on it (what --inject robotgo looks up on the
