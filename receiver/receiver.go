@@ -264,8 +264,8 @@ type Receiver struct {
 	locksNoted bool  // the injector's lack of lock setting was logged
 	gone       error // the injector's backend went away (sink.ErrGone): Run stops
 	sessions   map[uint64]*session
-	byAddr     map[addrKey]*session
-	osHeld     map[keys.Key]int // how many live sessions hold each key
+	bySource   map[sourceKey]*session // the newest session of each machine at each address
+	osHeld     map[keys.Key]int       // how many live sessions hold each key
 	stats      Stats
 	pkt        wire.Queue
 	rebuilder  eventqueue.Rebuilder // abridged packets' whole queues (PROTOCOL.md §3.3)
@@ -340,7 +340,7 @@ func New(cfg Config) (*Receiver, error) {
 	r := &Receiver{
 		cfg:      cfg,
 		sessions: map[uint64]*session{},
-		byAddr:   map[addrKey]*session{},
+		bySource: map[sourceKey]*session{},
 		osHeld:   map[keys.Key]int{},
 		index:    map[uint32]*session{},
 		limiter:  handshake.NewRateLimiter(answersPerSecond, answersBurst, limiterSources),
@@ -549,21 +549,35 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 	if r.pkt.Abridged && h.Counter > s.counter && !s.replaced && !r.rebuild(s, from, now) {
 		return
 	}
-	// The address as a map key, not a string: a string per datagram was
-	// an allocation per datagram.
-	addr := keyOf(from)
-	if s.counter == 0 && r.byAddr[addr] != s && !s.replaced {
-		// A new session from an address ends the one it replaces: the
-		// sender restarted, and its old keys must not stay down. The new
-		// session has authenticated by now, and is as fresh as the one it
-		// replaces: a one-way session (replayable within --max-skew) never
-		// ends a handshaken one.
-		if old := r.byAddr[addr]; old != nil && (s.mode == handshaken || old.mode != handshaken) {
+	// A session of a machine that took over its address is over: its
+	// packets type nothing, and no ack says they arrived, so its sender
+	// counts none of its keys delivered (PROTOCOL.md §9.1) and, hearing
+	// nothing, handshakes again.
+	if s.replaced {
+		r.stats.Stale++
+		return
+	}
+	// The address and the machine as a map key, not a string: a string
+	// per datagram was an allocation per datagram.
+	src := sourceKey{keyOf(from), s.peer}
+	if s.counter == 0 && r.bySource[src] != s {
+		// A new session of a machine from an address ends that machine's
+		// session there: the sender restarted, and its old keys must not
+		// stay down. Only the same machine's: another paired machine
+		// behind the same address (a NAT, a tunnel's end) keeps its own
+		// session (PROTOCOL.md §7.2). The new session has authenticated
+		// by now, and is as fresh as the one it replaces: a one-way
+		// session (replayable within --max-skew) never ends a handshaken
+		// one.
+		if old := r.bySource[src]; old != nil && (s.mode == handshaken || old.mode != handshaken) {
 			r.end(old, eventqueue.SessionEnd)
 			old.replaced = true
-			r.logf("session %016x from %s replaced by %016x", old.id, from, s.id)
+			r.logf("session %016x from %s replaced by %016x of the same machine", old.id, from, s.id)
 		}
-		r.byAddr[addr] = s
+		if r.bySource[s.key] == s {
+			delete(r.bySource, s.key)
+		}
+		r.bySource[src], s.key = s, src
 		if s.mode == handshaken {
 			// Said at its first packet, not at the handshake: a sender
 			// with another key file completes no handshake (Noise psk2
@@ -584,10 +598,12 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		}
 	}
 	// UDP reorders and duplicates: an older queue would release keys that
-	// are still held (DESIGN.md invariant 4). A replaced session's late
-	// packets must not press its keys again. An older packet is no news
-	// for the sender either: the next ack's bits show it arrived.
-	if h.Counter <= s.counter || s.replaced {
+	// are still held (DESIGN.md invariant 4). An older packet is no news
+	// for the sender either: the next ack's bits show it arrived, which
+	// tells the sender of no key (its ledger reads the stamp of the queue
+	// applied, PROTOCOL.md §9.1) and keeps reordering from counting as
+	// loss; the ack's newest stays the newest packet applied.
+	if h.Counter <= s.counter {
 		r.stats.Stale++
 		r.late(s, h.Counter, now)
 		r.ack(s, now, false, false)

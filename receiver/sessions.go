@@ -29,13 +29,16 @@ const (
 
 type session struct {
 	id   uint64
-	addr string  // where its first packet came from, for the log and Status
-	key  addrKey // the same, as Receiver.byAddr's key
+	addr string // where its first packet came from, for the log and Status
+	// key is its entry in Receiver.bySource: its source address and its
+	// machine, once its first packet is applied.
+	key  sourceKey
 	mode mode
 	// A handshaken session's peer: its static key and its name in the
 	// peers file ("" for this machine's own identity), and its keypairs
 	// (current, previous, next: handshake.Keyring), each bound to this
-	// session id.
+	// session id. A one-way session's peer is the machine that signs its
+	// packets (PROTOCOL.md §8.6).
 	peer    [identity.KeyLen]byte
 	name    string
 	who     string // name and fingerprint, for the log
@@ -59,7 +62,7 @@ type session struct {
 	clock     uint64            // its sender clock (ms), for the sender's pace
 	lastHeard time.Time
 	live      bool // false once timed out or ended (keys released)
-	replaced  bool // a newer session from the same address took over
+	replaced  bool // a newer session of the same machine from the same address took over
 
 	pace      pace          // the counters it spends per packet that arrives (liveness.go)
 	allowance time.Duration // the silence that ends it (liveness.go); 0: the timeout
@@ -91,7 +94,7 @@ func (r *Receiver) newSession(id uint64, from net.Addr, m mode) *session {
 	if len(r.sessions) >= maxSessions {
 		r.forgetOldest()
 	}
-	s := &session{id: id, addr: from.String(), key: keyOf(from), mode: m, held: map[keys.Key]bool{}}
+	s := &session{id: id, addr: from.String(), mode: m, held: map[keys.Key]bool{}}
 	s.tracker.Unbalanced = r.cfg.Unbalanced
 	r.sessions[id] = s
 	r.stats.Sessions++
@@ -134,8 +137,8 @@ func (r *Receiver) forgetOldest() {
 		delete(r.sessions, oldest.id)
 		oldest.ring = handshake.Keyring{}
 		r.syncIndices(oldest)
-		if r.byAddr[oldest.key] == oldest {
-			delete(r.byAddr, oldest.key)
+		if r.bySource[oldest.key] == oldest {
+			delete(r.bySource, oldest.key)
 		}
 	}
 }
@@ -236,7 +239,17 @@ func (r *Receiver) sortedSessions() []*session {
 	return out
 }
 
-// addrKey names a source address for Receiver.byAddr without a string per
+// sourceKey names where a session comes from (Receiver.bySource): its
+// source address and its machine, the peer whose identity its packets
+// authenticate (zero for a plaintext session, which has none). Two
+// machines behind one address (a NAT, a tunnel's end) have two keys
+// (PROTOCOL.md §7.2).
+type sourceKey struct {
+	addr addrKey
+	peer [identity.KeyLen]byte
+}
+
+// addrKey names a source address for sourceKey without a string per
 // datagram: a UDP address (what a net.UDPConn reads) by its address and
 // port, unmapped as its String writes it, another kind of net.Addr by its
 // String.
