@@ -1,7 +1,8 @@
 // Package identity holds machine identities: X25519 static key pairs, one
 // per machine, kept in a file only its owner can read and named to people by
 // the public key's base64 text and a short fingerprint. Protocol 5's
-// handshake (Noise IKpsk2, PROTOCOL.md §8.2) authenticates machines by them.
+// handshake (Noise IKpsk2, PROTOCOL.md §8.2) authenticates machines by them,
+// and one-way packets by their XEdDSA signatures (xeddsa.go, §8.6).
 package identity
 
 import (
@@ -40,8 +41,9 @@ var file = secret.Kind{Name: "identity file", Not: ErrNotIdentityFile, MadeBy: "
 // An Identity is a machine's static key pair. It is immutable, safe for
 // concurrent use.
 type Identity struct {
-	priv *ecdh.PrivateKey
-	pub  [KeyLen]byte
+	priv    *ecdh.PrivateKey
+	pub     [KeyLen]byte
+	signing signingKey // the same key, to sign with (xeddsa.go)
 }
 
 // Generate returns a new identity from the system's secure random source
@@ -66,7 +68,7 @@ func FromPrivate(private []byte) (*Identity, error) {
 }
 
 func fromKey(priv *ecdh.PrivateKey) *Identity {
-	id := &Identity{priv: priv}
+	id := &Identity{priv: priv, signing: calculateKeyPair(priv.Bytes())}
 	copy(id.pub[:], priv.PublicKey().Bytes())
 	return id
 }
