@@ -100,7 +100,7 @@ What each injector needs and does, and every flag: man keyrelay-recv.`,
 	registerPeersFlag(f, &opts.Peers)
 	f.StringArrayVar(&opts.Allow, "allow", nil, "accept packets only from this network or address (repeatable; e.g. 192.168.1.0/24, 10.0.0.7, fd00::/8)")
 	f.BoolVar(&opts.Acks, "acks", true, "answer each sender with small ack packets (RTT, loss, liveness; at most one per 5ms per sender, one a second while nothing changes)")
-	f.BoolVar(&opts.OneWay, "one-way", false, "accept one-way senders (send --one-way: broadcast, multicast, --feedback=false); off by default: their only replay defence is --max-skew, so a recording of their session could be typed again here within it (PROTOCOL.md §8.4); handshaken senders' recordings never can")
+	f.BoolVar(&opts.OneWay, "one-way", false, "accept one-way senders (send --one-way: broadcast, multicast, --feedback=false) of paired machines, whose identity signs each packet; off by default: their only replay defence is --max-skew, so a recording of their session could be typed again here within it (PROTOCOL.md §8.6); handshaken senders' recordings never can")
 	f.DurationVar(&opts.MaxSkew, "max-skew", receiver.DefaultMaxSkew, "reject one-way packets whose sender clock differs from ours by more than this (their replay defence; needs clocks in sync; handshaken senders need no clock)")
 	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys a session holds, a key that failed to type): passwords typed included; without, counts only (command line only)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
@@ -122,7 +122,9 @@ layouts. The README's "Keys and layouts" has the details.
 
 Only senders that answer its handshake can type: a one-way sender (send
 --one-way: broadcast, multicast, --feedback=false) is refused, counted and
-logged once a minute unless recv runs with --one-way (PROTOCOL.md §8.4).
+logged once a minute unless recv runs with --one-way, and even then only a
+paired machine types, whose identity signs each one-way packet: the key file
+alone types nothing (PROTOCOL.md §8.6).
 
 On SIGINT, SIGTERM, SIGHUP or SIGQUIT recv releases every key it holds and
 exits 0.`)

@@ -38,7 +38,8 @@ const (
 
 // FlagSealed marks a handshaken link's transport packet: ciphertext after
 // the index. Handshake messages carry no flag. The queue packets and acks
-// of no handshake carry wire.FlagOneWay (one-way sealed, or plaintext):
+// of no handshake carry wire.FlagOneWay (one-way sealed and signed, or
+// plaintext):
 // Parse passes them on whole (Message.OneWay) for package wire to read.
 const FlagSealed uint8 = wire.FlagSealed
 
@@ -105,9 +106,9 @@ func ParseHeader(b []byte) (Header, error) {
 	switch t {
 	case TypeQueue, TypeAck:
 		// SEALED (handshaken), ONEWAY (plaintext), and for a queue packet
-		// SEALED|ONEWAY (one-way): PROTOCOL.md §2.
-		if flags != FlagSealed && flags != wire.FlagOneWay && (t != TypeQueue || flags != FlagSealed|wire.FlagOneWay) {
-			return Header{Type: t, Flags: flags}, fmt.Errorf("%w: %#02x on a packet of type %d", wire.ErrFlags, flags, t)
+		// SEALED|ONEWAY|SIGNED (one-way): PROTOCOL.md §2.
+		if err := wire.CheckKind(t, flags); err != nil {
+			return Header{Type: t, Flags: flags}, err
 		}
 	case TypeInitiation, TypeResponse, TypeCookieReply:
 		if flags != 0 {

@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net"
@@ -65,13 +66,17 @@ func (l *loadMeter) note(now time.Time) bool {
 // is a copy of this machine's identity file used elsewhere (PROTOCOL.md
 // §8.1). r.initFrom is the source of the initiation being answered.
 func (r *Receiver) paired(key [identity.KeyLen]byte) bool {
-	r.refused, r.refusedOwn = key, false
-	if r.cfg.Identity != nil && key == r.cfg.Identity.Public() {
-		if r.local(r.initFrom) {
-			return true
-		}
-		r.refusedOwn = true
-		return false
+	r.refused = key
+	return r.accepts(key, r.initFrom)
+}
+
+// accepts reports whether the machine of key may type here from the
+// address from: a peer of the peers file, or this machine's own identity
+// from this machine (PROTOCOL.md §8.1). The handshake (paired) and
+// one-way packets (§8.6) ask it.
+func (r *Receiver) accepts(key [identity.KeyLen]byte, from netip.Addr) bool {
+	if r.own(key) {
+		return r.local(from)
 	}
 	if r.cfg.Peer != nil {
 		if _, ok := r.cfg.Peer(key); ok {
@@ -79,6 +84,11 @@ func (r *Receiver) paired(key [identity.KeyLen]byte) bool {
 		}
 	}
 	return false
+}
+
+// own reports whether key is this machine's own identity.
+func (r *Receiver) own(key [identity.KeyLen]byte) bool {
+	return r.cfg.Identity != nil && key == r.cfg.Identity.Public()
 }
 
 // local reports whether a is an address of this machine: loopback, or
@@ -172,7 +182,7 @@ func (r *Receiver) initiationRefused(err error, from net.Addr, now time.Time) {
 	case errors.Is(err, handshake.ErrUnpaired):
 		r.stats.Unpaired++
 		if r.unpaired.due(now) {
-			if r.refusedOwn {
+			if r.own(r.refused) {
 				r.logf("refused a handshake from %v: its identity %s is this machine's own, which is accepted from this machine only: a copy of this machine's identity file is used there (give that machine an identity of its own, and pair it); %d refused since last said", from, identity.Fingerprint(r.refused), r.unpaired.take(now))
 			} else {
 				r.logf("refused a handshake from %v: its identity %s is not paired here (keyrelay peers add NAME KEY, or keyrelay pair); %d refused since last said", from, identity.Fingerprint(r.refused), r.unpaired.take(now))
@@ -264,8 +274,17 @@ func (r *Receiver) openPlain(b []byte, h wire.Header, from net.Addr, now time.Ti
 	return s
 }
 
+var (
+	errOtherSigner  = errors.New("a one-way packet signed by another machine than the one its session's packets were: refused")
+	errBadSignature = errors.New("a one-way packet whose signature does not hold (forged by a holder of the key file, or damaged): refused")
+)
+
 // openOneWay opens a one-way packet (recv --one-way only) into r.pkt,
-// checks its wall clock, and returns its session, made now if new.
+// checks who signed it (a machine paired here, the session's own), its
+// wall clock and its signature, and returns its session, made now if new
+// (PROTOCOL.md §8.6, §8.8 step 4). The key file's key opens it; the
+// signature alone says which machine sent it: a holder of the key file
+// that is not paired types nothing.
 func (r *Receiver) openOneWay(b []byte, h wire.Header, from net.Addr, now time.Time) *session {
 	if r.cfg.Insecure {
 		r.reject(wire.ErrSealed, from, now)
@@ -294,22 +313,70 @@ func (r *Receiver) openOneWay(b []byte, h wire.Header, from net.Addr, now time.T
 		r.lastOneWay, r.lastOneWayID = a, h.Session
 	}
 	var err error
-	if r.scratch, err = r.opener.OpenOneWay(b, h, a, r.scratch, &r.pkt); err != nil {
+	if r.scratch, err = r.opener.OpenOneWay(b, h, a, r.scratch, &r.pkt, &r.signed); err != nil {
 		r.reject(err, from, now)
 		return nil
 	}
+	// Who signed it, before the signature is checked (a lookup, no
+	// crypto): its session's machine, or for a new session a machine
+	// paired here.
+	signer := r.signed.Signer
+	switch {
+	case s != nil && signer != s.peer:
+		r.stats.Forged++
+		r.rejects.note(r.cfg.Logf, now, from, fmt.Errorf("session %016x: %w", h.Session, errOtherSigner))
+		return nil
+	case s == nil && !r.accepts(signer, addrPort(from).Addr()):
+		r.stats.UnpairedOneWay++
+		if r.unpairedOneWay.due(now) {
+			if r.own(signer) {
+				r.logf("refused one-way packets from %v: signed by the identity %s, this machine's own, which is accepted from this machine only: a copy of this machine's identity file is used there (give that machine an identity of its own, and pair it); %d refused since last said", from, identity.Fingerprint(signer), r.unpairedOneWay.take(now))
+			} else {
+				r.logf("refused one-way packets from %v: signed by the identity %s, which is not paired here: a key file alone types nothing (keyrelay peers add NAME KEY, or keyrelay pair, for that machine; PROTOCOL.md §8.6); %d refused since last said", from, identity.Fingerprint(signer), r.unpairedOneWay.take(now))
+			}
+		}
+		return nil
+	case s != nil && s.window.Seen(h.Counter):
+		r.stats.Replayed++
+		return nil
+	}
 	// A recorded old one-way session replayed to a receiver that has
-	// forgotten it carries old wall-clock times (authenticated).
+	// forgotten it carries old wall-clock times (signed).
 	skew := time.Duration(int64(r.pkt.Wall)-now.UnixMilli()) * time.Millisecond
 	if skew > r.cfg.MaxSkew || skew < -r.cfg.MaxSkew {
 		r.stats.Skewed++
 		r.rejects.note(r.cfg.Logf, now, from, fmt.Errorf("sender clock differs from ours by %v, more than --max-skew %v: a replay, or clocks out of sync (use NTP on both machines, or raise --max-skew; a sender with feedback needs no clock: check it can hear this receiver)", skew.Round(time.Millisecond), r.cfg.MaxSkew))
 		return nil
 	}
+	key := r.signingKey(s, signer)
+	if key == nil || !identity.Verify(key, r.signed.Message, r.signed.Signature[:]) {
+		r.stats.Forged++
+		r.rejects.note(r.cfg.Logf, now, from, errBadSignature)
+		return nil
+	}
 	if s == nil {
 		s = r.newSession(h.Session, from, oneWay)
-		s.oneWay = a
-		r.logf("new session %016x from %s (one-way)", s.id, from)
+		s.oneWay, s.peer, s.verify = a, signer, key
+		s.name, s.who = r.peerName(signer)
+		r.logf("new session %016x from %s (one-way): %s", s.id, from, s.who)
 	}
 	return s
+}
+
+// signingKey is the key a one-way packet signed by signer verifies under
+// (identity.EdwardsPublic): its session's, or, for a packet that starts
+// one, the last one worked out (a new session's first packets cost one
+// conversion, not one each). Nil for a key that has none.
+func (r *Receiver) signingKey(s *session, signer [identity.KeyLen]byte) ed25519.PublicKey {
+	if s != nil {
+		return s.verify
+	}
+	if r.lastSignerKey == nil || r.lastSigner != signer {
+		k, err := identity.EdwardsPublic(signer)
+		if err != nil {
+			return nil
+		}
+		r.lastSigner, r.lastSignerKey = signer, k
+	}
+	return r.lastSignerKey
 }

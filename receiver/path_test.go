@@ -221,3 +221,66 @@ func BenchmarkAckPath(b *testing.B) {
 		next++
 	}
 }
+
+// newOneWayPath is a one-way session (PROTOCOL.md §8.6) from the paired
+// machine txID to a receiver run with --one-way, started: its first
+// packet applied.
+func newOneWayPath(tb testing.TB) *path {
+	tb.Helper()
+	p := &path{acks: &ackSlots{}, inj: &nopInjector{}, now: t0,
+		from: net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.2:40000"))}
+	for i := range p.pkts {
+		p.pkts[i] = make([]byte, 0, wire.MaxPacketSize)
+	}
+	r, err := receiver.New(receiver.Config{Conn: p.acks, Injector: p.inj, PSK: hsKey, Timeout: time.Hour, Identity: rxID, Peer: pairedTx, OneWay: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.r = r
+	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Identity: txID, Dests: []sender.Dest{{Addr: rxAddr, OneWay: true}},
+		Output: func(b []byte, _ int) {
+			p.pkts[p.npk] = append(p.pkts[p.npk][:0], b...)
+			p.at[p.npk] = p.now
+			p.npk++
+			p.sent++
+			p.bytes += len(b)
+		}}, t0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.c = c
+	c.Start(p.now)
+	p.deliver()
+	if p.r.Stats().Accepted == 0 {
+		tb.Fatalf("no session: receiver %v", p.r.Stats())
+	}
+	return p
+}
+
+// BenchmarkOneWayReceivePath is BenchmarkReceivePath for a one-way
+// session (PROTOCOL.md §8.6): its packet carrying one new key event,
+// opened with the key file's key, its sender's signature checked, diffed,
+// the event handed to an injector that does nothing; nothing goes back.
+// The packets are made by a real sender core, a batch at a time, with the
+// timer stopped.
+func BenchmarkOneWayReceivePath(b *testing.B) {
+	p := newOneWayPath(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%batch == 0 {
+			b.StopTimer()
+			p.npk = 0
+			for range batch {
+				p.event()
+			}
+			b.StartTimer()
+		}
+		p.r.Handle(p.pkts[i%batch], p.from, p.at[i%batch])
+	}
+	b.StopTimer()
+	if st := p.r.Stats(); st.Accepted < b.N {
+		b.Fatalf("%d of %d packets applied: %v", st.Accepted, b.N, st)
+	}
+	b.ReportMetric(float64(p.bytes)/float64(p.sent), "bytes/datagram")
+}

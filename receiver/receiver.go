@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/cipher"
+	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -61,7 +62,8 @@ type Config struct {
 	// handshake (PROTOCOL.md §8.3). Required unless Insecure.
 	Identity *identity.Identity
 	// Peer names a paired sender by its static key (the peers file): only
-	// those get a handshake. The receiver's own public key is accepted
+	// those get a handshake, and only their one-way packets, which their
+	// identity signs, are taken (PROTOCOL.md §8.6). The receiver's own public key is accepted
 	// besides, from this machine only (a loopback address, or one Local
 	// names): it is this machine's own send (send and recv on one machine
 	// share the identity: the demo, tests).
@@ -83,7 +85,8 @@ type Config struct {
 	PSK []byte
 	// OneWay accepts one-way sessions (recv --one-way; default false):
 	// broadcast, multicast, send --one-way --feedback=false. Their only
-	// replay defence is MaxSkew (PROTOCOL.md §8.4); they are never acked.
+	// replay defence is MaxSkew, and they are taken only from paired machines,
+	// whose identity signs them (PROTOCOL.md §8.6); they are never acked.
 	OneWay bool
 	// Insecure accepts plaintext packets only (recv --insecure), and no
 	// handshake.
@@ -93,7 +96,7 @@ type Config struct {
 	Allow []netip.Prefix
 	// MaxSkew bounds how far a one-way packet's wall clock may be from
 	// ours (DefaultMaxSkew if 0): the defence against replaying a recorded
-	// old one-way session (PROTOCOL.md §8.4).
+	// old one-way session (PROTOCOL.md §8.6).
 	MaxSkew time.Duration
 	// NoAcks turns feedback off: no ack packets are sent back.
 	// Initiations are still answered: without that no handshaken session
@@ -228,8 +231,11 @@ type Stats struct {
 	Replayed   int // authenticated packets seen before (replay window)
 	Skewed     int // authenticated one-way packets whose wall clock is too far from ours
 	UnknownIdx int // sealed packets for an index no keypair here has (a restarted receiver's sender, a replay): dropped, not answered
-	Refused    int // one-way packets refused (recv without --one-way), or for a handshaken session
-	Unbased    int // abridged packets that do not build on the session's previous queue (PROTOCOL.md §3.3): dropped, not acked
+	Refused    int // one-way packets refused (recv without --one-way; not signed, from an older sender), or for a handshaken session
+	// UnpairedOneWay counts one-way packets signed by a machine not
+	// paired here (PROTOCOL.md §8.6): a holder of the key file alone.
+	UnpairedOneWay int
+	Unbased        int // abridged packets that do not build on the session's previous queue (PROTOCOL.md §3.3): dropped, not acked
 	// The handshake (PROTOCOL.md §8.3).
 	Responses    int // handshakes answered (responses sent)
 	Cookies      int // cookie replies sent (under load, an initiation without mac2)
@@ -251,8 +257,8 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d of another protocol version, %d forged, %d replayed, %d clock-skewed, %d for an unknown keypair, %d one-way refused, %d not allowed, %d abridged without their base), %d handshakes answered (%d cookie replies; refused: %d mac1, %d not authenticating, %d unpaired, %d replayed, %d too frequent), %d sessions (%d ended, %d timed out holding keys, %d revoked), %d keys injected (%d failed, %d not typable here), %d acks sent, %d version notices sent",
-		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Mismatched, s.Forged, s.Replayed, s.Skewed, s.UnknownIdx, s.Refused, s.NotAllowed, s.Unbased,
+	return fmt.Sprintf("%d packets (%d applied, %d stale, %d malformed, %d of another protocol version, %d forged, %d replayed, %d clock-skewed, %d for an unknown keypair, %d one-way refused, %d one-way from unpaired machines, %d not allowed, %d abridged without their base), %d handshakes answered (%d cookie replies; refused: %d mac1, %d not authenticating, %d unpaired, %d replayed, %d too frequent), %d sessions (%d ended, %d timed out holding keys, %d revoked), %d keys injected (%d failed, %d not typable here), %d acks sent, %d version notices sent",
+		s.Packets, s.Accepted, s.Stale, s.Malformed, s.Mismatched, s.Forged, s.Replayed, s.Skewed, s.UnknownIdx, s.Refused, s.UnpairedOneWay, s.NotAllowed, s.Unbased,
 		s.Responses, s.Cookies, s.MAC1, s.HandshakeBad, s.Unpaired, s.ReplayedInit, s.Flood,
 		s.Sessions, s.Ended, s.Timeouts, s.Revoked, s.Injected, s.InjectErr, s.NotTyped, s.Acks, s.Notices)
 }
@@ -288,14 +294,20 @@ type Receiver struct {
 	limiter   *handshake.RateLimiter
 	load      loadMeter
 	refused   [identity.KeyLen]byte // the key Paired refused last, for the log
-	// refusedOwn: that key was this machine's own, from elsewhere.
-	refusedOwn bool
-	initFrom   netip.Addr // the source of the initiation being answered
-	recheckAt  time.Time  // when Config.Recheck is next asked (trust.go)
+	initFrom  netip.Addr            // the source of the initiation being answered
+	recheckAt time.Time             // when Config.Recheck is next asked (trust.go)
 	// The one-way key derived for the last new one-way session's packet,
-	// so a new session's packets cost one derivation, not one each.
-	lastOneWay   cipher.AEAD
-	lastOneWayID uint64
+	// so a new session's packets cost one derivation, not one each; and
+	// likewise the last signer's key for its signatures.
+	lastOneWay    cipher.AEAD
+	lastOneWayID  uint64
+	lastSigner    [identity.KeyLen]byte
+	lastSignerKey ed25519.PublicKey
+	signed        wire.Signed // who signed the one-way packet being opened
+	// unpairedOneWay: one-way packets signed by machines not paired here,
+	// logged once a minute; unsigned those of an older sender.
+	unpairedOneWay refusalLog
+	unsigned       refusalLog
 
 	mu        sync.Mutex // guards status and versions
 	status    []SessionStatus
@@ -702,6 +714,15 @@ func (r *Receiver) allowed(from net.Addr) bool {
 // reject counts a packet that did not decode or authenticate, as forged
 // (wrong key or security mode) or malformed, and logs it (rate limited).
 func (r *Receiver) reject(err error, from net.Addr, now time.Time) {
+	if errors.Is(err, wire.ErrUnsigned) {
+		// An older sender's one-way packet: said once a minute, as it
+		// resends ten times a second.
+		r.stats.Refused++
+		if r.unsigned.due(now) {
+			r.logf("refused one-way packets from %v: %v; %d refused since last said", from, err, r.unsigned.take(now))
+		}
+		return
+	}
 	if errors.Is(err, wire.ErrAuth) || errors.Is(err, wire.ErrNotSealed) || errors.Is(err, wire.ErrSealed) {
 		r.stats.Forged++
 	} else {
@@ -863,7 +884,7 @@ func (l *refusalLog) note(logf func(string, ...any), now time.Time, from net.Add
 	if logf == nil || (!l.last.IsZero() && now.Sub(l.last) < refusalInterval) {
 		return
 	}
-	logf("refused one-way packets (no handshake): %d since last said, the latest from %v; a broadcast, multicast or send --one-way --feedback=false sender; recv --one-way accepts them, off by default because a recording of a one-way session can be typed again here within --max-skew of when it was made (PROTOCOL.md §8.4)", l.count, from)
+	logf("refused one-way packets (no handshake): %d since last said, the latest from %v; a broadcast, multicast or send --one-way --feedback=false sender; recv --one-way accepts them, off by default because a recording of a one-way session can be typed again here within --max-skew of when it was made (PROTOCOL.md §8.6)", l.count, from)
 	l.last = now
 	l.count = 0
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/wire"
 )
@@ -21,8 +22,21 @@ var psk = func() []byte {
 	return k
 }()
 
-// sealed encodes a sealed queue packet sent at wall time at, 10 ms of
-// sender clock per counter; events newest first, padded to N=4.
+// oneWayTx is the paired machine that sends the one-way packets of these
+// tests (PROTOCOL.md §8.6); pairedOneWay is a peers file listing it.
+var oneWayTx = func() *identity.Identity {
+	id, err := identity.Generate()
+	if err != nil {
+		panic(err)
+	}
+	return id
+}()
+
+func pairedOneWay(k [identity.KeyLen]byte) (string, bool) { return "tx", k == oneWayTx.Public() }
+
+// sealed encodes a one-way queue packet signed by oneWayTx, sent at wall
+// time at, 10 ms of sender clock per counter; events newest first, padded
+// to N=4.
 func sealed(t *testing.T, key []byte, session, counter uint64, at time.Time, events ...eventqueue.Event) []byte {
 	t.Helper()
 	return sealedAt(t, key, session, counter, counter*10, at, events...)
@@ -30,6 +44,12 @@ func sealed(t *testing.T, key []byte, session, counter uint64, at time.Time, eve
 
 // sealedAt is sealed with the sender clock (ms) given.
 func sealedAt(t *testing.T, key []byte, session, counter, clock uint64, at time.Time, events ...eventqueue.Event) []byte {
+	t.Helper()
+	return sealedBy(t, oneWayTx, key, session, counter, clock, at, events...)
+}
+
+// sealedBy is sealedAt signed by the machine signer.
+func sealedBy(t *testing.T, signer wire.Signer, key []byte, session, counter, clock uint64, at time.Time, events ...eventqueue.Event) []byte {
 	t.Helper()
 	for len(events) < 4 {
 		events = append(events, eventqueue.Event{})
@@ -40,7 +60,7 @@ func sealedAt(t *testing.T, key []byte, session, counter, clock uint64, at time.
 	}
 	q := wire.Queue{Header: wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: session, Counter: counter},
 		Clock: clock, Wall: uint64(at.UnixMilli()), Events: events}
-	b, err := q.AppendSealed(nil, a)
+	b, err := q.AppendSealed(nil, a, signer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +70,7 @@ func sealedAt(t *testing.T, key []byte, session, counter, clock uint64, at time.
 func newSecureReceiver(t *testing.T, allow ...netip.Prefix) (*Receiver, *fake.Recorder) {
 	t.Helper()
 	rec := &fake.Recorder{}
-	r, err := New(Config{OneWay: true, Identity: testID, Conn: nopConn{}, Injector: rec, PSK: psk, Allow: allow})
+	r, err := New(Config{OneWay: true, Identity: testID, Peer: pairedOneWay, Conn: nopConn{}, Injector: rec, PSK: psk, Allow: allow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +225,7 @@ func TestAcks(t *testing.T) {
 func TestOneWayIsNeverAcked(t *testing.T) {
 	conn := &ackConn{}
 	rec := &fake.Recorder{}
-	r, err := New(Config{OneWay: true, Identity: testID, Conn: conn, Injector: rec, PSK: psk})
+	r, err := New(Config{OneWay: true, Identity: testID, Peer: pairedOneWay, Conn: conn, Injector: rec, PSK: psk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +273,7 @@ func TestPlainAcksCountOn(t *testing.T) {
 	}
 }
 
-// TestOneWayRefusedByDefault (PROTOCOL.md §8.4): recv without --one-way
+// TestOneWayRefusedByDefault (PROTOCOL.md §8.6): recv without --one-way
 // (Config.OneWay false, its default) types nothing of a one-way sender,
 // with or without a key file of its own, counts each packet as refused, and says so with the fix at
 // most once a minute (a one-way sender resends every 100 ms).

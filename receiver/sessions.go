@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"crypto/cipher"
+	"crypto/ed25519"
 	"net"
 	"net/netip"
 	"sort"
@@ -47,8 +48,10 @@ type session struct {
 	opened  *handshake.Keypair // the keypair of the last packet opened
 	// ackBy seals acks: the keypair the newest queue packet came under.
 	ackBy *handshake.Keypair
-	// oneWay opens a one-way session's packets (PROTOCOL.md §8.4).
+	// oneWay opens a one-way session's packets, and verify checks their
+	// signatures: its peer's key, in Edwards form (PROTOCOL.md §8.6).
 	oneWay cipher.AEAD
+	verify ed25519.PublicKey
 	// window: the counters accepted across its keypairs (PROTOCOL.md
 	// §8.5); also what the acks report.
 	window replay.Filter

@@ -38,24 +38,26 @@ func (r *Receiver) recheckDue() time.Time {
 		return time.Time{}
 	}
 	for _, s := range r.sessions {
-		if s.live && s.mode == handshaken {
+		if s.live && s.mode != plaintext {
 			return r.recheckAt
 		}
 	}
 	return time.Time{}
 }
 
-// revoke ends every handshaken session whose sender is no longer paired
+// revoke ends every session whose sender is no longer paired
 // (Config.Peer; this machine's own identity was checked by its address
-// at the handshake and stays): its held keys are released, and its
-// keypairs dropped, so nothing it sent or sends under them opens again.
-// A sender paired again starts with a new handshake.
+// when the session started and stays): its held keys are released. A
+// handshaken session's keypairs are dropped, so nothing it sent or sends
+// under them opens again, and a paired-again sender starts with a new
+// handshake; a one-way session is forgotten, so its next packet is taken
+// only if its signer is paired then (PROTOCOL.md §8.1, §8.6).
 func (r *Receiver) revoke(now time.Time) {
 	for _, s := range r.sortedSessions() {
-		if s.mode != handshaken || len(s.indices) == 0 && !s.live {
+		if s.mode == plaintext || s.mode == handshaken && len(s.indices) == 0 && !s.live {
 			continue
 		}
-		if r.cfg.Identity != nil && s.peer == r.cfg.Identity.Public() {
+		if r.own(s.peer) {
 			continue
 		}
 		if r.cfg.Peer != nil {
@@ -64,9 +66,16 @@ func (r *Receiver) revoke(now time.Time) {
 			}
 		}
 		n := r.end(s, eventqueue.Revoked)
-		s.ring = handshake.Keyring{}
-		r.syncIndices(s)
-		s.opened, s.ackBy, s.ackPending = nil, nil, false
+		if s.mode == oneWay {
+			delete(r.sessions, s.id)
+			if r.bySource[s.key] == s {
+				delete(r.bySource, s.key)
+			}
+		} else {
+			s.ring = handshake.Keyring{}
+			r.syncIndices(s)
+			s.opened, s.ackBy, s.ackPending = nil, nil, false
+		}
 		r.stats.Revoked++
 		r.logf("session %016x from %s ended: %s is no longer paired (peers file); %d held keys released, its keys dropped", s.id, s.addr, s.who, n)
 	}

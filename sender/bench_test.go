@@ -5,6 +5,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/sender"
 )
@@ -17,12 +18,17 @@ func (d *discard) WriteTo(b []byte, _ net.Addr) (int, error) { d.n++; return len
 
 // BenchmarkKeyEvent is the sender's CPU and allocations per key event
 // (issue 14 must-have 4): a source's event through Run into the queue, the
-// packet sealed and handed to the socket (each event sends one), no
+// packet sealed, signed by this machine's identity (a one-way session,
+// PROTOCOL.md §8.6) and handed to the socket (each event sends one), no
 // feedback. The figure per op is per key event.
 func BenchmarkKeyEvent(b *testing.B) {
 	w := &discard{}
+	id, err := identity.Generate()
+	if err != nil {
+		b.Fatal(err)
+	}
 	s, err := sender.New(sender.Config{Conn: w, Dests: []sender.Dest{{UDP: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7575}, OneWay: true}},
-		PSK: key, Linger: -1})
+		PSK: key, Linger: -1, Identity: id})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -187,7 +187,15 @@ func NewCore(cfg CoreConfig, now time.Time) (*Core, error) {
 		if d.OneWay {
 			oneWay = true
 			if len(cfg.PSK) != wire.KeyLen {
-				return nil, fmt.Errorf("destination %s is one-way, which needs the key file (--key-file): its packets are sealed with it (PROTOCOL.md §8.4)", d.Addr)
+				return nil, fmt.Errorf("destination %s is one-way, which needs the key file (--key-file): its packets are sealed with it (PROTOCOL.md §8.6)", d.Addr)
+			}
+			if cfg.Identity == nil {
+				return nil, fmt.Errorf("destination %s is one-way, which needs this machine's identity (--identity): its packets are signed by it, and receivers take them only from machines they pair (PROTOCOL.md §8.6)", d.Addr)
+			}
+			// A one-way packet carries its signer and signature too: a
+			// longer queue might not fit in a datagram.
+			if cfg.QueueLen > wire.MaxSafeOneWayEvents {
+				return nil, fmt.Errorf("queue length %d (send --queue): a one-way destination (%s) takes at most %d, as its packets carry the sending machine's signature too (PROTOCOL.md §5)", cfg.QueueLen, d.Addr, wire.MaxSafeOneWayEvents)
 			}
 			continue
 		}
@@ -207,7 +215,7 @@ func NewCore(cfg CoreConfig, now time.Time) (*Core, error) {
 	if !cfg.Insecure && !handshaken {
 		cfg.Feedback = false
 	}
-	k, err := newSessionKeys(cfg.PSK, cfg.Session, oneWay)
+	k, err := newSessionKeys(cfg.PSK, cfg.Session, oneWay, cfg.Identity)
 	if err != nil {
 		return nil, err
 	}
@@ -760,7 +768,7 @@ func (c *Core) appendOneWay(b []byte, counter uint64) ([]byte, error) {
 		c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.FlagOneWay, Session: c.keys.id, Counter: counter}
 		return c.pkt.Append(b)
 	}
-	c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.FlagSealed | wire.FlagOneWay, Session: c.keys.id, Counter: counter}
+	c.pkt.Header = wire.Header{Type: wire.TypeQueue, Flags: wire.OneWaySealed, Session: c.keys.id, Counter: counter}
 	return c.pkt.AppendSealedBy(b, c.keys.oneWay)
 }
 

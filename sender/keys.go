@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/handshake"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -22,7 +23,10 @@ type sessionKeys struct {
 	scratch []byte       // an opened ack's body
 }
 
-func newSessionKeys(psk []byte, id uint64, oneWay bool) (sessionKeys, error) {
+// newSessionKeys makes session id's keys; with oneWay, the one-way
+// sealer: the key file's key for the session, and this machine's identity
+// to sign (PROTOCOL.md §8.6).
+func newSessionKeys(psk []byte, id uint64, oneWay bool, self *identity.Identity) (sessionKeys, error) {
 	k := sessionKeys{id: id, scratch: make([]byte, 0, wire.MaxPacketSize)}
 	if !oneWay {
 		return k, nil
@@ -31,7 +35,10 @@ func newSessionKeys(psk []byte, id uint64, oneWay bool) (sessionKeys, error) {
 	if err != nil {
 		return k, fmt.Errorf("one-way destinations need the key file (--key-file): %w", err)
 	}
-	k.oneWay = &wire.Sealer{AEAD: a}
+	if self == nil {
+		return k, errors.New("one-way destinations need this machine's identity (--identity): their packets are signed by it")
+	}
+	k.oneWay = &wire.Sealer{AEAD: a, Signer: self}
 	return k, nil
 }
 

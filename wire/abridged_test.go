@@ -114,7 +114,7 @@ func TestAbridgedEncodeRefusesInvalid(t *testing.T) {
 	}
 	for name, q := range map[string]Queue{
 		"plaintext":               bad(func(q *Queue) { q.Header.Flags = FlagOneWay }),
-		"one-way":                 bad(func(q *Queue) { q.Header.Flags = FlagSealed | FlagOneWay }),
+		"one-way":                 bad(func(q *Queue) { q.Header.Flags = OneWaySealed }),
 		"as many entries as N":    bad(func(q *Queue) { q.N = 2 }),
 		"N 0":                     bad(func(q *Queue) { q.N, q.Events = 0, nil }),
 		"N 256":                   bad(func(q *Queue) { q.N = 256 }),

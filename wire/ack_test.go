@@ -82,7 +82,7 @@ func TestAckRoundTrip(t *testing.T) {
 	}
 	// A one-way sealed ack does not exist (one-way sessions are never
 	// acked, PROTOCOL.md §9), nor an ack with no flags.
-	for _, flags := range []uint8{FlagSealed | FlagOneWay, 0} {
+	for _, flags := range []uint8{OneWaySealed, FlagSealed | FlagOneWay, 0} {
 		bad := bytes.Clone(b)
 		bad[4] = flags
 		if err := ParseAck(bad, &a); !errors.Is(err, ErrFlags) {

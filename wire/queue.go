@@ -59,29 +59,57 @@ type Queue struct {
 	Base     uint64
 }
 
-// MaxQueueLen is the largest encoding of a sealed queue packet of n entries:
-// every varint at its longest (10 bytes), every entry a character beyond
-// U+FFFF (4 bytes), plus the AEAD tag. The longest kind is a one-way
-// packet, 22+10+10+1+1+10+64*4+63*10+16 = 956 bytes for n = 64 (a
-// handshaken link's packet has the compact header, at most 20 bytes, and
-// its count of entries carried: one byte less), so any 64-entry queue
-// fits in MaxPacketSize. An abridged packet carries fewer entries and one
-// more back: never longer.
+// MaxQueueLen is the largest encoding of a handshaken or plaintext queue
+// packet of n entries, sealed: every varint at its longest (10 bytes),
+// every entry a character beyond U+FFFF (4 bytes), plus the AEAD tag. The
+// longer is a handshaken one, 20+10+10+1+1+1+10+64*4+63*10+16 = 955 bytes
+// for n = 64 (the compact header at its longest, and its count of entries
+// carried; a plaintext packet has the 22-byte header and no tag), so any
+// 64-entry queue fits in MaxPacketSize. An abridged packet carries fewer
+// entries and one more back: never longer. A one-way packet is longer by
+// its signer and signature (MaxOneWayLen).
 func MaxQueueLen(n int) int {
 	const (
-		oneWay     = HeaderLen + 10 + 10 + 1 + 1
-		handshaken = CompactMaxLen + 10 + 10 + 1 + 1 + 1
-		fixed      = max(oneWay, handshaken) + TagLen
+		plain      = HeaderLen + 10 + 10 + 1 + 1
+		handshaken = CompactMaxLen + 10 + 10 + 1 + 1 + 1 + TagLen
 	)
-	if n <= 0 {
-		return fixed
-	}
-	return fixed + 10 + n*maxEntryLen + (n-1)*10
+	return max(plain, handshaken) + entriesMaxLen(n)
 }
 
-// MaxSafeEvents is the longest queue whose sealed packet fits in
-// MaxPacketSize whatever its stamps and keys: senders keep N at or below it.
-const MaxSafeEvents = 80
+// MaxOneWayLen is the largest encoding of a one-way sealed packet of n
+// entries (PROTOCOL.md §5, §8.6): the 22-byte header, the body at its
+// longest as for MaxQueueLen, the sending machine's public key and
+// signature, and the tag: 1,052 bytes for n = 64.
+func MaxOneWayLen(n int) int {
+	return HeaderLen + 10 + 10 + 1 + 1 + SignedLen + TagLen + entriesMaxLen(n)
+}
+
+// entriesMaxLen is the most n entries take, with top and the backs.
+func entriesMaxLen(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return 10 + n*maxEntryLen + (n-1)*10
+}
+
+// MaxSafeEvents is the longest queue whose handshaken or plaintext packet
+// fits in MaxPacketSize whatever its stamps and keys; MaxSafeOneWayEvents
+// the longest whose one-way packet does. Senders keep N at or below them.
+const (
+	MaxSafeEvents       = 80
+	MaxSafeOneWayEvents = 74
+)
+
+// SealedLen is the length of q sealed as its flags say: Len, the tag, and
+// a one-way packet's signer and signature. For a plaintext packet, which
+// has no tag, it is TagLen longer than the packet.
+func (q *Queue) SealedLen() int {
+	n := q.Len() + TagLen
+	if q.Header.Flags == OneWaySealed {
+		n += SignedLen
+	}
+	return n
+}
 
 // Len is the encoded length of q in plaintext (add TagLen when sealed); it
 // assumes q is valid (Append checks).
@@ -137,10 +165,11 @@ func (q *Queue) validate() error {
 			return err
 		}
 	}
-	// Up to MaxSafeEvents entries always fit (MaxQueueLen): only a longer
-	// queue needs its size computed, which is a pass over every entry.
-	if len(q.Events) > MaxSafeEvents {
-		if n := q.Len() + TagLen; n > MaxPacketSize {
+	// Up to MaxSafeEvents entries always fit (MaxQueueLen), or
+	// MaxSafeOneWayEvents one-way (MaxOneWayLen): only a longer queue needs
+	// its size computed, which is a pass over every entry.
+	if len(q.Events) > MaxSafeOneWayEvents && (q.Header.Flags == OneWaySealed || len(q.Events) > MaxSafeEvents) {
+		if n := q.SealedLen(); n > MaxPacketSize {
 			return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
 		}
 	}

@@ -31,10 +31,13 @@
 //	               by the link's keypair (package handshake seals and
 //	               opens it; Queue.AppendBody, ParseQueueBody make and
 //	               read the plaintext body)
-//	SEALED|ONEWAY  one-way (send and recv --one-way): the body sealed with
-//	               ChaCha20-Poly1305 under a key derived from the key file
-//	               and the session id, the header as associated data and the
-//	               counter as nonce (seal.go); never acked
+//	SEALED|ONEWAY|SIGNED
+//	               one-way (send and recv --one-way): the body, then the
+//	               sending machine's public key and its XEdDSA signature of
+//	               the header and body, sealed with ChaCha20-Poly1305 under
+//	               a key derived from the key file and the session id, the
+//	               header as associated data and the counter as nonce
+//	               (seal.go); never acked
 //	ONEWAY         plaintext (--insecure): the body in clear; acked in
 //	               plaintext (flags ONEWAY)
 //
@@ -115,9 +118,14 @@ const (
 	// with FlagOneWay, by the one-way key.
 	FlagSealed uint8 = 1 << 0
 	// FlagOneWay marks a packet of no handshake: one-way sealed (with
-	// FlagSealed) or plaintext (without).
+	// FlagSealed and FlagSigned) or plaintext (alone).
 	FlagOneWay uint8 = 1 << 1
-	knownFlags       = FlagSealed | FlagOneWay
+	// FlagSigned marks a one-way packet signed by its sending machine's
+	// identity (PROTOCOL.md §8.6): with FlagSealed and FlagOneWay, the
+	// only one-way sealed packet there is.
+	FlagSigned uint8 = 1 << 2
+	// OneWaySealed are the flags of a one-way sealed packet.
+	OneWaySealed = FlagSealed | FlagOneWay | FlagSigned
 )
 
 // Handshaken reports whether flags are those of a handshaken link's
@@ -139,6 +147,10 @@ var (
 	ErrVarint    = errors.New("malformed varint")
 	ErrQueue     = errors.New("malformed queue")
 	ErrTrailing  = errors.New("trailing bytes after the packet")
+	// ErrUnsigned is a one-way packet of the layout before one-way packets
+	// were signed (flags SEALED|ONEWAY without SIGNED, PROTOCOL.md §8.6):
+	// its sender runs an older keyrelay build.
+	ErrUnsigned = errors.New("one-way packet not signed by its sending machine: the sender runs a keyrelay build from before one-way packets were signed (PROTOCOL.md §8.6); install the same release on both machines")
 )
 
 // Header is the fixed part of every packet.
@@ -193,19 +205,24 @@ func (h Header) check() error {
 	return h.checkIDs()
 }
 
-func (h Header) checkKind() error { return checkKind(h.Type, h.Flags) }
+func (h Header) checkKind() error { return CheckKind(h.Type, h.Flags) }
 
-// checkKind checks the type and flags of a queue packet or ack.
-func checkKind(t Type, flags uint8) error {
+// CheckKind checks the type and flags of a queue packet or ack
+// (PROTOCOL.md §2, §4 rules 4 and 5): package handshake's parser asks it
+// too, so one rule holds for every reader.
+func CheckKind(t Type, flags uint8) error {
 	if t != TypeQueue && t != TypeAck {
 		return fmt.Errorf("%w: %d", ErrType, t)
 	}
-	// No flags at all is no kind of packet; an ack is never one-way sealed
-	// (one-way sessions are never acked, PROTOCOL.md §9).
-	if flags&^knownFlags != 0 || flags == 0 || (t == TypeAck && flags == knownFlags) {
-		return fmt.Errorf("%w: %#02x", ErrFlags, flags)
+	// Three kinds of queue packet, two of ack: an ack is never one-way
+	// sealed (one-way sessions are never acked, PROTOCOL.md §9).
+	switch {
+	case flags == FlagSealed, flags == FlagOneWay, t == TypeQueue && flags == OneWaySealed:
+		return nil
+	case t == TypeQueue && flags == FlagSealed|FlagOneWay:
+		return ErrUnsigned
 	}
-	return nil
+	return fmt.Errorf("%w: %#02x", ErrFlags, flags)
 }
 
 // checkIDs is PROTOCOL.md §4 rule 6: no zero counter, and no zero
@@ -226,7 +243,7 @@ func ParseHeader(b []byte) (Header, error) {
 	if err != nil {
 		return Header{}, err
 	}
-	if err := checkKind(t, flags); err != nil {
+	if err := CheckKind(t, flags); err != nil {
 		return Header{Type: t, Flags: flags}, err
 	}
 	return ReadIDs(b, t, flags)

@@ -164,7 +164,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"ack where a queue is expected", "4b52 05 02 02 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrType},
 		{"unknown flag", "4b52 05 01 06 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
 		{"reserved byte set", "4b52 05 01 02 01 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrFlags},
-		{"sealed", "4b52 05 01 03 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrSealed},
+		{"sealed", "4b52 05 01 07 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrSealed},
+		{"one-way, not signed (an older sender)", "4b52 05 01 03 00 0123456789abcdef 000000000000002a 00 00 00 01 00 000000", ErrUnsigned},
 		{"handshaken", "4b52 05 01 01 00 01234567 2a 00 00 00 01 00 000000", ErrSealed},
 		{"handshaken, counter 0", "4b52 05 01 01 00 01234567 00 00 00 00 01 00 000000", ErrHeader},
 		{"handshaken, overlong counter", "4b52 05 01 01 00 01234567 aa00 00 00 00 01 00 000000", ErrVarint},
@@ -302,48 +303,63 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // TestSizes backs PROTOCOL.md §5: N=64 always fits; the sizes of typical
-// typing queues.
+// typing queues one-way (signed; the handshaken sizes are
+// BenchmarkAbridgedSize's).
 func TestSizes(t *testing.T) {
-	if m := MaxQueueLen(64); m != 956 || m > MaxPacketSize {
-		t.Errorf("MaxQueueLen(64) = %d, want 956 (< 1200)", m)
+	if m := MaxQueueLen(64); m != 955 || m > MaxPacketSize {
+		t.Errorf("MaxQueueLen(64) = %d, want 955 (< 1200)", m)
+	}
+	if m := MaxOneWayLen(64); m != 1052 || m > MaxPacketSize {
+		t.Errorf("MaxOneWayLen(64) = %d, want 1052 (< 1200)", m)
 	}
 	// The worst case is real: 64 characters beyond U+FFFF with stamps 2^63
 	// apart, and every varint of the header and body at its longest, make
-	// a packet within 64 bytes of it, one-way (the 22-byte header) and
-	// handshaken (the compact header at its longest counter, and the count
-	// carried).
-	for _, h := range []Header{
-		{Type: TypeQueue, Flags: FlagSealed | FlagOneWay, Session: 1, Counter: ^uint64(0)},
-		{Type: TypeQueue, Flags: FlagSealed, Session: 1, Counter: ^uint64(0)},
+	// a packet within 64 bytes of it, one-way (the 22-byte header, the
+	// signer and signature) and handshaken (the compact header at its
+	// longest counter, and the count carried).
+	for _, tc := range []struct {
+		h   Header
+		max int
+	}{
+		{Header{Type: TypeQueue, Flags: OneWaySealed, Session: 1, Counter: ^uint64(0)}, MaxOneWayLen(64)},
+		{Header{Type: TypeQueue, Flags: FlagSealed, Session: 1, Counter: ^uint64(0)}, MaxQueueLen(64)},
 	} {
-		worst := Queue{Header: h, Clock: ^uint64(0), Wall: ^uint64(0), Since: ^uint64(0)}
+		worst := Queue{Header: tc.h, Clock: ^uint64(0), Wall: ^uint64(0), Since: ^uint64(0)}
 		for i := range 64 {
 			worst.Events = append(worst.Events, eventqueue.Event{Key: keys.Char(0x10FFFD - rune(i)), Kind: eventqueue.Down, Stamp: ^uint64(0) - uint64(i)*(1<<57)})
 		}
 		worst.Events[63].Stamp = 0
 		worst.Events[62].Stamp = 1 << 63
-		if got := worst.Len() + TagLen; got > MaxQueueLen(64) || got < MaxQueueLen(64)-64 {
-			t.Errorf("flags %#02x: a 64-entry queue of long characters and wide stamps is %d bytes; MaxQueueLen(64) = %d", h.Flags, got, MaxQueueLen(64))
+		if got := worst.SealedLen(); got > tc.max || got < tc.max-64 {
+			t.Errorf("flags %#02x: a 64-entry queue of long characters and wide stamps is %d bytes; the most is %d", tc.h.Flags, got, tc.max)
 		}
 	}
 	// Protocol 4's ticket made 80 the largest N that always fits; the
 	// compact header leaves room for one more, but the limit stays where
-	// send's --queue has it.
+	// send's --queue has it. A one-way packet's signer and signature (96
+	// bytes) leave room for 74.
 	if MaxQueueLen(MaxSafeEvents) > MaxPacketSize || MaxQueueLen(MaxSafeEvents+2) <= MaxPacketSize {
 		t.Errorf("MaxSafeEvents %d does not always fit, or is far below what does", MaxSafeEvents)
 	}
-	for _, tc := range []struct{ n, want int }{{16, 116}, {64, 309}} {
+	if MaxOneWayLen(MaxSafeOneWayEvents) > MaxPacketSize || MaxOneWayLen(MaxSafeOneWayEvents+1) <= MaxPacketSize {
+		t.Errorf("MaxSafeOneWayEvents %d does not always fit, or is not the most that does", MaxSafeOneWayEvents)
+	}
+	sealed := func(q Queue, flags uint8) int {
+		q.Header.Flags = flags
+		return q.SealedLen()
+	}
+	for _, tc := range []struct{ n, oneWay int }{{16, 212}, {64, 405}} {
 		q := typingQueue(t, tc.n)
-		if got := q.Len() + TagLen; got != tc.want {
-			t.Errorf("typical sealed N=%d queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.want)
+		if got := sealed(q, OneWaySealed); got != tc.oneWay {
+			t.Errorf("typical one-way N=%d queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.oneWay)
 		}
 	}
 	// Text typed as characters (a terminal, a script's type): ASCII takes
 	// one code byte where a key takes two.
-	for _, tc := range []struct{ n, want int }{{16, 99}, {64, 243}} {
+	for _, tc := range []struct{ n, oneWay int }{{16, 195}, {64, 339}} {
 		q := textQueue(t, tc.n)
-		if got := q.Len() + TagLen; got != tc.want {
-			t.Errorf("typical sealed N=%d text queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.want)
+		if got := sealed(q, OneWaySealed); got != tc.oneWay {
+			t.Errorf("typical one-way N=%d text queue: %d bytes, PROTOCOL.md says %d", tc.n, got, tc.oneWay)
 		}
 	}
 }
@@ -467,7 +483,7 @@ func TestCompactHeader(t *testing.T) {
 		// The session id is not encoded: it is the keypair's.
 		{Header{Type: TypeQueue, Flags: FlagSealed, Session: 0x0123456789abcdef, Index: 9, Counter: 3}, "4b52 05 01 01 00 00000009 03"},
 		// One-way and plaintext packets keep the 22-byte header, index or not.
-		{Header{Type: TypeQueue, Flags: FlagSealed | FlagOneWay, Session: 1, Index: 9, Counter: 3}, "4b52 05 01 03 00 0000000000000001 0000000000000003"},
+		{Header{Type: TypeQueue, Flags: OneWaySealed, Session: 1, Index: 9, Counter: 3}, "4b52 05 01 07 00 0000000000000001 0000000000000003"},
 		{Header{Type: TypeAck, Flags: FlagOneWay, Session: 1, Counter: 3}, "4b52 05 02 02 00 0000000000000001 0000000000000003"},
 	} {
 		b := tc.h.Append(nil)
@@ -499,7 +515,7 @@ func TestCompactHeader(t *testing.T) {
 		{"counter 0", "4b52 05 01 01 00 7a18f2bb 00", ErrHeader},
 		{"overlong counter", "4b52 05 01 01 00 7a18f2bb 8100", ErrVarint},
 		{"counter overflows", "4b52 05 01 01 00 7a18f2bb ffffffffffffffffff02", ErrVarint},
-		{"one-way: read with the 22-byte header", "4b52 05 01 03 00 7a18f2bb 01 000000000000", ErrTruncated},
+		{"one-way: read with the 22-byte header", "4b52 05 01 07 00 7a18f2bb 01 000000000000", ErrTruncated},
 		{"reserved byte", "4b52 05 01 01 01 7a18f2bb 01", ErrFlags},
 		{"version 4", "4b52 04 01 01 00 7a18f2bb 01", ErrVersion},
 		{"ack one-way", "4b52 05 02 03 00 7a18f2bb 01", ErrFlags},

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
+	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/wire"
 )
@@ -16,9 +17,13 @@ import (
 // the kinds below.
 func Datagrams(n int, seed uint64) [][]byte {
 	rng := rand.New(rand.NewPCG(seed, seed+1))
-	wrongKey := make([]byte, wire.KeyLen)
+	wrongKey, self := make([]byte, wire.KeyLen), make([]byte, identity.KeyLen)
 	for i := range wrongKey {
-		wrongKey[i] = byte(rng.Uint32())
+		wrongKey[i], self[i] = byte(rng.Uint32()), byte(rng.Uint32())
+	}
+	flooder, err := identity.FromPrivate(self)
+	if err != nil {
+		panic(err) // a programming error: the key is 32 bytes
 	}
 	out := make([][]byte, 0, n)
 	for i := range n {
@@ -38,7 +43,7 @@ func Datagrams(n int, seed uint64) [][]byte {
 			b, _ = q.Append(nil)
 		case 2: // one-way sealed with a key the receiver does not have
 			a, _ := wire.OneWayAEAD(wrongKey, q.Header.Session)
-			b, _ = q.AppendSealed(nil, a)
+			b, _ = q.AppendSealed(nil, a, flooder)
 		case 3: // a valid handshaken header with a random index and "ciphertext"
 			h := q.Header
 			h.Flags = wire.FlagSealed

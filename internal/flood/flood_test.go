@@ -20,7 +20,8 @@ func TestNothingOpens(t *testing.T) {
 		} else {
 			a, _ = wire.OneWayAEAD(key, 1)
 		}
-		if _, err := wire.OpenQueue(b, a, nil, &q); err == nil {
+		var sig wire.Signed
+		if _, err := wire.OpenQueue(b, a, nil, &q, &sig); err == nil {
 			t.Fatalf("a flood datagram opened: % x", b)
 		} else {
 			kinds[err.Error()[:8]]++
