@@ -263,11 +263,13 @@ func TestWriteReport(t *testing.T) {
 		md.WriteString("\n## go test -bench\n\n" + benchIntro + "\n\n" + benchTable(rs))
 	}
 
-	// make bench-peers's section (e2e/peers_test.go) is its own run's:
-	// kept as it is.
+	// make bench-peers's section (e2e/peers_test.go) is its own run's, and
+	// the measurements written by hand are no run's: both kept as they are.
 	if old, err := os.ReadFile("../../BENCHMARKS.md"); err == nil {
-		if s := peersSection(string(old)); s != "" {
-			md.WriteString("\n" + s)
+		for _, m := range keptMarkers {
+			if s := keptSection(string(old), m[0], m[1]); s != "" {
+				md.WriteString("\n" + s)
+			}
 		}
 	}
 	if err := os.WriteFile("../../BENCHMARKS.md", []byte(md.String()), 0o644); err != nil {
@@ -652,21 +654,31 @@ BenchmarkLossyLoopback/loss=10%-2        	     400	  20000371 ns/op	      3302 e
 }
 
 // The markers of make bench-peers's section of BENCHMARKS.md, as
-// e2e/peers_test.go writes them.
+// e2e/peers_test.go writes them, and of the section written by hand.
 const (
-	peersBegin = "<!-- make bench-peers: begin -->"
-	peersEnd   = "<!-- make bench-peers: end -->"
+	peersBegin  = "<!-- make bench-peers: begin -->"
+	peersEnd    = "<!-- make bench-peers: end -->"
+	byHandBegin = "<!-- by hand: begin -->"
+	byHandEnd   = "<!-- by hand: end -->"
 )
+
+// keptMarkers are the sections make bench keeps from the BENCHMARKS.md it
+// rewrites, in the order it writes them.
+var keptMarkers = [][2]string{{peersBegin, peersEnd}, {byHandBegin, byHandEnd}}
 
 // peersSection is make bench-peers's section of the BENCHMARKS.md md, its
 // markers and a final newline included; "" if md has none.
-func peersSection(md string) string {
-	i := strings.Index(md, peersBegin)
-	j := strings.Index(md, peersEnd)
+func peersSection(md string) string { return keptSection(md, peersBegin, peersEnd) }
+
+// keptSection is the section of md between the markers begin and end,
+// the markers and a final newline included; "" if md has none.
+func keptSection(md, begin, end string) string {
+	i := strings.Index(md, begin)
+	j := strings.Index(md, end)
 	if i < 0 || j < i {
 		return ""
 	}
-	return md[i:j+len(peersEnd)] + "\n"
+	return md[i:j+len(end)] + "\n"
 }
 
 // TestWriteReportKeepsPeers: make bench rewrites BENCHMARKS.md, but the
@@ -685,5 +697,18 @@ func TestWriteReportKeepsPeers(t *testing.T) {
 				t.Errorf("peersSection = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWriteReportKeepsByHand: make bench rewrites BENCHMARKS.md, but the
+// measurements written by hand, which no benchmark makes, stay.
+func TestWriteReportKeepsByHand(t *testing.T) {
+	section := byHandBegin + "\n## Measurements behind the code\n\n- a figure\n" + byHandEnd + "\n"
+	md := "# keyrelay benchmarks\n\n" + peersBegin + "\n## Side by side\n" + peersEnd + "\n\n" + section
+	if got := keptSection(md, byHandBegin, byHandEnd); got != section {
+		t.Errorf("keptSection = %q, want %q", got, section)
+	}
+	if got := keptSection(md, peersBegin, peersEnd); got != peersBegin+"\n## Side by side\n"+peersEnd+"\n" {
+		t.Errorf("keptSection of the peers markers = %q", got)
 	}
 }
