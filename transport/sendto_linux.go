@@ -14,12 +14,11 @@ import (
 // goes through the runtime's syscall entry, which wakes the runtime's
 // monitor thread (sysmon) whenever the process was idle; sysmon then polls
 // for a while before sleeping again. A sender idles between its 100 ms
-// resends, so every packet paid for that: on this project's machines a
-// bare Go program sending 10 datagrams a second took about 0.41 % of a core
-// that way and about 0.30 % with a raw sendto (issue 14: an idle pair must
-// stay under 0.6 %). sendto on Go's non-blocking UDP sockets does not block
-// (EAGAIN is handed back to the poller through RawConn.Write), which is
-// what makes the raw call safe. It also allocates nothing per packet: the
+// resends, so every packet paid for that, and an idle pair's CPU is mostly
+// such wake-ups (DESIGN.md, Packages; figures in BENCHMARKS.md, Raw
+// sendto). sendto on Go's non-blocking UDP sockets does not block (EAGAIN
+// is handed back to the poller through RawConn.Write), which is what makes
+// the raw call safe. It also allocates nothing per packet: the
 // destinations' socket addresses are built once.
 type rawWriter struct {
 	rc syscall.RawConn

@@ -10,7 +10,7 @@ import (
 // The raw sendto path (sendto_linux.go) is the one WriteTo takes on Linux,
 // delivers what it is given byte for byte on each family (TestConn), and
 // allocates nothing per packet: the sender's send path makes no
-// allocation (issue 14 must-have 4).
+// allocation (BENCHMARKS.md, The sender's targets).
 func TestRawWriteToDoesNotAllocate(t *testing.T) {
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
