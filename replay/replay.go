@@ -65,12 +65,12 @@ func (f *Filter) Accept(counter uint64) bool {
 // (PROTOCOL.md §9).
 func (f *Filter) Newest() uint64 { return f.last }
 
-// Missing is an ack's missing bits (PROTOCOL.md §9): bit i set means
-// counter Newest-1-i was not accepted, for the counters from 1 up (seed
-// 001's ack_bits inverted; the bits of counters below 1 are 0, as the wire
-// requires). The 64 counters before the newest always lie inside the
-// window, and Accept cleared the blocks a jump of the newest slid over, so
-// the counters a gap skipped read as missing.
+// Missing is an ack's missing bits (PROTOCOL.md §9): bit i set means counter
+// Newest-1-i was not accepted, for the counters from 1 up (Glenn Fiedler's
+// ack_bits inverted; the bits of counters below 1 are 0, as the wire
+// requires). The 64 counters before the newest always lie inside the window,
+// and Accept cleared the blocks a jump of the newest slid over, so the
+// counters a gap skipped read as missing.
 func (f *Filter) Missing() uint64 {
 	var bits uint64
 	for i := uint64(0); i < 64 && i+1 < f.last; i++ {

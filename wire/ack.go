@@ -19,7 +19,7 @@ type Ack struct {
 	// Newest is the newest packet counter received from the session.
 	Newest uint64
 	// Missing says which of the AckBits packets before Newest were not
-	// received: bit i set means packet Newest-1-i was not (seed 001's
+	// received: bit i set means packet Newest-1-i was not (Glenn Fiedler's
 	// ack_bits inverted, so that an ack of a link losing nothing is one
 	// byte, not eight). Bits naming counters below 1 are 0: those packets
 	// do not exist (MissingMask).

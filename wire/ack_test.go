@@ -187,10 +187,10 @@ func TestAckDecodeErrors(t *testing.T) {
 // TestAckSizes: the sizes PROTOCOL.md §5 quotes, a minute into a session
 // typing (packet 3,000, stamp 60,000 ms, held 250 µs, the receiver's ack
 // 900: a 12-byte compact header, §2): no packet missing and the wall clock
-// not given, the common ack while typing, is 9 bytes of body, 37 sealed
-// (21 and 63 with seed 001's 8-byte bits, the wall clock in every ack and
-// the 26 bytes of the 22-byte header and the index); with the wall clock,
-// 14 and 42.
+// not given, the common ack while typing, is 9 bytes of body, 37 sealed (21
+// and 63 with Glenn Fiedler's 8-byte ack_bits, the wall clock in every ack
+// and the 26 bytes of the 22-byte header and the index); with the wall
+// clock, 14 and 42.
 func TestAckSizes(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
