@@ -255,8 +255,8 @@ func TestResumeZeroIsFreshDiff(t *testing.T) {
 	})
 }
 
-// testChars are characters a terminal or a script's type sends (issue 11):
-// ASCII, Latin-1, beyond Latin-1 and beyond the BMP.
+// testChars are characters a terminal or a script's type sends: ASCII,
+// Latin-1, beyond Latin-1 and beyond the BMP.
 var testChars = []rune{'a', 'é', '€', '😀', 'A', 'ß'}
 
 // testKey is the i-th key of a test alphabet: physical keys and characters

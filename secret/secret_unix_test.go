@@ -12,11 +12,11 @@ import (
 	"time"
 )
 
-// TestLoadRefusesWhatIsNotAKeyFile (issue 15 must-have 5): only a regular
-// file of at most MaxFileSize bytes is read. A FIFO fails at once instead
-// of blocking start-up until something writes to it; a device (/dev/zero)
-// or an oversized file fails without being read; a directory fails. Each
-// error names the file, what it is, and what is wanted.
+// TestLoadRefusesWhatIsNotAKeyFile (PROTOCOL.md §8.1): only a regular file
+// of at most MaxFileSize bytes is read. A FIFO fails at once instead of
+// blocking start-up until something writes to it; a device (/dev/zero) or an
+// oversized file fails without being read; a directory fails. Each error
+// names the file, what it is, and what is wanted.
 func TestLoadRefusesWhatIsNotAKeyFile(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
@@ -108,11 +108,11 @@ func TestLoadThroughSymlink(t *testing.T) {
 	}
 }
 
-// TestForceReplacesSymlink (issue 15 must-have 5): Write with force
-// replaces a symlink at path by the key file, mode 0600, and leaves the
-// link's target as it was (it used to be overwritten through the link); a
-// dangling link is replaced without creating its target. No temporary file
-// is left beside it.
+// TestForceReplacesSymlink (PROTOCOL.md §8.1): Write with force replaces a
+// symlink at path by the key file, mode 0600, and leaves the link's target
+// as it was (writing through the link would overwrite it); a dangling link
+// is replaced without creating its target. No temporary file is left beside
+// it.
 func TestForceReplacesSymlink(t *testing.T) {
 	for _, dangling := range []bool{false, true} {
 		name := "to a file"
