@@ -6,23 +6,20 @@ import (
 	"github.com/keyrelay/keyrelay/eventqueue"
 )
 
-// Redundant bursts (seed 003): after a new event, while some receiver is
-// live, the queue is re-sent every burst gap until every live receiver has
-// acked a packet that carries the event, or for one Interval, after which
-// the regular resend takes over. A lost packet then costs a burst gap, not
-// an Interval. With no live receiver (one-way use, no acks) there is no
-// burst: the plain queue behaviour.
+// Redundant bursts (PROTOCOL.md §7.1): after a new event, while some
+// receiver is live, the queue is re-sent every burst gap until every live
+// receiver has acked a packet that carries the event, or for one Interval,
+// after which the regular resend takes over. A lost packet then costs a
+// burst gap, not an Interval. With no live receiver (one-way use, no acks)
+// there is no burst: the plain queue behaviour.
 //
 // Most bursts end before their first re-send: the receiver acks a packet
 // that typed something at once, not held back by its ack coalescing
-// (PROTOCOL.md §9, receiver.MinAckInterval), so on a LAN the ack is back
-// in about an RTT (0.15 ms over a veth pair), well within MinBurstGap. A
-// re-send goes when the packet or its ack was lost, or the ack is later
-// than the gap; each one is news to the receiver and draws an ack of its
-// own, so a re-send too early costs two datagrams. When the key-up of a
-// tap waited for the rest of the receiver's millisecond, nearly every
-// key-up was re-sent: 2.7 datagrams per key event in make bench-peers,
-// where a packet and its ack are 2.
+// (PROTOCOL.md §9, receiver.MinAckInterval), so on a LAN the ack is back in
+// about an RTT, well within MinBurstGap. A re-send goes when the packet or
+// its ack was lost, or the ack is later than the gap; each one is news to
+// the receiver and draws an ack of its own, so a re-send too early costs two
+// datagrams (figures in PROTOCOL.md §9).
 
 // DefaultBurstGap is the gap between re-sends before an RTT is known.
 const DefaultBurstGap = 10 * time.Millisecond
@@ -30,11 +27,10 @@ const DefaultBurstGap = 10 * time.Millisecond
 // Bounds of the burst gap. The gap is a quarter of the smallest smoothed
 // RTT: acks cannot stop a burst sooner than an RTT, so a shorter gap would
 // only add packets, and a longer one would make a loss cost more than the
-// round trip that notices it. The floor was 5 ms, which on a LAN (RTT well
-// under a millisecond) made every lost packet cost 5 ms, and two in a row
-// (the p99 at 10 % loss) 10 ms, however short the round trip (issue 14).
-// 1 ms keeps a loss about an RTT-scaled gap there; links with an RTT over
-// 20 ms keep their gaps (and packet rates) as they were.
+// round trip that notices it. The floor is low for a LAN, whose RTT is well
+// under a millisecond: every lost packet costs at least the floor, and two
+// in a row (the p99 at 10 % loss) twice that, however short the round trip
+// (BENCHMARKS.md, Burst gap floor).
 const (
 	MinBurstGap = time.Millisecond
 	MaxBurstGap = 20 * time.Millisecond
@@ -124,15 +120,14 @@ func (c *Core) burstStep(now time.Time) {
 	c.armBurst(now)
 }
 
-// Pacing to a silent receiver (PROTOCOL.md §9). A receiver answers a
-// packet with news (an event, a gap in the counters, or one sent sooner
-// than the receiver's BusyGap after the one before: every burst) within a
-// round trip. One that has left such a packet unanswered for longer is
-// overdue, and one also unheard for over SilentAfter is silent: stopped,
-// restarted, or cut off. Every event and every burst would otherwise go to
-// it at full speed: about 2,500 datagrams in 10 s over loopback from a
-// script typing 20 taps a second, most of them bursts probing, every
-// millisecond, for the acks that let the backlog in.
+// Pacing to a silent receiver (PROTOCOL.md §9). A receiver answers a packet
+// with news (an event, a gap in the counters, or one sent sooner than the
+// receiver's BusyGap after the one before: every burst) within a round trip.
+// One that has left such a packet unanswered for longer is overdue, and one
+// also unheard for over SilentAfter is silent: stopped, restarted, or cut
+// off. Every event and every burst would otherwise go to it at full speed,
+// most of them bursts probing, every millisecond, for the acks that let the
+// backlog in (PROTOCOL.md §9, Pacing to a silent receiver).
 //
 // While every receiver heard is overdue, each burst step waits twice as
 // long as the one before, up to SilentGap (armBurst). A silent receiver
@@ -144,18 +139,17 @@ func (c *Core) burstStep(now time.Time) {
 // a round trip however long it was gone, and a few packets a second cost
 // next to nothing.
 //
-// While the queue holds a key pressed an Interval ago or more (not a
-// tap's) and no event waits in the backlog (the key's release could be
-// one), nothing is paced: the sender cannot tell a stopped receiver from
-// one whose acks alone are lost, and a live one releases a held key when
-// too few packets get through for its allowance (DESIGN.md invariant 5,
-// PROTOCOL.md §7.2). Pacing even the bursts alone released 1 of 1,000
-// 20 s holds at 90 % loss both ways (seed 947 of TestHoldThroughHeavyLoss's
-// holdThroughLoss, with feedback), where none was before. A stopped
-// receiver then gets what it did before pacing: the bursts that ask for
-// an ack up to PeerTimeout, then the resend every Interval. A receiver never heard
-// (one-way, broadcast, acks off, a handshake unanswered: initiations back
-// off on their own, §7.1) is not paced: nothing says it is there.
+// While the queue holds a key pressed an Interval ago or more (not a tap's)
+// and no event waits in the backlog (the key's release could be one),
+// nothing is paced: the sender cannot tell a stopped receiver from one whose
+// acks alone are lost, and a live one releases a held key when too few
+// packets get through for its allowance (DESIGN.md invariant 5, PROTOCOL.md
+// §7.2): pacing even the bursts alone lets a held key be released now and
+// then at heavy loss (PROTOCOL.md §9, Pacing to a silent receiver). A
+// stopped receiver then gets the unpaced schedule: the bursts that ask for
+// an ack up to PeerTimeout, then the resend every Interval. A receiver never
+// heard (one-way, broadcast, acks off, a handshake unanswered: initiations
+// back off on their own, §7.1) is not paced: nothing says it is there.
 
 // SilentAfter: an overdue receiver unheard this long is silent, and paced.
 // A live idle receiver acks about once a second (receiver.IdleAckInterval),
@@ -285,9 +279,9 @@ func (c *Core) sentOn(l *link, counter, top uint64, now time.Time) {
 // events wait for it (the backlog, or the end for its ack of the final
 // state). A receiver back before its Outage ends must hear of them, and in
 // time to ack before they are given up (lossless typing, backlog.go): at
-// SilentGap, one back 0.5 s before the end at 24 % loss both ways was not
-// heard from in time (TestLosslessTyping: a key-down lost); at MaxBurstGap
-// about 25 tries fit in that 0.5 s.
+// SilentGap, one back in the last half second gets two tries, which heavy
+// loss can take both of; at MaxBurstGap about 25 fit in that half second
+// (PROTOCOL.md §9, Pacing to a silent receiver).
 func (c *Core) linkGap(l *link, now time.Time) time.Duration {
 	waiting := len(c.backlog) > 0 || c.phase == flushing || c.phase == lingering
 	if p := c.peerOf(l); waiting && p != nil && c.owed(p, now) && now.Sub(p.LastHeard) >= c.cfg.Outage-SilentAfter {

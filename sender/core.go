@@ -15,14 +15,13 @@ import (
 	"github.com/keyrelay/keyrelay/wire"
 )
 
-// Core is the sender's protocol, with no clock, goroutine, lock or socket
-// of its own (kcp-go's kcp.go and quic-go's ackhandler are the models): it
-// is told key events, acks and the time, hands each packet to Output, and
-// says when it next needs to be called (Next). Sender.Run is the thin loop
-// around it that owns the sockets, the source and the one timer; tests
-// drive it with explicit times.
+// Core is the sender's protocol, with no clock, goroutine, lock or socket of
+// its own: it is told key events, acks and the time, hands each packet to
+// Output, and says when it next needs to be called (Next). Sender.Run is the
+// thin loop around it that owns the sockets, the source and the one timer;
+// tests drive it with explicit times.
 //
-// Its rules, each in one place: the balanced queue (seed 000, eventqueue),
+// Its rules, each in one place: the balanced queue (the seed's, eventqueue),
 // the resend every Interval, redundant bursts after an event (burst.go),
 // lossless typing (backlog.go), the receivers it hears and which of them
 // are live (peers.go), and the end of a session: backlog flushed, every key

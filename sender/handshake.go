@@ -37,16 +37,15 @@ const (
 	maxBackoff     = time.Second
 )
 
-// Retries while key events wait for a destination's keypair, its first
-// or the one a restarted receiver must answer (PROTOCOL.md §7.1, §8.2,
-// §8.4): every waitingGap, for the first waitingFor they wait, instead of
-// the backoff. Before its first keypair nothing
-// typed reaches the receiver, so each retry the backoff skips is a key's
-// latency: at 50 % loss both ways a round trip succeeds 1 time in 4, and
-// with the backoff alone (100 ms doubling to 1 s) the keys typed in the
-// first seconds waited up to 17 s, and 1,150 of 95,400 key-downs were
-// given up after --outage (internal/report's TestMeasureStart: 300 starts
-// on a 20 ms link); 25 tries in a second all fail in 1 start in 1,300.
+// Retries while key events wait for a destination's keypair, its first or
+// the one a restarted receiver must answer (PROTOCOL.md §7.1, §8.2, §8.4):
+// every waitingGap, for the first waitingFor they wait, instead of the
+// backoff. Before its first keypair nothing typed reaches the receiver, so
+// each retry the backoff skips is a key's latency: at 50 % loss both ways a
+// round trip succeeds 1 time in 4, and with the backoff alone (100 ms
+// doubling to 1 s) keys typed in the first seconds wait for seconds and some
+// are given up after --outage, while 25 tries in a second all fail in about
+// 1 start in 1,300 (0.75^25; figures in PROTOCOL.md §8.2).
 //
 // waitingGap is twice the least gap the responder accepts
 // (handshake.InitiationInterval), so that jitter does not bring two

@@ -16,18 +16,18 @@ import (
 // the event that pushed it out), and the unicast destinations that have
 // not yet confirmed it under a keypair that types it.
 //
-// An ack confirms what the receiver applied, not what it received: its
-// stamp is the newest stamp of the queue the receiver applied last
-// (PROTOCOL.md §9), and the queue whose newest stamp that is holds
-// exactly the events from their own stamp up to the one that pushed them
-// out. So an event is delivered once an ack's stamp lies in that span.
-// The ack bits say which packets arrived, and a packet that arrived after
-// a newer one was applied is stale and dropped (PROTOCOL.md §7.2): its
-// events were not applied, and counting them from the bits made the
-// ledger count delivered a key-down that the key-ups added at the end had
-// pushed out unapplied. An ack under a keypair confirms only events newer
-// than the keypair's since (PROTOCOL.md §8.4): older ones are the earlier
-// instance's, confirmed by its own acks or not at all.
+// An ack confirms what the receiver applied, not what it received: its stamp
+// is the newest stamp of the queue the receiver applied last (PROTOCOL.md
+// §9), and the queue whose newest stamp that is holds exactly the events
+// from their own stamp up to the one that pushed them out. So an event is
+// delivered once an ack's stamp lies in that span. The ack bits say which
+// packets arrived, and a packet that arrived after a newer one was applied
+// is stale and dropped (PROTOCOL.md §7.2): its events were not applied, and
+// counting them from the bits would count delivered a key-down that the
+// key-ups added at the end pushed out unapplied. An ack under a keypair
+// confirms only events newer than the keypair's since (PROTOCOL.md §8.4):
+// older ones are the earlier instance's, confirmed by its own acks or not at
+// all.
 //
 // While a receiver is owed events, none leaves the queue before an ack's
 // stamp reached it (backlog.go), and the first such ack's stamp lies in

@@ -18,7 +18,7 @@ const DefaultPeerTimeout = 2 * time.Second
 // up to it, a Wi-Fi hand-over or a router restart, loses no key typed
 // meanwhile; the events wait and go out when the receiver answers again.
 // It is longer than PeerTimeout, after which the receiver is reported as
-// silent (issue 15 must-have 4).
+// silent (PROTOCOL.md §7.1).
 const DefaultOutage = 5 * time.Second
 
 // maxPeers bounds the receivers tracked (a broadcast reaches many).
@@ -183,9 +183,9 @@ func (c *Core) awaitingAck(counter uint64, now time.Time) bool {
 // SRTT and the latest RTT, or TCP's retransmission timeout (RFC 6298 §2:
 // SRTT + 4·RTTVAR) when the round trip varies more than that, at least
 // 1 ms: only an estimate depends on it, so waiting longer costs nothing but
-// a late figure. The counter margin alone was not enough once bursts send
-// every millisecond or so: a reordering of a few ms spans more than 8
-// packets (issue 15: reordering read as loss).
+// a late figure. The counter margin alone is not enough while bursts send
+// every millisecond or so: a reordering of a few ms spans more than
+// reorderMargin packets, which would be read as loss.
 const reorderMargin = 8
 
 func (c *Core) reorderTime(p *peer) time.Duration {

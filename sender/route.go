@@ -289,12 +289,12 @@ func (r *Router) Switch(dst []Routed, to int) []Routed {
 	return dst
 }
 
-// ActsHere reports whether a press of the physical key code, made now,
-// must act on this machine: the target lists it among its local keys (in
-// mirror mode, any destination does). A source that owns the keyboard
-// (send --grab) keeps every key it relays from this machine, so it passes
-// such a key to this machine itself (issue 27's local keys: never relayed
-// to a destination that lists them, they act here); the key is still
+// ActsHere reports whether a press of the physical key code, made now, must
+// act on this machine: the target lists it among its local keys (in mirror
+// mode, any destination does). A source that owns the keyboard (send --grab)
+// keeps every key it relays from this machine, so it passes such a key to
+// this machine itself (local keys, DESIGN.md Named destinations: never
+// relayed to a destination that lists them, they act here); the key is still
 // given to Key, which relays it to no destination that lists it. Keys go
 // nowhere when the target is Local, so none acts here then: the source is
 // not told to relay.
