@@ -17,10 +17,10 @@ type discard struct{ n int }
 func (d *discard) WriteTo(b []byte, _ net.Addr) (int, error) { d.n++; return len(b), nil }
 
 // BenchmarkKeyEvent is the sender's CPU and allocations per key event
-// (issue 14 must-have 4): a source's event through Run into the queue, the
-// packet sealed, signed by this machine's identity (a one-way session,
-// PROTOCOL.md §8.6) and handed to the socket (each event sends one), no
-// feedback. The figure per op is per key event.
+// (BENCHMARKS.md, The sender's targets): a source's event through Run into
+// the queue, the packet sealed, signed by this machine's identity (a one-way
+// session, PROTOCOL.md §8.6) and handed to the socket (each event sends
+// one), no feedback. The figure per op is per key event.
 func BenchmarkKeyEvent(b *testing.B) {
 	w := &discard{}
 	id, err := identity.Generate()

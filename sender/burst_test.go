@@ -57,9 +57,9 @@ func keyDownLatencies(t *testing.T, link netsim.Config, feedback bool) (lat []ti
 	return lat, lost
 }
 
-// TestBurstsCutLatency (issue 5 target): with 10 % loss both ways and a
-// 20 ms ± 5 ms one-way delay, the p99 key-down latency with feedback and
-// bursts is at most the one-way delay + 25 ms; the plain queue (no
+// TestBurstsCutLatency (PROTOCOL.md §7.1, bursts): with 10 % loss both ways
+// and a 20 ms ± 5 ms one-way delay, the p99 key-down latency with feedback
+// and bursts is at most the one-way delay + 25 ms; the plain queue (no
 // feedback, one-way) is well above it. Virtual time: exact and repeatable.
 func TestBurstsCutLatency(t *testing.T) {
 	link := netsim.Config{Loss: 0.10, Delay: 20 * time.Millisecond, Jitter: 5 * time.Millisecond, Seed: 11}
@@ -80,11 +80,11 @@ func TestBurstsCutLatency(t *testing.T) {
 	}
 }
 
-// TestHandshakeCostsOneRoundTrip (issue 15 must-have 1, PROTOCOL.md
-// §8.3): a key typed the moment a session starts waits for the receiver's
-// handshake, one round trip, and no more: on a 20 ms link it arrives 60 ms
-// after it was typed (initiation, response, then the packet), and nothing typed
-// during the handshake is lost.
+// TestHandshakeCostsOneRoundTrip (PROTOCOL.md §8.2, §8.3): a key typed the
+// moment a session starts waits for the receiver's handshake, one round
+// trip, and no more: on a 20 ms link it arrives 60 ms after it was typed
+// (initiation, response, then the packet), and nothing typed during the
+// handshake is lost.
 func TestHandshakeCostsOneRoundTrip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &fake.Recorder{}

@@ -136,8 +136,8 @@ func TestExitReleaseUnderChaos(t *testing.T) {
 
 // TestSignalEndsWithinBoundAtHeavyLoss (PROTOCOL.md §7.1; README, send's
 // end): a signal ends the session within Linger + PeerTimeout at any loss,
-// the acks that trickle in notwithstanding (each let a waiting event in,
-// and used to restart the end's patience): 80 % loss each way, a queue of
+// the acks that trickle in notwithstanding (each lets a waiting event in,
+// and must not restart the end's patience): 80 % loss each way, a queue of
 // 8, 40 taps typed while the link was that bad and 3 keys held at the
 // signal; 20 seeds. What the end gave up is counted.
 func TestSignalEndsWithinBoundAtHeavyLoss(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	"github.com/keyrelay/keyrelay/wire"
 )
 
-// Table tests of the sender's Core with explicit times (issue 14 must-have
-// 1): no clock, no socket, no receiver. Each packet the core sends is
-// decoded and recorded with the time of the call that sent it.
+// Table tests of the sender's Core with explicit times (DESIGN.md, Packages:
+// the core is pure): no clock, no socket, no receiver. Each packet the core
+// sends is decoded and recorded with the time of the call that sent it.
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
@@ -60,10 +60,10 @@ func newRig(t testing.TB, cfg sender.CoreConfig) *rig {
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
 // ack is the receiver's ack, arriving at now, saying it has packet newest
-// and those of the received bits (bit i: packet newest-1-i, seed 001's
+// and those of the received bits (bit i: packet newest-1-i, Glenn Fiedler's
 // ack_bits; the wire's missing bits are their complement, PROTOCOL.md §9),
-// applied events up to stamp, and held newest for delay.
-// It gives the receiver's wall clock as now.
+// applied events up to stamp, and held newest for delay. It gives the
+// receiver's wall clock as now.
 func (r *rig) ack(now time.Time, newest, received, stamp uint64, delay time.Duration) {
 	r.t.Helper()
 	r.ackWall(now, newest, received, stamp, delay, uint64(now.UnixMilli()))
@@ -172,7 +172,7 @@ func TestCoreRTTFromAcks(t *testing.T) {
 		t.Fatalf("a repeated newest changed SRTT to %v", p2.SRTT)
 	}
 	// In plaintext (--insecure) a forged ack with a huge counter does not
-	// shut the real acks out (issue 15 must-have 1): there is no window
+	// shut the real acks out (DESIGN.md invariant 9): there is no window
 	// to push, since without a key anyone can forge any ack anyway.
 	a := wire.Ack{Header: wire.Header{Type: wire.TypeAck, Flags: wire.FlagOneWay, Session: 0x1234, Counter: 1 << 62}, Newest: 2}
 	b, _ := a.Append(nil)
@@ -267,8 +267,8 @@ func TestCoreLiveness(t *testing.T) {
 	}
 }
 
-// Bursts (seed 003): after an event, with a live receiver, the queue is
-// re-sent every burst gap (a quarter of the SRTT) until the receiver has
+// Bursts (PROTOCOL.md §7.1): after an event, with a live receiver, the queue
+// is re-sent every burst gap (a quarter of the SRTT) until the receiver has
 // acked a packet carrying the event.
 func TestCoreBurstUntilAcked(t *testing.T) {
 	r := newRig(t, sender.CoreConfig{Feedback: true})
@@ -493,10 +493,10 @@ func TestCoreAsksQuietReceiverForAnAck(t *testing.T) {
 	}
 }
 
-// Outages (issue 15 must-have 4): a receiver that was live and falls
-// silent is reported silent after PeerTimeout, but key events wait for it
-// until Outage has passed; only then does the backlog drain as the plain
-// queue would.
+// Outages (PROTOCOL.md §7.1; DESIGN.md invariant 3): a receiver that was
+// live and falls silent is reported silent after PeerTimeout, but key events
+// wait for it until Outage has passed; only then does the backlog drain as
+// the plain queue would.
 func TestCoreBacklogWaitsThroughAnOutage(t *testing.T) {
 	r := newRig(t, sender.CoreConfig{Feedback: true, QueueLen: 1, PeerTimeout: time.Second, Outage: 3 * time.Second})
 	r.c.Start(t0)

@@ -67,13 +67,12 @@ func TestRTTEstimate(t *testing.T) {
 	})
 }
 
-// TestReorderingIsNotLoss (issue 15 must-have 5): on a link that loses
-// nothing but jitters by 10 ms (10 ± 10 ms each way, and 30 % of the
-// datagrams held back a further 20 ms, netsim's model of the overtaking
-// such jitter causes), fast typing (bursts send every few ms) is reported
-// with under 1 % loss: a packet's fate is read from the ack bits only once
-// a packet sent a reorder time after it has been acked (peers.go). With
-// the counter margin alone, 21 of 732 packets were counted lost here.
+// TestReorderingIsNotLoss (PROTOCOL.md §9): on a link that loses nothing but
+// jitters by 10 ms (10 ± 10 ms each way, and 30 % of the datagrams held back
+// a further 20 ms, netsim's model of the overtaking such jitter causes),
+// fast typing (bursts send every few ms) is reported with under 1 % loss: a
+// packet's fate is read from the ack bits only once a packet sent a reorder
+// time after it has been acked (peers.go), not by the counter margin alone.
 func TestReorderingIsNotLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nw := netsim.NewNetwork(netsim.Config{Delay: 10 * time.Millisecond, Jitter: 10 * time.Millisecond, Reorder: 0.3, Seed: 3})

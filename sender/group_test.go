@@ -20,12 +20,12 @@ import (
 	"github.com/keyrelay/keyrelay/sender"
 )
 
-// TestGroupSwitchesUnderLoss runs a Group of three senders, each to its
-// own receiver over a link losing 20 % of packets (virtual time), and
-// checks issue 27 must-have 2 end to end in one process: a key held
-// across a switch is released at the old target and never pressed at the
-// new one; each receiver gets the keys typed while it was the target and
-// no other; none is left holding a key, and none saw an unbalanced event
+// TestGroupSwitchesUnderLoss runs a Group of three senders, each to its own
+// receiver over a link losing 20 % of packets (virtual time), and checks
+// DESIGN.md's Named destinations end to end in one process: a key held
+// across a switch is released at the old target and never pressed at the new
+// one; each receiver gets the keys typed while it was the target and no
+// other; none is left holding a key, and none saw an unbalanced event
 // (DESIGN.md invariants 1 and 2, per destination).
 func TestGroupSwitchesUnderLoss(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
@@ -149,10 +149,10 @@ func (f *followingSource) ModeChanged() <-chan struct{} {
 }
 
 // TestGroupSwitchWaitsForTheSourceToFollow checks keyrelay switch with a
-// source that owns the keyboard (issue 27 must-have 2, "the grab
-// follows"): Switch answers at once when the source is in the mode asked
-// for already, returns the moment the source says it switched (35 ms of
-// virtual time, which a 10 ms poll would have rounded up to 40), and
+// source that owns the keyboard (DESIGN.md, Named destinations: the grab
+// follows the target): Switch answers at once when the source is in the mode
+// asked for already, returns the moment the source says it switched (35 ms
+// of virtual time, which a 10 ms poll would have rounded up to 40), and
 // reports a source that never follows after ModeWait, or the caller's
 // context ending, without waiting longer.
 func TestGroupSwitchWaitsForTheSourceToFollow(t *testing.T) {
@@ -287,11 +287,11 @@ type retargetSource struct {
 
 func (s *retargetSource) Retarget() { s.retargets.Add(1) }
 
-// TestGroupTellsACopyOfASwitch: a source that keeps a copy of which keys
-// act here (sender.RetargetSource, the Windows hook) is told of a switch it
-// did not make (keyrelay switch, Group.Switch), so that it asks local
-// again and sees the new target's local keys (issue 27's must-have 3);
-// its own pick needs no telling.
+// TestGroupTellsACopyOfASwitch: a source that keeps a copy of which keys act
+// here (sender.RetargetSource, the Windows hook) is told of a switch it did
+// not make (keyrelay switch, Group.Switch), so that it asks local again and
+// sees the new target's local keys (DESIGN.md, Named destinations); its own
+// pick needs no telling.
 func TestGroupTellsACopyOfASwitch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nw := netsim.NewNetwork(netsim.Config{Delay: 5 * time.Millisecond, Seed: 1})
@@ -323,10 +323,10 @@ func TestGroupTellsACopyOfASwitch(t *testing.T) {
 }
 
 // TestGroupTellsASourceThatOwnsTheKeyboard checks what a Group tells a
-// source that owns the keyboard (send --grab) of issue 27's must-haves 2
-// and 3: whether a key acts here follows the current target's local keys;
-// the destinations' hotkeys come in the routes' order; and pick, what the
-// source calls for a destination's hotkey seen in local use, makes that
+// source that owns the keyboard (send --grab; DESIGN.md, Named
+// destinations): whether a key acts here follows the current target's local
+// keys; the destinations' hotkeys come in the routes' order; and pick, what
+// the source calls for a destination's hotkey seen in local use, makes that
 // destination the only target.
 func TestGroupTellsASourceThatOwnsTheKeyboard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

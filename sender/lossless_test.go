@@ -18,14 +18,14 @@ import (
 	"github.com/keyrelay/keyrelay/sender"
 )
 
-// TestLosslessTyping (issue 5; issue 15 must-have 4 for the outages): with
+// TestLosslessTyping (DESIGN.md invariant 3; PROTOCOL.md §7.1): with
 // feedback, typing bursts much longer than the queue, through 0–30 % loss
 // both ways, duplication, reordering and outages of up to 4.5 s after the
 // receiver was heard (within sender.DefaultOutage, and longer than the
 // sender's PeerTimeout and the receiver's timeout), lose no key-down, even
-// when the source ends during the outage (the end waits for the receiver): every one arrives, in order,
-// unless the backlog overflowed (then the test says so and checks only the
-// order).
+// when the source ends during the outage (the end waits for the receiver):
+// every one arrives, in order, unless the backlog overflowed (then the test
+// says so and checks only the order).
 func TestLosslessTyping(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		loss := float64(rapid.IntRange(0, 30).Draw(rt, "loss%")) / 100

@@ -35,15 +35,14 @@ func sentAt(nw *netsim.Network, d time.Duration) *atomic.Int64 {
 	return n
 }
 
-// TestSilentReceiverIsPaced (PROTOCOL.md §9, pacing to a silent
-// receiver): a script typing 20 taps a second, or idle, whose receiver
-// goes away 2 s in. Over the next 10 s the sender sent it 2,785
-// datagrams typing (831 idle) at full speed (every event, every burst
-// while the backlog waits); now its bursts back off once it is a round
-// trip late, and once it is silent (unheard for sender.SilentAfter) it
-// gets at most one datagram per sender.SilentGap (per MaxBurstGap in the
-// last second of --outage while keys wait for it), plus the initiations
-// that look for a restarted receiver (backing off to one a second).
+// TestSilentReceiverIsPaced (PROTOCOL.md §9, pacing to a silent receiver): a
+// script typing 20 taps a second, or idle, whose receiver goes away 2 s in.
+// Unpaced, it would get every event and every burst while the backlog waits,
+// at full speed; paced, its bursts back off once it is a round trip late,
+// and once it is silent (unheard for sender.SilentAfter) it gets at most one
+// datagram per sender.SilentGap (per MaxBurstGap in the last second of
+// --outage while keys wait for it), plus the initiations that look for a
+// restarted receiver (backing off to one a second).
 func TestSilentReceiverIsPaced(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

@@ -35,11 +35,11 @@ func out(to int, k keys.Code, down bool) Routed {
 	return Routed{To: to, Key: keys.Key(k), Down: down}
 }
 
-// TestRouterSendsToTheTargetOnly checks issue 27 must-haves 2 and 3 on the
-// router: a destination's hotkey makes it the only target and reaches no
+// TestRouterSendsToTheTargetOnly checks DESIGN.md's Named destinations on
+// the router: a destination's hotkey makes it the only target and reaches no
 // one; a switch releases at the old target what it holds there (DESIGN.md
-// invariant 1 per destination), and a key held across it is not pressed
-// at the new target until pressed again; maps and local keys apply per
+// invariant 1 per destination), and a key held across it is not pressed at
+// the new target until pressed again; maps and local keys apply per
 // destination; mirror sends every key everywhere.
 func TestRouterSendsToTheTargetOnly(t *testing.T) {
 	cases := []struct {
@@ -93,24 +93,24 @@ func TestRouterSendsToTheTargetOnly(t *testing.T) {
 	}
 }
 
-// TestRouterPropertyBalancedPerDestination is issue 27's property test:
-// random key events, hotkeys and switches, each destination's events
-// through its own balanced queue (seed 000) to a receiver that gets a
-// random subset of the packets. At every step, a key-down reaches only
-// the destination that is the target then, and only in answer to a press
-// at the source; each destination's events are balanced (no second
-// press of a held key, no release of one not held: DESIGN.md invariant
-// 2); and once the source releases everything and one packet per
+// TestRouterPropertyBalancedPerDestination is the Router's property test
+// (DESIGN.md, Named destinations): random key events, hotkeys and switches,
+// each destination's events through its own balanced queue (the seed's) to a
+// receiver that gets a random subset of the packets. At every step, a
+// key-down reaches only the destination that is the target then, and only in
+// answer to a press at the source; each destination's events are balanced
+// (no second press of a held key, no release of one not held: DESIGN.md
+// invariant 2); and once the source releases everything and one packet per
 // destination arrives, no receiver holds a key (invariant 1).
 func TestRouterPropertyBalancedPerDestination(t *testing.T) {
 	checkRouterBalanced(t, false)
 }
 
 // TestRouterPropertyBalancedWithCharacters is the same property with
-// destinations a and c in characters mode (issue 27 must-have 4): whatever
-// mix of chords, level modifiers, dead keys and characters, every
-// destination's stream stays balanced, a character being a down and its
-// up together.
+// destinations a and c in characters mode (DESIGN.md, Named destinations):
+// whatever mix of chords, level modifiers, dead keys and characters, every
+// destination's stream stays balanced, a character being a down and its up
+// together.
 func TestRouterPropertyBalancedWithCharacters(t *testing.T) {
 	checkRouterBalanced(t, true)
 }
@@ -223,7 +223,7 @@ func checkRouterBalanced(t *testing.T, chars bool) {
 			rs := r.Key(nil, keys.Key(k), down)
 			for _, o := range rs {
 				// A key acting here reaches no destination that lists it
-				// (issue 27's local keys).
+				// (local keys).
 				if here && o.Down && o.Key == keys.Key(k) && slices.Contains(routes[o.To].Local, k) {
 					rt.Fatalf("%v acts here and was pressed at %d, which keeps it local", k, o.To)
 				}
@@ -246,9 +246,9 @@ func checkRouterBalanced(t *testing.T, chars bool) {
 }
 
 // TestRouterActsHere checks the decision send --grab's sources ask of the
-// router (issue 27 must-have 3, local keys): a key acts on this machine
-// when the target lists it among its local keys, in mirror mode when any
-// destination does, and never while keys go nowhere (target Local).
+// router (local keys, DESIGN.md Named destinations): a key acts on this
+// machine when the target lists it among its local keys, in mirror mode when
+// any destination does, and never while keys go nowhere (target Local).
 func TestRouterActsHere(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -285,11 +285,11 @@ func TestRouterActsHere(t *testing.T) {
 
 func ch(to int, r rune, down bool) Routed { return Routed{To: to, Key: keys.Char(r), Down: down} }
 
-// TestRouterCharactersMode checks issue 27 must-have 4 on the router: a
-// destination in characters mode gets a printable key as its character (a
-// down and its up at once), a chord or a key that prints nothing as the
-// physical keys, with the Shift or AltGr held then; a destination in
-// physical mode gets the keys as ever.
+// TestRouterCharactersMode checks characters mode (DESIGN.md, Named
+// destinations) on the router: a destination in characters mode gets a
+// printable key as its character (a down and its up at once), a chord or a
+// key that prints nothing as the physical keys, with the Shift or AltGr held
+// then; a destination in physical mode gets the keys as ever.
 func TestRouterCharactersMode(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -215,7 +215,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 // TestStatsStringNamesInitiations: send's summary counts the handshake's
 // initiations in its bytes (PROTOCOL.md §8.2), so it names them when there
-// were any; a one-way or plaintext session's line is as before.
+// were any; a one-way or plaintext session's line, with none, does not.
 func TestStatsStringNamesInitiations(t *testing.T) {
 	for _, tt := range []struct {
 		s    Stats
