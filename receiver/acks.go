@@ -17,14 +17,13 @@ import (
 // gives our wall clock when the last that gave it is WallInterval old.
 //
 // Why the applied packet is not held back: its sender re-sends it every
-// burst gap (sender.MinBurstGap, 1 ms on a LAN) until this ack comes, so
-// an ack held back for the rest of AckInterval lets a re-send go, and
-// draws an ack of its own. A key-up typed within a millisecond of its
-// key-down's ack (a tap) cost a burst packet and often a second ack: 2.7
-// datagrams per key event over a veth pair where a packet and its ack are
-// 2. The acks this adds are at most one per event typed, and the events
-// come no faster than the sender's packets: the re-sends, which carry
-// nothing new, are still coalesced.
+// burst gap (sender.MinBurstGap, 1 ms on a LAN) until this ack comes, so an
+// ack held back for the rest of AckInterval lets a re-send go, and draws an
+// ack of its own: a key-up typed within a millisecond of its key-down's ack
+// (a tap) would cost a burst packet and often a second ack (figures in
+// PROTOCOL.md §9). The acks this adds are at most one per event typed, and
+// the events come no faster than the sender's packets: the re-sends, which
+// carry nothing new, are still coalesced.
 func (r *Receiver) ack(s *session, now time.Time, news, applied bool) {
 	// An ack says "typed"; with the injector gone nothing is, and the
 	// sender must see the receiver fall silent.

@@ -27,15 +27,14 @@ const (
 )
 
 // underLoadAbove: with more initiations than this in the last second the
-// receiver is under load, and answers an initiation without a valid mac2
-// by a cookie reply, with no Diffie-Hellman (handshake.Responder). A
-// sender handshakes once at start, retries at most 25 times a second (in
-// the first second keys wait for its first keypair, then every 100 ms or
-// slower), and rekeys every two minutes: a few dozen a second is no real
-// sender load.
-// Measured: the responder's half of a handshake (handshake's
-// BenchmarkRespond) took 470 µs on a shared 2-core machine, so 32 a
-// second cost at most 1.5 % of a core before cookies take over.
+// receiver is under load, and answers an initiation without a valid mac2 by
+// a cookie reply, with no Diffie-Hellman (handshake.Responder). A sender
+// handshakes once at start, retries at most 25 times a second (in the first
+// second keys wait for its first keypair, then every 100 ms or slower), and
+// rekeys every two minutes: a few dozen a second is no real sender load.
+// Each answer costs the responder's half of a handshake (handshake's
+// BenchmarkRespond, in BENCHMARKS.md), so the answers before cookies take
+// over cost a percent or two of a core at most.
 const underLoadAbove = 32
 
 // loadMeter counts initiations over the last second in two halves: the

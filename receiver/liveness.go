@@ -9,36 +9,35 @@ import (
 // its keys are released (DESIGN.md invariant 5, PROTOCOL.md §7.2): the
 // timeout, made longer while the session visibly loses packets, so a key
 // held through heavy loss is not released and pressed again between the
-// packets that get through (issue 15 must-have 4).
+// packets that get through.
 //
 // The receiver knows how many packets it missed: a sender numbers every
 // packet, so a packet whose counter is 5 past the one before says that 4
-// were lost (or are late: a late one, when it comes, counts as arrived).
-// m, the mean counters per packet that arrives, is 1/(1 − loss), and the
-// timeout times m is the time in which as many packets get through as do
-// in the timeout without loss. With the loss known exactly, a sender that
-// sends every interval I would be released by mistake after a packet with
-// a chance of loss^(m·timeout/I), below e^(−timeout/I) at any loss (loss ≤
-// e^(−(1−loss))): 1 in 22,000 with recv's 1 s and send's 100 ms, where the
-// timeout alone gives 11 % at 80 % loss and 35 % at 90 %. The loss is
-// estimated from the last 8 or so packets, which at heavy loss is rough,
+// were lost (or are late: a late one, when it comes, counts as arrived). m,
+// the mean counters per packet that arrives, is 1/(1 − loss), and the
+// timeout times m is the time in which as many packets get through as do in
+// the timeout without loss. With the loss known exactly, a sender that sends
+// every interval I would be released by mistake after a packet with a chance
+// of loss^(m·timeout/I), below e^(−timeout/I) at any loss (loss ≤
+// e^(−(1−loss))), where the timeout alone gives loss^(timeout/I). The loss
+// is estimated from the last 8 or so packets, which at heavy loss is rough,
 // and an estimate too low is what releases a held key; so the allowance
 // takes m one standard error high: m + √(m(m−1)/n) timeouts, n the packets
-// it is estimated from, at most MaxAllowance. Without loss m is 1, the
-// error 0, and the allowance exactly the timeout, as before.
+// it is estimated from, at most MaxAllowance. Without loss m is 1, the error
+// 0, and the allowance exactly the timeout.
 //
-// A session's first packets say little of its loss. At 90 % loss, 4 or
-// more of the first 8 counters arrive in 1 session in 200: with 4, the
-// estimate is 2, the allowance about 2.75 timeouts, and the gaps that
-// follow are those of 90 % loss (3 of 300 20 s holds at 90 % loss one-way were released so, each
-// within its first 8 packets). Later the estimate has its past to steady
-// it. So once a session loses a packet, its estimate starts from a prior
-// of heavy loss: priorWeight packets MaxAllowance counters apart (90 %
-// loss), fading with each packet counted as the past does (to a third
-// after 8, a tenth after 17), and weighing in proportion to the loss seen
-// (m − 1, fully from m = 2: 50 %), so that a session losing a packet now
-// and then is not taken for one losing most. A session that has lost
-// nothing keeps exactly the timeout.
+// A session's first packets say little of its loss: a few that get through
+// by luck at heavy loss make the estimate low just when the gaps that follow
+// are long. Later the estimate has its past to steady it. So once a session
+// loses a packet, its estimate starts from a prior of heavy loss:
+// priorWeight packets MaxAllowance counters apart (90 % loss), fading with
+// each packet counted as the past does (to a third after 8, a tenth after
+// 17), and weighing in proportion to the loss seen (m − 1, fully from m = 2:
+// 50 %), so that a session losing a packet now and then is not taken for one
+// losing most. A session that has lost nothing keeps exactly the timeout.
+// PROTOCOL.md §7.2 works the figures through (the chances at 80 and 90 %
+// loss, the first packets' luck, the allowances and holds measured by make
+// measure).
 //
 // The cost is that a killed sender's keys are released later: after its
 // allowance, which Status shows, and which the log says as it changes

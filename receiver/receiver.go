@@ -179,16 +179,13 @@ type Watched interface {
 
 // MinAckInterval bounds the acks sent to one session: at most one per
 // interval; what arrives in between is covered by the next one (no storms),
-// except a packet that typed something, acked at once (Receiver.ack):
-// those come no faster than the keys typed.
-// It is the sender's least burst gap (sender.MinBurstGap): a sender re-sends
-// no faster, so coalescing for longer only holds back the ack that stops a
-// burst. At 5 ms, on a LAN (1 ms gaps), a key-up coming within 5 ms of the
-// key-down's ack was re-sent four times before its ack: a tap cost about 8
-// datagrams instead of 4. Against 2, 3 and 5 ms on a simulated LAN at 5 to
-// 40 % loss (make measure-acks, 300 seeds each) the key-down latency's
-// p50, p99 and p99.9 are the same within a millisecond's step, and 1 ms
-// sends the fewest packets (a third fewer than 5 ms at 40 % loss).
+// except a packet that typed something, acked at once (Receiver.ack): those
+// come no faster than the keys typed. It is the sender's least burst gap
+// (sender.MinBurstGap): a sender re-sends no faster, so coalescing for
+// longer only holds back the ack that stops a burst: on a LAN (1 ms gaps)
+// every re-send an ack held back lets go draws an ack of its own. Longer
+// intervals type no sooner and send more (BENCHMARKS.md, Ack interval; make
+// measure-acks).
 const MinAckInterval = time.Millisecond
 
 // IdleAckInterval bounds the acks sent to one session while nothing
@@ -212,8 +209,7 @@ const WallInterval = time.Second
 // (100 ms by default); it sends faster only while it waits for an ack (a
 // burst after an event, every 5 to 20 ms; events held back for acks; its
 // final state while lingering, every 50 ms), and the ack is what ends the
-// wait. A sender whose --interval is below BusyGap is acked as before,
-// every packet.
+// wait. A sender whose --interval is below BusyGap has every packet acked.
 const BusyGap = 75 * time.Millisecond
 
 // DefaultMaxSkew is the default Config.MaxSkew.
@@ -410,7 +406,7 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 		// session heard steadily costs a timerfd_settime about once per
 		// half its allowance, not at each datagram, and its timer fires
 		// early only once it falls silent. A deadline that comes sooner
-		// (an ack held back, §9) is armed as before.
+		// (an ack held back, §9) is armed at once.
 		if !armed.IsZero() && !armed.After(next) && armed.Sub(now) >= next.Sub(now)/2 {
 			return
 		}
@@ -418,13 +414,13 @@ func (r *Receiver) Run(ctx context.Context) (Stats, error) {
 		check.Reset(next.Sub(now))
 	}
 
-	// The reader handles each datagram as it reads it, under mu, which
-	// Run's own steps (a deadline, the end) take too: handing each one to
-	// Run through a channel woke a second goroutine per datagram, and
-	// with it a select over every channel Run waits on, which for an idle
-	// receiver (a datagram every 100 ms, on a cold cache) was a good part
-	// of what each datagram cost. After stopped, the reader handles
-	// nothing more: no key is pressed after ReleaseAll.
+	// The reader handles each datagram as it reads it, under mu, which Run's
+	// own steps (a deadline, the end) take too: handing each one to Run
+	// through a channel would wake a second goroutine per datagram, and with
+	// it a select over every channel Run waits on, which for an idle
+	// receiver (a datagram every 100 ms, on a cold cache) is a good part of
+	// what each datagram costs (DESIGN.md, Packages). After stopped, the
+	// reader handles nothing more: no key is pressed after ReleaseAll.
 	var mu sync.Mutex
 	stopped := false
 	readErr := make(chan error, 1)
@@ -570,7 +566,7 @@ func (r *Receiver) Handle(b []byte, from net.Addr, now time.Time) {
 		return
 	}
 	// The address and the machine as a map key, not a string: a string
-	// per datagram was an allocation per datagram.
+	// per datagram would be an allocation per datagram.
 	src := sourceKey{keyOf(from), s.peer}
 	if s.counter == 0 && r.bySource[src] != s {
 		// A new session of a machine from an address ends that machine's

@@ -40,10 +40,10 @@ func (r *Receiver) publish(now time.Time) {
 	}
 	r.changed = false
 	r.published = now
-	// Written in place, into the slices of the last publication: a key
-	// event publishes (its held keys changed), and a copy per key event
-	// was allocations per datagram. Status copies all of it out, Held
-	// included, so no caller holds what is rewritten here.
+	// Written in place, into the slices of the last publication: a key event
+	// publishes (its held keys changed), and a copy per key event would be
+	// allocations per datagram. Status copies all of it out, Held included,
+	// so no caller holds what is rewritten here.
 	r.order = r.order[:0]
 	for _, s := range r.sessions {
 		r.order = append(r.order, s)
