@@ -12,7 +12,7 @@ import (
 )
 
 // ipUDP is what IPv4 and UDP add to each datagram on the wire: the
-// figure issue 28's table counts ("IP bytes").
+// figure BENCHMARKS.md's tables count ("IP bytes").
 const ipUDP = 20 + 8
 
 // runTo runs the core and the receiver by their own deadlines up to

@@ -19,9 +19,9 @@ import (
 	"github.com/keyrelay/keyrelay/sender"
 )
 
-// The handshake (PROTOCOL.md §8.3, issue 15 must-haves 1 and 2), with a
-// real sender.Core and real Receivers on a lossless network in explicit
-// time: what the sender sends is recorded, so it can be replayed.
+// The handshake (PROTOCOL.md §8.3; DESIGN.md invariant 9), with a real
+// sender.Core and real Receivers on a lossless network in explicit time:
+// what the sender sends is recorded, so it can be replayed.
 
 var hsKey = []byte("handshake-test-key-0123456789abc")
 
@@ -328,15 +328,15 @@ func TestRestartedReceiverIsFollowedAtOnce(t *testing.T) {
 
 var kX, kShift = keys.Key(keys.KeyX), keys.Key(keys.ShiftLeft)
 
-// TestRelayWithRestartsAndReplays (issue 15 tests; DESIGN.md invariants 1,
-// 2, 3 and 9): random typing over a lossy link while the receiver restarts
-// at random moments and recordings of this session and of another
-// receiver's are replayed into it from the sender's address and from
-// another. Whatever happens: every receiver instance injects a
-// subsequence of what the sender typed, in order, and never a key-down
-// twice (nothing from a replay); at rest the last receiver holds exactly
-// the sender's held keys; and with the link lossless after the last
-// restart, every key-down typed from then on arrives there.
+// TestRelayWithRestartsAndReplays (DESIGN.md invariants 1, 2, 3 and 9):
+// random typing over a lossy link while the receiver restarts at random
+// moments and recordings of this session and of another receiver's are
+// replayed into it from the sender's address and from another. Whatever
+// happens: every receiver instance injects a subsequence of what the sender
+// typed, in order, and never a key-down twice (nothing from a replay); at
+// rest the last receiver holds exactly the sender's held keys; and with the
+// link lossless after the last restart, every key-down typed from then on
+// arrives there.
 func TestRelayWithRestartsAndReplays(t *testing.T) {
 	other := newRx(t)
 	foreign := recordSession(t, other, "10.0.0.9:40000")

@@ -41,12 +41,12 @@ func statusAllowance(t *testing.T, r *Receiver) time.Duration {
 	return 0
 }
 
-// TestAllowanceFollowsLoss (issue 15 must-have 4; DESIGN.md invariant 5):
-// a session's allowance, the silence after which its keys are released, is
-// exactly the timeout while no packet is lost (reordered ones are not
-// lost), grows with the share of counters that never arrive, and is at
-// most MaxAllowance timeouts. Next names it, Expire keeps it to the
-// nanosecond, and Status shows it.
+// TestAllowanceFollowsLoss (DESIGN.md invariant 5; PROTOCOL.md §7.2): a
+// session's allowance, the silence after which its keys are released, is
+// exactly the timeout while no packet is lost (reordered ones are not lost),
+// grows with the share of counters that never arrive, and is at most
+// MaxAllowance timeouts. Next names it, Expire keeps it to the nanosecond,
+// and Status shows it.
 func TestAllowanceFollowsLoss(t *testing.T) {
 	const T = time.Second
 	for _, tc := range []struct {
@@ -62,10 +62,10 @@ func TestAllowanceFollowsLoss(t *testing.T) {
 		{"99 % lost", sequence(200, 100), MaxAllowance * T, MaxAllowance * T},
 		{"1,000 packets lost in a row, then none for 10 s", append(sequence(10, 1), sequence(100, 1, 1000)...), T, T},
 		// A session's first packets: the estimate starts from a prior of
-		// heavy loss once it loses any. Both runs of luck are from 300
-		// 20 s holds at 90 % loss (TestHoldThroughHeavyLoss), which the
-		// estimate alone released at the next gap: after 8, 2.75 s
-		// (then 34 counters); after 24, 4.19 s (then 44 counters).
+		// heavy loss once it loses any. Both are runs of luck at 90 %
+		// loss: without the prior the estimate after them (2.75 s after
+		// 8 counters, 4.19 s after 24) is shorter than the gap that
+		// follows them in a 20 s hold (34 and 44 counters).
 		{"first packets, none lost", sequence(3, 1), T, T},
 		{"4 of the first 8 arrive", []uint64{1, 5, 6, 8}, 5 * T, MaxAllowance * T},
 		{"7 of the first 24 arrive", []uint64{2, 10, 17, 18, 21, 23, 24}, 5 * T, MaxAllowance * T},

@@ -160,12 +160,12 @@ func TestNoAllocationPerDatagram(t *testing.T) {
 // core never holds an event back for want of acks.
 const batch = sender.DefaultQueueLen / 2
 
-// BenchmarkReceivePath is the receiver's CPU and allocations per datagram
-// (issue 28 must-have 3): a handshaken session's sealed queue packet
-// carrying one new key event, opened and checked (PROTOCOL.md §8.5),
-// diffed, the event handed to an injector that does nothing, and the ack
-// sealed and written (§9). The packets are made by a real sender core, a
-// batch at a time, with the timer stopped.
+// BenchmarkReceivePath is the receiver's CPU and allocations per datagram: a
+// handshaken session's sealed queue packet carrying one new key event,
+// opened and checked (PROTOCOL.md §8.5), diffed, the event handed to an
+// injector that does nothing, and the ack sealed and written (§9). The
+// packets are made by a real sender core, a batch at a time, with the timer
+// stopped.
 func BenchmarkReceivePath(b *testing.B) {
 	p := newPath(b)
 	b.ReportAllocs()
@@ -192,11 +192,11 @@ func BenchmarkReceivePath(b *testing.B) {
 	b.ReportMetric(float64(st.Acks)/float64(st.Accepted), "acks/datagram")
 }
 
-// BenchmarkAckPath is the sender core's CPU and allocations per ack
-// (issue 28 must-have 3): the receiver's sealed ack of a packet that
-// carried a new key event, opened, its bits applied to the delivery ledger
-// and the round trip measured (PROTOCOL.md §9). The acks are made by a
-// real receiver, a batch at a time, with the timer stopped.
+// BenchmarkAckPath is the sender core's CPU and allocations per ack: the
+// receiver's sealed ack of a packet that carried a new key event, opened,
+// its bits applied to the delivery ledger and the round trip measured
+// (PROTOCOL.md §9). The acks are made by a real receiver, a batch at a time,
+// with the timer stopped.
 func BenchmarkAckPath(b *testing.B) {
 	p := newPath(b)
 	b.ReportAllocs()

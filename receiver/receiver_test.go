@@ -168,10 +168,10 @@ func TestSilenceReleases(t *testing.T) {
 	}
 }
 
-// TestSilenceAfterReleaseIsAnEnd (issue 13 must-have 6: a clean end is
-// logged as ended, not timed out): a session whose keys are all up when it
-// falls silent ended as a sender that exits does; one holding keys timed
-// out, and the log says how many keys it released.
+// TestSilenceAfterReleaseIsAnEnd (a clean end is logged as ended, not timed
+// out): a session whose keys are all up when it falls silent ended as a
+// sender that exits does; one holding keys timed out, and the log says how
+// many keys it released.
 func TestSilenceAfterReleaseIsAnEnd(t *testing.T) {
 	var log []string
 	rec := &fake.Recorder{}
@@ -240,10 +240,11 @@ func TestReleaseAllOnShutdown(t *testing.T) {
 	}
 }
 
-// TestCharactersAnInjectorCannotType: characters travel like keys (issue 11:
-// a character-down stays until its character-up, and a lost character-up is
-// still released); an injector that cannot type them is not a failure: each
-// character-down is counted as not typable, and keys go on.
+// TestCharactersAnInjectorCannotType: characters travel like keys
+// (PROTOCOL.md §3.1: a character-down stays until its character-up, and a
+// lost character-up is still released); an injector that cannot type them is
+// not a failure: each character-down is counted as not typable, and keys go
+// on.
 func TestCharactersAnInjectorCannotType(t *testing.T) {
 	inj := &fake.CannotType{}
 	r, err := New(Config{Insecure: true, Conn: nopConn{}, Injector: inj, Timeout: time.Second})
@@ -357,9 +358,9 @@ func TestLocksFollowTheSender(t *testing.T) {
 // xGone is the error of an X injector whose server stopped.
 var xGone = fmt.Errorf("the X server of DISPLAY=:99 went away; %w", sink.ErrGone)
 
-// TestInjectorGoneStopsRecv (issue 13 must-have 2: lost backends are
-// fatal and named): once the injector's backend is gone, the receiver
-// acks nothing more (an ack would say "typed") and Gone reports why.
+// TestInjectorGoneStopsRecv (sink.ErrGone: lost backends are fatal and
+// named): once the injector's backend is gone, the receiver acks nothing
+// more (an ack would say "typed") and Gone reports why.
 func TestInjectorGoneStopsRecv(t *testing.T) {
 	inj := &fake.Watched{Err: xGone}
 	conn := &ackConn{}

@@ -68,8 +68,8 @@ func (c *counterConn) get() (uint64, time.Time) {
 }
 
 // TestRelayUnderLoss runs the real Sender and Receiver over an impaired
-// in-memory network in virtual time, with random traces of physical keys
-// and characters (issue 11), 0–90 % loss, bursts, duplication, delay,
+// in-memory network in virtual time, with random traces of physical keys and
+// characters (PROTOCOL.md §3.1), 0–90 % loss, bursts, duplication, delay,
 // jitter and reordering, and checks DESIGN.md invariants 1–5.
 func TestRelayUnderLoss(t *testing.T) {
 	relayAbridged.Store(0)
@@ -116,7 +116,7 @@ func TestRelayUnderLoss(t *testing.T) {
 var relayAbridged atomic.Int64
 
 // relayAlphabet is the i-th key of a trace: physical keys and characters
-// (issue 11: character events never unbalance a receiver) alternate.
+// (PROTOCOL.md §3.1: character events never unbalance a receiver) alternate.
 func relayAlphabet(i int) keys.Key {
 	if i%2 == 0 {
 		return keys.Key(4 + i/2)

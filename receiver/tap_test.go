@@ -8,14 +8,13 @@ import (
 	"github.com/keyrelay/keyrelay/sender"
 )
 
-// TestTapCostsAPacketAndAnAck (PROTOCOL.md §7.1, §9): taps over a LAN
-// (75 µs each way), each key-up typed 400 µs after its key-down's ack came
-// back, as bench-peers' are over a veth pair: the key-up's ack comes back
-// at once, so the sender's burst (its gap the 1 ms floor) ends before its
-// first re-send, and each packet the sender sends draws one ack. Held back
-// for the rest of the receiver's millisecond, each key-up's ack let a
-// burst re-send it first: 2.7 datagrams per key event where a packet and
-// its ack are 2.
+// TestTapCostsAPacketAndAnAck (PROTOCOL.md §7.1, §9): taps over a LAN (75 µs
+// each way), each key-up typed 400 µs after its key-down's ack came back, as
+// bench-peers' are over a veth pair: the key-up's ack comes back at once, so
+// the sender's burst (its gap the 1 ms floor) ends before its first re-send,
+// and each packet the sender sends draws one ack. Held back for the rest of
+// the receiver's millisecond, each key-up's ack would let a burst re-send it
+// first (PROTOCOL.md §9).
 func TestTapCostsAPacketAndAnAck(t *testing.T) {
 	const oneWay = 75 * time.Microsecond
 	for _, tc := range []struct {
