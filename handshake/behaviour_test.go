@@ -510,15 +510,14 @@ func TestRekey(t *testing.T) {
 	}
 }
 
-// TestKeyringKeepsUnconfirmedAnswers: a sender that takes the keypair of
-// one response while its next initiation is already answered (it wanted a
-// new handshake before any packet under the first reached the receiver,
-// as under heavy loss) is still heard: the receiver keeps up to MaxNext
-// unconfirmed keypairs, and a packet under one confirms it and drops only
-// the older ones, so the sender may still move to a newer one (Keyring's
-// doc). With only the newest kept, the first keypair's packets were
-// dropped and a held key was released by the silence (3 holds of 1,000 at
-// 90 % loss in receiver.TestMeasureHolds).
+// TestKeyringKeepsUnconfirmedAnswers: a sender that takes the keypair of one
+// response while its next initiation is already answered (it wanted a new
+// handshake before any packet under the first reached the receiver, as under
+// heavy loss) is still heard: the receiver keeps up to MaxNext unconfirmed
+// keypairs, and a packet under one confirms it and drops only the older
+// ones, so the sender may still move to a newer one (Keyring's doc). With
+// only the newest kept, the first keypair's packets would be dropped, and a
+// held key released by the silence under heavy loss.
 func TestKeyringKeepsUnconfirmedAnswers(t *testing.T) {
 	p := newPair(t, 1)
 	var rring Keyring
@@ -608,8 +607,8 @@ func TestRateLimiter(t *testing.T) {
 // TestSenderKeypairDatesFromInitiation: however long the response takes,
 // the sender's keypair is never younger than the receiver's copy, so the
 // sender rekeys and stops sealing before the receiver drops it
-// (RekeyAfterTime's doc; found by TestHandshakeOverBadNetwork with a
-// response delayed over a minute).
+// (RekeyAfterTime's doc; TestHandshakeOverBadNetwork delays a response
+// over a minute).
 func TestSenderKeypairDatesFromInitiation(t *testing.T) {
 	p := newPair(t, 1)
 	m := initiation(t, p.init, 1, t0)

@@ -1,13 +1,13 @@
 // Package handshake is keyrelay protocol 5's key exchange and transport
-// keys: the Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s handshake between a
-// sender (initiator, which knows the receiver's static public key) and a
-// receiver (responder, which learns the sender's key from the first message
-// and accepts only a paired peer), its three messages, WireGuard's defences
+// keys: the Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s handshake between a sender
+// (initiator, which knows the receiver's static public key) and a receiver
+// (responder, which learns the sender's key from the first message and
+// accepts only a paired peer), its three messages, WireGuard's defences
 // against denial of service (mac1, mac2 and cookies, the per-peer timestamp
 // and initiation rate, a per-source answer limiter), and the Keypair that
-// seals and opens the packets after it. It replaces protocol 4's tickets
-// (PROTOCOL.md §8.3). Modelled on wireguard-go's device/noise-protocol.go,
-// device/cookie.go and device/keypair.go and on the WireGuard paper §5.4.
+// seals and opens the packets after it (PROTOCOL.md §8.2, §8.3). Modelled on
+// wireguard-go's device/noise-protocol.go, device/cookie.go and
+// device/keypair.go and on the WireGuard paper §5.4.
 //
 // The package is pure: it reads no clock (time comes in as an argument),
 // opens no socket, starts no goroutine and draws randomness only from the
@@ -69,7 +69,7 @@
 // id, as each keypair belongs to one session at both ends (the prologue
 // authenticated it). The associated data is every byte before the
 // ciphertext, the nonce 4 zero bytes ‖ the counter's 8 bytes (big-endian,
-// as protocol 4's, PROTOCOL.md §8.3).
+// PROTOCOL.md §8.3).
 //
 // mac1 = BLAKE2s-128(key = BLAKE2s-256("mac1----" ‖ the recipient's static
 // public key), the message up to mac1): anyone may compute it, but only

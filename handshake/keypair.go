@@ -75,10 +75,9 @@ type Keypair struct {
 // its own AEADs from the keys rather than use flynn/noise's Cipher, whose
 // Encrypt(out, n, ad, plaintext) takes the nonce explicitly too: that
 // one makes each nonce in a closure that returns a slice of a local array,
-// one allocation per packet (measured: 1 alloc/op), and encodes the
-// counter little-endian as the Noise spec says, where protocol 4 put it
-// big-endian (PROTOCOL.md §8.2) and so does this package, matching the
-// header it comes from.
+// one allocation per packet, and encodes the counter little-endian as the
+// Noise spec says, where keyrelay puts it big-endian (PROTOCOL.md §2,
+// §8.3), matching the header it comes from.
 func newKeypair(k1, k2 [keyLen]byte, initiator bool) *Keypair {
 	a1, _ := chacha20poly1305.New(k1[:])
 	a2, _ := chacha20poly1305.New(k2[:])

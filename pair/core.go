@@ -433,8 +433,8 @@ func (c *Core) confirm(now time.Time, m *Message) {
 		c.out = append(c.out, b)
 		if c.peerHasMine && c.theirs != 0 {
 			// Our last word (HaveBoth) ends us; the peer waits Linger for
-			// it if it is lost, so it goes twice: at 30 % loss that wait
-			// drops from 30 % of pairings to 9 % (TestPairThroughLoss).
+			// it if it is lost, so it goes twice: at 30 % loss the peer
+			// then waits in 9 % of pairings (both lost), not 30 %.
 			for range finalCopies - 1 {
 				c.out = append(c.out, b)
 			}

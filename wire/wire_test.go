@@ -334,10 +334,9 @@ func TestSizes(t *testing.T) {
 			t.Errorf("flags %#02x: a 64-entry queue of long characters and wide stamps is %d bytes; the most is %d", tc.h.Flags, got, tc.max)
 		}
 	}
-	// Protocol 4's ticket made 80 the largest N that always fits; the
-	// compact header leaves room for one more, but the limit stays where
-	// send's --queue has it. A one-way packet's signer and signature (96
-	// bytes) leave room for 74.
+	// The compact header leaves room for one more entry than
+	// MaxSafeEvents, but the limit stays where send's --queue has it. A
+	// one-way packet's signer and signature (96 bytes) leave room for 74.
 	if MaxQueueLen(MaxSafeEvents) > MaxPacketSize || MaxQueueLen(MaxSafeEvents+2) <= MaxPacketSize {
 		t.Errorf("MaxSafeEvents %d does not always fit, or is far below what does", MaxSafeEvents)
 	}
