@@ -108,8 +108,9 @@ func equal(a, b []charmode.Kind) bool {
 	return true
 }
 
-// TestZyklopOnGerman types the text as physical keys of the
-// German layout, as xdotool does on a German desktop, and gets it back.
+// TestZyklopOnGerman types "Zyklop öäü ß @" (as e2e's
+// TestCharactersFromGermanDesktop does) as physical keys of the German
+// layout, as xdotool does on a German desktop, and gets it back.
 func TestZyklopOnGerman(t *testing.T) {
 	de := loadDE(t)
 	var evs []ev

@@ -16,8 +16,8 @@ import (
 )
 
 // maxAddrs bounds the addresses remembered: past it the cache starts over
-// (a flood from many sources costs an allocation per new source, as before,
-// and no memory).
+// (a flood from many sources costs an allocation per new source, as with no
+// cache, and no memory).
 const maxAddrs = 1024
 
 // Reader reads datagrams from one socket. Its methods are not safe for

@@ -11,15 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rawReader reads datagrams with a raw recvfrom(2), as transport's
-// rawWriter sends them: a net.UDPConn's reads go through the runtime's
-// syscall entry, which wakes the runtime's monitor thread (sysmon) whenever
-// the process was idle, and a receiver is idle between datagrams, so each
-// one paid for sysmon's wake-up and its polling before it slept again (two
-// reads per datagram: the one that gets it and the one that finds the
-// socket empty). Go's UDP sockets are non-blocking: EAGAIN is handed back
-// to the poller through RawConn.Read, which is what makes the raw call
-// safe.
+// rawReader reads datagrams with a raw recvfrom(2), as transport's rawWriter
+// sends them: a net.UDPConn's reads go through the runtime's syscall entry,
+// which wakes the runtime's monitor thread (sysmon) whenever the process was
+// idle, and a receiver is idle between datagrams, so each one would pay for
+// sysmon's wake-up and its polling before it slept again (two reads per
+// datagram: the one that gets it and the one that finds the socket empty).
+// Go's UDP sockets are non-blocking: EAGAIN is handed back to the poller
+// through RawConn.Read, which is what makes the raw call safe.
 type rawReader struct {
 	rc    syscall.RawConn
 	b     []byte // read's arguments and results

@@ -15,8 +15,8 @@ import (
 
 // TestDecodeEvents: struct input_event records (two longs of timestamp,
 // type, code, value) decode to what was encoded; a short tail and a full
-// evs are where decoding stops (issue 12 must-have 4: the source reads
-// true downs and ups from these records).
+// evs are where decoding stops (capture's evdev source reads true downs
+// and ups from these records).
 func TestDecodeEvents(t *testing.T) {
 	want := []Event{{EvKey, 30, 1}, {EvSyn, SynReport, 0}, {EvKey, 30, 2}, {EvKey, 30, 0}, {EvLED, LEDCapsLock, 1}, {EvKey, 0x2ff, -1}}
 	var b []byte

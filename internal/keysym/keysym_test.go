@@ -8,7 +8,7 @@ import (
 )
 
 // TestKnownKeysyms: the keysyms the German and French layouts use for the
-// characters of issue 11's tests, and Unicode keysyms.
+// characters the layout tests type, and Unicode keysyms.
 func TestKnownKeysyms(t *testing.T) {
 	for _, tc := range []struct {
 		ks   uint32

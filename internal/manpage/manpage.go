@@ -3,10 +3,10 @@
 // pages from the Markdown of a help topic (the key script format, section
 // 5).
 //
-// cobra/doc's generator was replaced because it goes through Markdown
-// (go-md2man): a flag's "HOST[:PORT] (repeatable...)" became a link and
-// lost its [:PORT], and its text ran past 80 columns; its examples sat 10
-// columns in. Here text is escaped for roff and nothing else, paragraphs
+// Not cobra/doc's generator: it goes through Markdown (go-md2man), where a
+// flag's "HOST[:PORT] (repeatable...)" becomes a link and loses its
+// [:PORT], its text runs past 80 columns, and its examples sit 10 columns
+// in. Here text is escaped for roff and nothing else, paragraphs
 // are filled by the formatter, the indented lists of --help become tagged
 // paragraphs that wrap at any width, and pre-formatted lines (examples)
 // are indented 2 columns, so that a line of at most ExampleWidth fits

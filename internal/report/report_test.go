@@ -450,7 +450,8 @@ func benchTable(rs []benchResult) string {
 }
 
 // addedTarget is the most keyrelay may add, at the median, to the desktop to
-// desktop latency over the harness floor (issue 14, must-have 4).
+// desktop latency over the harness floor (BENCHMARKS.md, Desktop to
+// desktop).
 const addedTarget = 250.0 // µs
 
 const desktopIntro = "`BenchmarkHookToDisplayLatency` (e2e; two Xvfb displays, 300 iterations): a key-down injected with XTEST on display B, captured by `send --input hook` (X RECORD), relayed over loopback UDP (sealed, feedback on) and pressed by `recv --inject` x11 or robotgo on display A, until a loop polling A's key map (QueryKeymap, back to back) sees it down. " +
@@ -494,9 +495,9 @@ func desktopSection(rs []benchResult) string {
 	return out.String()
 }
 
-// senderSection is the figures issue 14 (must-have 4) sets targets for,
-// each from its benchmark in this run, with the target and whether it is
-// met.
+// senderSection is the sender's performance targets (BENCHMARKS.md, The
+// sender's targets), each figure from its benchmark in this run, with the
+// target and whether it is met.
 func senderSection(rs []benchResult) string {
 	find := func(name string) (benchResult, bool) {
 		for _, r := range rs {
@@ -519,7 +520,7 @@ func senderSection(rs []benchResult) string {
 		{"CPU per key event on the send path (source to socket)", "KeyEvent", "ns/op", "no higher than before the sender core (about 1.9–2.3 µs on this machine)", -1, "%.0f ns"},
 	}
 	var out strings.Builder
-	out.WriteString("\n## The sender's targets\n\nIssue 14's performance targets, each from a benchmark of this run (`BenchmarkIdlePair`: e2e, run with `-benchtime 1x`; `BenchmarkLossyLoopback`: receiver; `BenchmarkKeyEvent`: sender; their doc comments say what they measure). The machine is shared: idle CPU varies by about a tenth of a percent between runs.\n\n")
+	out.WriteString("\n## The sender's targets\n\nThe sender's performance targets, each from a benchmark of this run (`BenchmarkIdlePair`: e2e, run with `-benchtime 1x`; `BenchmarkLossyLoopback`: receiver; `BenchmarkKeyEvent`: sender; their doc comments say what they measure). The machine is shared: idle CPU varies by about a tenth of a percent between runs.\n\n")
 	out.WriteString("| figure | this run | target | |\n|---|---|---|---|\n")
 	for _, w := range rows {
 		r, ok := find(w.bench)
@@ -631,9 +632,9 @@ ok  	github.com/keyrelay/keyrelay/e2e	11.472s
 	}
 }
 
-// TestSenderSection: issue 14's figures are read from their benchmarks'
-// lines, each against its target; one over its target says so, and a
-// benchmark missing from the run is "not measured".
+// TestSenderSection: the sender's target figures are read from their
+// benchmarks' lines, each against its target; one over its target says so,
+// and a benchmark missing from the run is "not measured".
 func TestSenderSection(t *testing.T) {
 	out := `pkg: github.com/keyrelay/keyrelay/e2e
 BenchmarkIdlePair-2   	       1	12634941645 ns/op	         0.9166 idle-acks/s	         0.5136 pair-%cpu	         0.2171 recv-%cpu	         0.2964 send-%cpu

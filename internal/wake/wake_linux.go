@@ -64,7 +64,7 @@ func New() (*Timer, error) {
 // all the same. A firing the poller saw before a Reset is handed as well,
 // as one from before a Reset always could be (Timer's doc): the loops run
 // only what is due. An idle send's resend is one system call shorter for
-// it (a read(2) is 1.4-2.4 µs on these machines).
+// it.
 func (tf *timerfd) read(fd uintptr) bool {
 	if !tf.waited {
 		tf.waited = true

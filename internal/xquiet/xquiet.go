@@ -4,7 +4,7 @@
 // which is normal (Xvfb, xhost), and keyrelay's own errors say what matters.
 // The logger is a package variable that xgb's reader goroutines read, so it
 // is set once, before the first connection, and never again: setting it per
-// connection raced with the goroutines of earlier ones.
+// connection would race with the goroutines of earlier ones.
 package xquiet
 
 import (

@@ -26,12 +26,12 @@
 // The data connection itself must get nothing but the recording: when the
 // server flushes a client's output it first writes out every context's
 // recorded data, and when that client is the recording client the write
-// lands in the very buffer being flushed, which the X.Org server then
-// frees under its own feet (DESIGN.md, "RECORD's recording client gets
-// only the recording"). Selecting keys on the data connection, as this
-// package once did, crashed the server after a few sessions. For the same
-// reason the data connection opts out of the MappingNotify events every
-// client gets when a keyboard mapping changes (useXKB).
+// lands in the very buffer being flushed, which the X.Org server then frees
+// under its own feet (DESIGN.md, "RECORD's recording client gets only the
+// recording"): selecting keys on the data connection crashes the server
+// within a few sessions. For the same reason the data connection opts out of
+// the MappingNotify events every client gets when a keyboard mapping changes
+// (useXKB).
 package xrecord
 
 import (
@@ -149,7 +149,7 @@ func Open(ctrl *xgb.Conn, display string) (*Stream, error) {
 // server then sends it no MappingNotify for a layout change (setxkbmap)
 // or a remapped key (xmodmap, recv's spare keycodes), and the recording
 // is all it gets (the package doc says why it must be). A server without
-// XKEYBOARD, or that says no, sends MappingNotify as before, which
+// XKEYBOARD, or that says no, sends MappingNotify all the same, which
 // readReply drops.
 func useXKB(ctrl *xgb.Conn, data net.Conn) error {
 	ext, err := xproto.QueryExtension(ctrl, uint16(len("XKEYBOARD")), "XKEYBOARD").Reply()
