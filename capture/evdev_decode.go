@@ -73,15 +73,14 @@ type evdevResult struct {
 }
 
 // evdevDecoder turns one device's input events into true key presses and
-// releases (issue 12 must-have 4): kernel auto-repeat (value 2) is dropped,
-// so the receiver sees one key-down per press; buttons are ignored; a
-// press of a code the keys table lacks is reported so the source can say so
-// once, and is not sent; a release is relayed only for a key whose press
-// was (keys held when the device was opened are left alone). After
-// SYN_DROPPED the kernel has lost events: everything up to and including
-// the next SYN_REPORT is stale, and the source must read the key state
-// (EVIOCGKEY) and call Sync, which relays the differences, so that no key
-// stays stuck at the receiver.
+// releases: kernel auto-repeat (value 2) is dropped, so the receiver sees
+// one key-down per press; buttons are ignored; a press of a code the keys
+// table lacks is reported so the source can say so once, and is not sent; a
+// release is relayed only for a key whose press was (keys held when the
+// device was opened are left alone). After SYN_DROPPED the kernel has lost
+// events: everything up to and including the next SYN_REPORT is stale, and
+// the source must read the key state (EVIOCGKEY) and call Sync, which relays
+// the differences, so that no key stays stuck at the receiver.
 //
 // Its zero value is ready. It is not safe for concurrent use.
 type evdevDecoder struct {

@@ -56,11 +56,11 @@ func key(code uint16, v int32) evdevEvent { return evdevEvent{evKey, code, v} }
 
 var syn = evdevEvent{evSyn, synReport, 0}
 
-// TestEvdevDecoder: issue 12 must-have 4, true downs and ups with kernel
-// auto-repeat dropped at the source; buttons are not keys; a key with no
-// HID usage is reported, not sent; after SYN_DROPPED the events up to the
-// next SYN_REPORT are stale and a resync is asked for; DESIGN invariant 2
-// (never an up without a down, never a second down).
+// TestEvdevDecoder (Evdev's doc): true downs and ups with kernel auto-repeat
+// dropped at the source; buttons are not keys; a key with no HID usage is
+// reported, not sent; after SYN_DROPPED the events up to the next SYN_REPORT
+// are stale and a resync is asked for; DESIGN invariant 2 (never an up
+// without a down, never a second down).
 func TestEvdevDecoder(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -266,12 +266,11 @@ func (p *evdevPlay) stop() error {
 	return <-p.done
 }
 
-// TestEvdevReadsKeyboards (issue 12 must-have 4): every device with the
-// letter keys is read, but not a mouse nor recv's own uinput keyboard
-// (reading it would send back what recv types); true downs and ups,
-// auto-repeat dropped; a key held on two keyboards is one press; without
-// --grab nothing is grabbed; the lock state comes from the LEDs; stopping
-// closes every device.
+// TestEvdevReadsKeyboards (Evdev's doc): every device with the letter keys
+// is read, but not a mouse nor recv's own uinput keyboard (reading it would
+// send back what recv types); true downs and ups, auto-repeat dropped; a key
+// held on two keyboards is one press; without --grab nothing is grabbed; the
+// lock state comes from the LEDs; stopping closes every device.
 func TestEvdevReadsKeyboards(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sys := newFakeEvdev()
@@ -322,12 +321,12 @@ func TestEvdevReadsKeyboards(t *testing.T) {
 	})
 }
 
-// TestEvdevGrabAndHotkey (issue 12 must-have 2 and 3): with --grab the
-// keyboard is grabbed while relaying, once no key is down (so the local
-// side sees the release of every key it saw pressed); the hotkey gives it
-// back (releasing at the receiver what was held there) and takes it again;
-// the hotkey reaches neither side; the lock state is read again from the
-// LEDs, with a new epoch, when relaying resumes.
+// TestEvdevGrabAndHotkey (Evdev's and Switch's docs): with --grab the
+// keyboard is grabbed while relaying, once no key is down (so the local side
+// sees the release of every key it saw pressed); the hotkey gives it back
+// (releasing at the receiver what was held there) and takes it again; the
+// hotkey reaches neither side; the lock state is read again from the LEDs,
+// with a new epoch, when relaying resumes.
 func TestEvdevGrabAndHotkey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sys := newFakeEvdev()
@@ -380,11 +379,10 @@ func TestEvdevGrabAndHotkey(t *testing.T) {
 		if l := p.e.Locks(); l&^keys.LockEpoch != keys.LocksKnown|keys.LockCaps || l&keys.LockEpoch == epoch {
 			t.Errorf("Locks after resuming = %v (epoch was %v): want caps and a new epoch", l, epoch)
 		}
-		// The kernel clears the key's state bit before it hands the
-		// release to readers (at the SYN_REPORT): a batch read in
-		// between must not lead to a grab, or the local system, whose
-		// reader would then never get the release, keeps ScrollLock down
-		// (a vmtest run found it).
+		// The kernel clears the key's state bit before it hands the release
+		// to readers (at the SYN_REPORT): a batch read in between must not
+		// lead to a grab, or the local system, whose reader would then never
+		// get the release, keeps ScrollLock down.
 		kb.stateUp(evScroll)
 		synctest.Wait()
 		if kb.isGrabbed() {
@@ -440,10 +438,10 @@ func TestEvdevGrabAndHotkey(t *testing.T) {
 	})
 }
 
-// TestEvdevHotplug (issue 12 must-have 4): a keyboard plugged in later is
-// read (and grabbed while relaying with --grab); one unplugged with a key
-// held has that key released at the receiver (DESIGN invariant 1: nothing
-// stuck); a device with --device that goes away ends send with an error.
+// TestEvdevHotplug (Evdev's doc): a keyboard plugged in later is read (and
+// grabbed while relaying with --grab); one unplugged with a key held has
+// that key released at the receiver (DESIGN invariant 1: nothing stuck); a
+// device with --device that goes away ends send with an error.
 func TestEvdevHotplug(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sys := newFakeEvdev()
@@ -587,11 +585,11 @@ func (f *fakeLocal) take() string {
 	return s
 }
 
-// TestEvdevLocalKeysAndDestinationHotkeys checks issue 27's must-haves 2
-// and 3 on the evdev source with --grab: a key the router says acts here
-// is passed, down while held, to send's own virtual keyboard (the grab
-// keeps it from this machine), and still given to the router; in local use
-// a destination's hotkey makes it the target and takes the keyboard again,
+// TestEvdevLocalKeysAndDestinationHotkeys checks DESIGN.md's Named
+// destinations on the evdev source with --grab: a key the router says acts
+// here is passed, down while held, to send's own virtual keyboard (the grab
+// keeps it from this machine), and still given to the router; in local use a
+// destination's hotkey makes it the target and takes the keyboard again,
 // neither the hotkey's keys nor their releases relayed; a virtual keyboard
 // that cannot be made or stops taking keys is a status line, not an end.
 func TestEvdevLocalKeysAndDestinationHotkeys(t *testing.T) {

@@ -30,12 +30,12 @@ func TestEvdevToHID(t *testing.T) {
 	}
 }
 
-// TestX11RelaysEveryKeycode (PROTOCOL.md §3.1; issue 24 must-have 4): the
-// X11 source relays a press and a release of every X keycode the evdev rules
-// give a key (9 to 255) as the key whose evdev code is the keycode - 8: 92,
-// XKB's <LVL3> (ISO_Level3_Shift), as the evdev-only key 84, not as AltRight
-// (108); Print (218), Redo (190) and Mode_switch (203) as themselves. Keycode
-// 8 (evdev 0) is no key: not sent, and said so (press and release).
+// TestX11RelaysEveryKeycode (PROTOCOL.md §3.1): the X11 source relays a
+// press and a release of every X keycode the evdev rules give a key (9 to
+// 255) as the key whose evdev code is the keycode - 8: 92, XKB's <LVL3>
+// (ISO_Level3_Shift), as the evdev-only key 84, not as AltRight (108); Print
+// (218), Redo (190) and Mode_switch (203) as themselves. Keycode 8 (evdev 0)
+// is no key: not sent, and said so (press and release).
 func TestX11RelaysEveryKeycode(t *testing.T) {
 	var evs []x11Event
 	for kc := 8; kc <= 255; kc++ {

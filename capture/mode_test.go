@@ -56,11 +56,11 @@ func TestModeSignalsEachChange(t *testing.T) {
 	}
 }
 
-// TestEvdevSetRelayingFollowsLikeTheHotkey checks keyrelay switch's side
-// of the evdev source with --grab (issue 27 must-have 2): SetRelaying
-// from another goroutine gives the keyboards back, releasing at the
-// receiver what was held there, and takes them again, as the hotkey does;
-// ModeChanged is closed at each change, so that a waiter needs no polling.
+// TestEvdevSetRelayingFollowsLikeTheHotkey checks keyrelay switch's side of
+// the evdev source with --grab (DESIGN.md, Named destinations): SetRelaying
+// from another goroutine gives the keyboards back, releasing at the receiver
+// what was held there, and takes them again, as the hotkey does; ModeChanged
+// is closed at each change, so that a waiter needs no polling.
 func TestEvdevSetRelayingFollowsLikeTheHotkey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sys := newFakeEvdev()

@@ -261,14 +261,13 @@ func (p *parser) parseLine() []error {
 	return nil
 }
 
-// chords adds the steps of key and tap: each chord's keys pressed in
-// order and released in reverse, with the pace after every event, as
-// xdotool's key does; a chord of one key is a tap. In key's chords, and in
-// a chord of several keys, one unquoted character is that character, as
-// xdotool reads ctrl+t ("t": Ctrl+T on any layout); tap of one unquoted
-// character stays an error, as before key existed, with the choices. The
-// whole line is checked first, so that a bad line adds no step (a
-// streamed script sends nothing of it).
+// chords adds the steps of key and tap: each chord's keys pressed in order
+// and released in reverse, with the pace after every event, as xdotool's key
+// does; a chord of one key is a tap. In key's chords, and in a chord of
+// several keys, one unquoted character is that character, as xdotool reads
+// ctrl+t ("t": Ctrl+T on any layout); tap of one unquoted character is an
+// error that gives the choices. The whole line is checked first, so that a
+// bad line adds no step (a streamed script sends nothing of it).
 func (p *parser) chords(bare bool, args []field) []error {
 	var all [][]keys.Key
 	var errs []error

@@ -74,7 +74,7 @@ func switchTraceWith(t *testing.T, hotkey, events string, setup func(*Switch, *[
 
 // TestSwitch: the hotkey toggles and reaches neither side; turning to local
 // use releases at the receiver what was relayed; keys held across a switch
-// are not relayed until pressed again (issue 12 must-have 2).
+// are not relayed until pressed again (Switch's doc).
 func TestSwitch(t *testing.T) {
 	for _, tc := range []struct{ name, hotkey, in, want string }{
 		{"relays keys", "ScrollLock", "+KeyA -KeyA", "+KeyA -KeyA"},
@@ -104,14 +104,14 @@ func TestSwitch(t *testing.T) {
 	}
 }
 
-// TestSwitchDestinationsAndLocalKeys checks what the Switch does for
-// send's named destinations (issue 27 must-haves 2 and 3): in local use a
+// TestSwitchDestinationsAndLocalKeys checks what the Switch does for send's
+// named destinations (DESIGN.md, Named destinations): in local use a
 // destination's hotkey makes it the target and resumes relaying, its keys
 // and their releases reaching no side, while other keys and chords stay
 // local; while relaying, destination hotkeys are the router's (relayed as
-// keys), and a key the router says acts here is passed to this machine,
-// down while held, as well as relayed (the router keeps it from the
-// destinations that list it); going local or stopping releases it here.
+// keys), and a key the router says acts here is passed to this machine, down
+// while held, as well as relayed (the router keeps it from the destinations
+// that list it); going local or stopping releases it here.
 func TestSwitchDestinationsAndLocalKeys(t *testing.T) {
 	setup := func(s *Switch, out *[]string) {
 		one, _ := ParseHotkey("ControlRight+Digit1")

@@ -238,7 +238,7 @@ func checkRestored(t *testing.T, before, after *unix.Termios) {
 // TestTerminalKittyPty: on a terminal that answers the kitty query, the
 // source pushes the flags and relays true presses and releases — a held key
 // stays down until the terminal reports its release — and pops the flags
-// when Ctrl+] ends it (issue 11 must-have 3).
+// when Ctrl+] ends it (Terminal's doc).
 func TestTerminalKittyPty(t *testing.T) {
 	ft := newFakeTerminal(t)
 	before := ft.termios()
@@ -273,7 +273,7 @@ func TestTerminalKittyPty(t *testing.T) {
 }
 
 // TestTerminalKittyPtyCancel: when ctx ends, the source releases what it
-// holds, pops the flags and restores the terminal (issue 11 must-have 3).
+// holds, pops the flags and restores the terminal (Terminal's doc).
 func TestTerminalKittyPtyCancel(t *testing.T) {
 	ft := newFakeTerminal(t)
 	before := ft.termios()
@@ -293,8 +293,8 @@ func TestTerminalKittyPtyCancel(t *testing.T) {
 }
 
 // TestTerminalKittyPartialFlags: a terminal that takes only some of the
-// flags (no release events) gets them popped, and taps (issue 11 must-have
-// 3: never a key held forever).
+// flags (no release events) gets them popped, and taps (Terminal's doc:
+// never a key held forever).
 func TestTerminalKittyPartialFlags(t *testing.T) {
 	ft := newFakeTerminal(t)
 	s := startSession(t, ft)
@@ -315,8 +315,7 @@ func TestTerminalKittyPartialFlags(t *testing.T) {
 }
 
 // TestTerminalLegacyPty: a terminal that answers only the device attributes
-// query, or nothing at all, gets taps and no kitty flags (issue 11
-// must-have 3).
+// query, or nothing at all, gets taps and no kitty flags (Terminal's doc).
 func TestTerminalLegacyPty(t *testing.T) {
 	for _, answer := range []string{"\x1b[?1;2c", ""} {
 		t.Run(fmt.Sprintf("answer %q", answer), func(t *testing.T) {

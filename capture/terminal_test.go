@@ -91,8 +91,8 @@ func textTaps(text string) string {
 }
 
 // legacyCases are terminal input without the kitty protocol and the taps it
-// must give (issue 11 must-have 3: the terminal source misses nothing a
-// terminal can tell, and sends nothing that was not typed).
+// must give (Terminal's doc: the terminal source misses nothing a terminal
+// can tell, and sends nothing that was not typed).
 var legacyCases = []struct {
 	name, in, want string
 	dropped        int
@@ -183,7 +183,7 @@ func TestTerminalLegacyTaps(t *testing.T) {
 }
 
 // kittyCases are kitty keyboard protocol input (flags 27 pushed) and the
-// presses and releases it must give (issue 11 must-have 3).
+// presses and releases it must give (Terminal's doc).
 var kittyCases = []struct {
 	name, in, want string
 }{
@@ -226,7 +226,7 @@ func TestTerminalKittyPressesAndReleases(t *testing.T) {
 }
 
 // TestTerminalNotesDroppedInput: what is not relayed is counted and said on
-// the status line, and the final line counts it (issue 11 must-have 3).
+// the status line, and the final line counts it (Terminal's doc).
 func TestTerminalNotesDroppedInput(t *testing.T) {
 	_, r := relayBytes(t, []byte("\x1b[99z"), false)
 	var b bytes.Buffer
@@ -242,9 +242,9 @@ func TestTerminalNotesDroppedInput(t *testing.T) {
 }
 
 // FuzzTerminalInput: whatever bytes a terminal sends, in either mode, the
-// source never panics, never releases a key it did not press nor presses
-// one twice, sends only valid characters, and leaves nothing held once the
-// session ends (issue 11 must-have 3).
+// source never panics, never releases a key it did not press nor presses one
+// twice, sends only valid characters, and leaves nothing held once the
+// session ends (Terminal's doc; DESIGN.md invariant 2).
 func FuzzTerminalInput(f *testing.F) {
 	for _, tc := range legacyCases {
 		f.Add([]byte(tc.in))

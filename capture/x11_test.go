@@ -7,11 +7,10 @@ import (
 )
 
 // TestGrabbedBy checks how the X11 source tells, in local use, which
-// hotkey's passive grab took a press (issue 27 must-have 2: a
-// destination's hotkey targets it, the toggle hotkey resumes relaying):
-// the grab of the press's exact modifiers (Caps Lock or Num Lock among
-// them), else one of any modifiers; pointer buttons in the state do not
-// matter.
+// hotkey's passive grab took a press (DESIGN.md, Named destinations: a
+// destination's hotkey targets it, the toggle hotkey resumes relaying): the
+// grab of the press's exact modifiers (Caps Lock or Num Lock among them),
+// else one of any modifiers; pointer buttons in the state do not matter.
 func TestGrabbedBy(t *testing.T) {
 	const ctrl, numLock = xproto.ModMaskControl, xproto.ModMask2
 	grabs := []keyGrab{

@@ -36,11 +36,11 @@ func flatten(first, last xproto.Keycode, per int, m map[xproto.Keycode][]xproto.
 	return out
 }
 
-// TestX11TableLevels checks X11Keymap's reading of the core mapping for
-// send --keys characters (issue 27 must-have 4): levels 1 and 2 are the
-// first two keysyms, levels 3 and 4 (AltGr) the fifth and sixth (the
-// second pair is group 2's); a keycode is its evdev code + 8; a letter's
-// key is alphabetic (Caps Lock shifts it), another is not.
+// TestX11TableLevels checks X11Keymap's reading of the core mapping for send
+// --keys characters (DESIGN.md, Named destinations): levels 1 and 2 are the
+// first two keysyms, levels 3 and 4 (AltGr) the fifth and sixth (the second
+// pair is group 2's); a keycode is its evdev code + 8; a letter's key is
+// alphabetic (Caps Lock shifts it), another is not.
 func TestX11TableLevels(t *testing.T) {
 	tb := x11Table(8, 7, flatten(8, 255, 7, deCoreMapping))
 	tests := []struct {
