@@ -50,12 +50,12 @@ func keycodemapdbEvdev(t *testing.T) []uint16 {
 	return out
 }
 
-// TestEveryEvdevCodeRoundTrips (PROTOCOL.md §3, §3.1; issue 24 must-have 4,
-// every key relayed as itself): every evdev code keycodemapdb maps is a key
-// at the sender (keys.FromEvdev, which the evdev and X11 sources relay), that
-// key crosses the wire in a queue packet unchanged, and the receiver presses
-// the same key: X keycode evdev + 8 (--inject x11; X keycodes end at 255) and
-// the same evdev code (--inject uinput, up to the codes bendahl/uinput takes).
+// TestEveryEvdevCodeRoundTrips (PROTOCOL.md §3, §3.1: every key relayed as
+// itself): every evdev code keycodemapdb maps is a key at the sender
+// (keys.FromEvdev, which the evdev and X11 sources relay), that key crosses
+// the wire in a queue packet unchanged, and the receiver presses the same
+// key: X keycode evdev + 8 (--inject x11; X keycodes end at 255) and the
+// same evdev code (--inject uinput, up to the codes bendahl/uinput takes).
 func TestEveryEvdevCodeRoundTrips(t *testing.T) {
 	codes := keycodemapdbEvdev(t)
 	if len(codes) < 450 {

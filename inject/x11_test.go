@@ -103,8 +103,8 @@ func setxkbmap(t *testing.T, layout string) {
 }
 
 // TestX11PhysicalKeys: a physical key is pressed as its evdev code + 8
-// (issue 11 must-have 1): KeyZ is keycode 52, AltRight 108, IntlBackslash
-// 94, whatever the layout; held until released.
+// (DESIGN.md invariant 8, keys are keys): KeyZ is keycode 52, AltRight 108,
+// IntlBackslash 94, whatever the layout; held until released.
 func TestX11PhysicalKeys(t *testing.T) {
 	xvfb(t)
 	c := xconn(t)
@@ -446,8 +446,8 @@ func TestX11TellsItsOwnMappingNotices(t *testing.T) {
 }
 
 // TestX11SetLocks: the receiver's Caps Lock and Num Lock are made what the
-// sender says, by tapping those keys only where they differ (issue 12
-// must-have 3).
+// sender says, by tapping those keys only where they differ (PROTOCOL.md
+// §3.2).
 func TestX11SetLocks(t *testing.T) {
 	xvfb(t)
 	setxkbmap(t, "us")

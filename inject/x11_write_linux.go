@@ -13,7 +13,7 @@ import (
 // rawStream writes to a socket with raw write(2) calls: a net.Conn's Write
 // goes through the runtime's syscall entry, which wakes the runtime's
 // monitor thread (sysmon) whenever the process was idle, and recv is idle
-// between keys, so each key pressed paid for that wake-up and sysmon's
+// between keys, so each key pressed would pay for that wake-up and sysmon's
 // polling after it. Go's sockets are non-blocking: EAGAIN is handed back to
 // the poller through RawConn.Write, which is what makes the raw call safe.
 // Write is safe for concurrent use.
