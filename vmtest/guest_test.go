@@ -406,10 +406,10 @@ var listenRE = regexp.MustCompile(`listening on ([^\s,]+)`)
 // grabbed is send's status line once it owns the source keyboard.
 const grabbed = "relaying (grabbed"
 
-// TestGuest runs in the VM TestVM boots: the built keyrelay on a real
-// kernel (issue 12 must-have 5). A virtual source keyboard feeds
-// send --input evdev --grab --hotkey ScrollLock, which relays over loopback
-// UDP to recv --inject uinput; the checks read recv's uinput keyboard and,
+// TestGuest runs in the VM TestVM boots: the built keyrelay on a real kernel
+// (DESIGN.md, Packages: vmtest). A virtual source keyboard feeds send
+// --input evdev --grab --hotkey ScrollLock, which relays over loopback UDP
+// to recv --inject uinput; the checks read recv's uinput keyboard and,
 // beside send, the source keyboard itself. They run in order, on one recv
 // and its keyboard, each starting with no key down anywhere.
 func TestGuest(t *testing.T) {
@@ -463,13 +463,13 @@ func TestGuest(t *testing.T) {
 	})
 
 	t.Run("keys", func(t *testing.T) {
-		// Issue 24 must-have 4, PROTOCOL.md §3.1: every key code the
-		// source keyboard can press (1 to 248, all of them keys of
-		// keycodemapdb; the hotkey ScrollLock aside), those without a USB
-		// HID usage too (84, KEY_REDO, KEY_PRINT, the media keys), comes
-		// out of recv's keyboard as the same code, in order. Eight keys
-		// at a time: the kernel keeps a few dozen events for a reader
-		// (evdev's client buffer) and drops them all when it overflows.
+		// PROTOCOL.md §3.1: every key code the source keyboard can press (1
+		// to 248, all of them keys of keycodemapdb; the hotkey ScrollLock
+		// aside), those without a USB HID usage too (84, KEY_REDO,
+		// KEY_PRINT, the media keys), comes out of recv's keyboard as the
+		// same code, in order. Eight keys at a time: the kernel keeps a few
+		// dozen events for a reader (evdev's client buffer) and drops them
+		// all when it overflows.
 		var codes []int
 		for c := 1; c <= 248; c++ {
 			if c != uinput.KeyScrolllock {
@@ -614,13 +614,13 @@ func TestGuest(t *testing.T) {
 	})
 
 	t.Run("local-keys", func(t *testing.T) {
-		// Issue 27 must-haves 2 and 3 on a real kernel: send --input
-		// evdev --grab to a destination whose local-keys has
-		// AudioVolumeUp passes it to this machine through a uinput
-		// keyboard of its own, down while held (push-to-talk), while the
-		// keys typed meanwhile go to recv and neither reaches the other
-		// side. From local use, the destination's hotkey takes the
-		// keyboard again for it; its keys act here only.
+		// DESIGN.md's Named destinations on a real kernel: send --input
+		// evdev --grab to a destination whose local-keys has AudioVolumeUp
+		// passes it to this machine through a uinput keyboard of its own,
+		// down while held (push-to-talk), while the keys typed meanwhile go
+		// to recv and neither reaches the other side. From local use, the
+		// destination's hotkey takes the keyboard again for it; its keys act
+		// here only.
 		cfg := filepath.Join(t.TempDir(), "config.toml")
 		text := fmt.Sprintf("[[send.to]]\nname = \"r\"\naddr = %q\nhotkey = \"ControlRight+Digit1\"\nlocal-keys = [\"AudioVolumeUp\"]\n", addr)
 		if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
@@ -673,10 +673,11 @@ func TestGuest(t *testing.T) {
 	}
 
 	t.Run("layout", func(t *testing.T) {
-		// recv --inject uinput --layout de (issue 25 must-have 4, PROTOCOL.md
-		// §3.1): a script's characters come out of recv's keyboard as the
-		// keys the German layout types them with, Shift and AltGr
-		// included; a character de lacks is reported and nothing typed.
+		// recv --inject uinput --layout de (DESIGN.md, Data flow;
+		// PROTOCOL.md §3.1): a script's characters come out of recv's
+		// keyboard as the keys the German layout types them with, Shift and
+		// AltGr included; a character de lacks is reported and nothing
+		// typed.
 		recv := start(t, "recv", "--insecure", "--listen", "127.0.0.1:0", "--inject", "uinput", "--layout", "de", "--timeout", recvTimeout.String())
 		recv.waitFor(t, "listening on", 1)
 		recv.waitFor(t, "characters are typed through the layout de (German): the target must use it", 1)

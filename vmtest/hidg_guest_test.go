@@ -262,10 +262,10 @@ func runHidg(t *testing.T, src *source) {
 	})
 
 	t.Run("hidg-layout", func(t *testing.T) {
-		// recv --inject hidg --layout de (issue 25 must-have 2): the
-		// host's keyboard reports the keys the German layout types
-		// "Grüße €" with, Shift and AltGr in their own reports before
-		// the key; a character de lacks is reported, nothing typed.
+		// recv --inject hidg --layout de (DESIGN.md, Data flow): the host's
+		// keyboard reports the keys the German layout types "Grüße €" with,
+		// Shift and AltGr in their own reports before the key; a character
+		// de lacks is reported, nothing typed.
 		recv := start(t, "recv", "--insecure", "--listen", "127.0.0.1:0", "--inject", "hidg", "--device", "/dev/hidg0", "--layout", "de", "--timeout", recvTimeout.String())
 		recv.waitFor(t, "listening on", 1)
 		addr := listenRE.FindStringSubmatch(recv.output())[1]

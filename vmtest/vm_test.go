@@ -24,8 +24,8 @@ import (
 // guestEnv is set in the VM: TestGuest runs there, TestVM does not.
 const guestEnv = "KEYRELAY_VMTEST_GUEST"
 
-// checks are TestGuest's subtests, in the order they run (issue 12
-// must-have 5): each is reported as a subtest of TestVM.
+// checks are TestGuest's subtests, in the order they run: each is reported
+// as a subtest of TestVM.
 var checks = append([]string{"events", "grab", "keys", "hotkey", "sigterm", "sigkill", "repeat", "leds", "locks", "local-keys", "idle", "layout", "recv-sigkill"}, hidgChecks...)
 
 // xkbData are the files recv --layout reads (xkb-data, libx11-data),
@@ -303,8 +303,8 @@ func boot(t *testing.T, v vm, initrd string) []string {
 var resultRE = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): TestGuest/(\S+) \(`)
 
 // TestVM boots the guest and reports each of its checks as a subtest,
-// failing with the guest's own output for that check (issue 12 must-have
-// 5: uinput proven on a real kernel).
+// failing with the guest's own output for that check: uinput, evdev and the
+// gadget proven on a real kernel.
 func TestVM(t *testing.T) {
 	if os.Getenv(guestEnv) != "" {
 		t.Skip("in the guest: TestGuest runs here")
