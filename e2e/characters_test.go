@@ -11,16 +11,17 @@ import (
 	"time"
 )
 
-// TestCharactersFromGermanDesktop is issue 27 must-have 4: a German Xvfb
-// desktop is the sender (send --input x11, reading it with RECORD, --keys
-// characters), xdotool types "Zyklop öäü ß @" there as the physical keys a
-// German typist presses (Shift, AltGr), then the dead acute and e; a US and
-// a French Xvfb receiver (recv --inject x11, an xterm as the probe) get
-// exactly that text and é, where their own layouts would have typed other
-// characters ("Yzklop ;'[ - q" on us). A third receiver logs what it gets
-// (recv --inject log): the text as characters, and Ctrl+A as ControlLeft
-// and KeyA, physical, so shortcuts keep working. Must-have 5: send's line
-// for each destination says it gets characters, and from what keymap.
+// TestCharactersFromGermanDesktop checks characters mode (DESIGN.md, Named
+// destinations): a German Xvfb desktop is the sender (send --input x11,
+// reading it with RECORD, --keys characters), xdotool types "Zyklop öäü ß @"
+// there as the physical keys a German typist presses (Shift, AltGr), then
+// the dead acute and e; a US and a French Xvfb receiver (recv --inject x11,
+// an xterm as the probe) get exactly that text and é, where their own
+// layouts would have typed other characters ("Yzklop ;'[ - q" on us). A
+// third receiver logs what it gets (recv --inject log): the text as
+// characters, and Ctrl+A as ControlLeft and KeyA, physical, so shortcuts
+// keep working. send's line for each destination says it gets characters,
+// and from what keymap.
 func TestCharactersFromGermanDesktop(t *testing.T) {
 	t.Parallel()
 	needX(t, "setxkbmap", "xterm", "xdotool")
@@ -47,8 +48,7 @@ func TestCharactersFromGermanDesktop(t *testing.T) {
 	if !send.waitStderr("capturing keys", 10*time.Second) {
 		t.Fatalf("send did not start capturing:\n%s", send.stderr)
 	}
-	// Each destination's line says it gets characters, and from what
-	// (issue 27 must-have 5).
+	// Each destination's line says it gets characters, and from what.
 	for _, name := range []string{"us", "fr", "log"} {
 		if !send.waitStderr("sending to "+name+" (", 5*time.Second) || !regexp.MustCompile(`sending to `+name+` \([^;]+; characters through this X display's keymap;`).MatchString(send.stderr.String()) {
 			t.Errorf("send does not say %s gets characters:\n%s", name, send.stderr)
@@ -91,12 +91,12 @@ func TestCharactersFromGermanDesktop(t *testing.T) {
 	}
 }
 
-// TestCharactersThroughNamedLayout is issue 27 must-have 4 for a source
-// that cannot ask the keyboard's layout (evdev; here a script of physical
-// keys, which takes the same path): send --keys characters --layout de
-// turns German keys into the characters de gives them (Shift+KeyY Z, KeyZ
-// y, AltGr+KeyQ @, dead acute then e é), a chord stays physical, and
-// every character is a down and its up.
+// TestCharactersThroughNamedLayout checks characters mode (DESIGN.md, Named
+// destinations) for a source that cannot ask the keyboard's layout (evdev;
+// here a script of physical keys, which takes the same path): send --keys
+// characters --layout de turns German keys into the characters de gives them
+// (Shift+KeyY Z, KeyZ y, AltGr+KeyQ @, dead acute then e é), a chord stays
+// physical, and every character is a down and its up.
 func TestCharactersThroughNamedLayout(t *testing.T) {
 	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")

@@ -32,10 +32,10 @@ func configHome(t *testing.T, body string) string {
 	return home
 }
 
-// TestConfigFileRelay: issue 6 must-have 1 as a user meets it. Two
-// machines set up once with a config file each (a key file beside it, by a
-// relative path) relay a script with no flags at all, and `keyrelay config`
-// says where each setting came from.
+// TestConfigFileRelay: the config file as a user meets it. Two machines set
+// up once with a config file each (a key file beside it, by a relative path)
+// relay a script with no flags at all, and `keyrelay config` says where each
+// setting came from.
 func TestConfigFileRelay(t *testing.T) {
 	t.Parallel()
 	recvHome := configHome(t, `

@@ -60,13 +60,13 @@ func runtimeDir(t *testing.T) []string {
 	return []string{"XDG_RUNTIME_DIR=" + dir}
 }
 
-// TestPlainScriptSendAnswersStatus checks issue 27 must-have 2 for a send
-// without a router: a plain send --input script to one recv --inject log
-// opens its control socket, so keyrelay status shows it (its pid, source,
-// target, the destination live, that it cannot switch and why); keyrelay
-// switch fails with exit status 1 naming why (a script has no keyboard to
-// give back); a second send of the same user at once is listed beside
-// it; once send ends, its socket is gone.
+// TestPlainScriptSendAnswersStatus checks the control socket (DESIGN.md,
+// Packages: cmd) for a send without a router: a plain send --input script to
+// one recv --inject log opens its control socket, so keyrelay status shows
+// it (its pid, source, target, the destination live, that it cannot switch
+// and why); keyrelay switch fails with exit status 1 naming why (a script
+// has no keyboard to give back); a second send of the same user at once is
+// listed beside it; once send ends, its socket is gone.
 func TestPlainScriptSendAnswersStatus(t *testing.T) {
 	r := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	env := runtimeDir(t)
@@ -138,13 +138,13 @@ func TestPlainScriptSendAnswersStatus(t *testing.T) {
 	}
 }
 
-// TestSwitchMirrorGrabFromAnotherProcess checks issue 27 must-have 2 for
-// a mirror send with the X11 source owning the keyboard (send --input x11
-// --grab to two receivers, no --switch): keyrelay switch local from
-// another process gives the keyboard back, answering once the grab has
-// followed, and releases at both receivers the key held there; keys typed
-// then act here only; keyrelay switch NAME takes the keyboard again, and
-// every key goes to both again; status shows the mode each time.
+// TestSwitchMirrorGrabFromAnotherProcess checks keyrelay switch (DESIGN.md,
+// Named destinations) for a mirror send with the X11 source owning the
+// keyboard (send --input x11 --grab to two receivers, no --switch): keyrelay
+// switch local from another process gives the keyboard back, answering once
+// the grab has followed, and releases at both receivers the key held there;
+// keys typed then act here only; keyrelay switch NAME takes the keyboard
+// again, and every key goes to both again; status shows the mode each time.
 func TestSwitchMirrorGrabFromAnotherProcess(t *testing.T) {
 	needX(t, "xdotool")
 	display := startXvfb(t)

@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// TestSendReportsDelivery (issue 13 must-have 1: a scripted send reports
+// TestSendReportsDelivery (PROTOCOL.md §9.1: a scripted send reports
 // delivery): send exits 0 only when every receiver acknowledged the final
-// state, and 3 (documented in send --help and the README) when one did
-// not, naming the likely causes; one-way use (only with --one-way,
-// PROTOCOL.md §8.4) exits 0 and says delivery was not confirmed.
+// state, and 3 (documented in send --help and the README) when one did not,
+// naming the likely causes; one-way use (only with --one-way, PROTOCOL.md
+// §8.4) exits 0 and says delivery was not confirmed.
 func TestSendReportsDelivery(t *testing.T) {
 	t.Parallel()
 	otherKey := filepath.Join(t.TempDir(), "other.key")

@@ -45,10 +45,10 @@ func wantLine(t *testing.T, out, prefix string, parts ...string) {
 	t.Errorf("no line starting %q in:\n%s", prefix, out)
 }
 
-// TestDoctor (issue 6): under Xvfb with and without RECORD, with no
-// DISPLAY, with a key file of mode 0644 and with the port taken, doctor
-// reports the right failure and fix, and exits non-zero when something the
-// chosen injector or source needs is missing.
+// TestDoctor: under Xvfb with and without RECORD, with no DISPLAY, with a
+// key file of mode 0644 and with the port taken, doctor reports the right
+// failure and fix, and exits non-zero when something the chosen injector or
+// source needs is missing.
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	needX(t)
@@ -90,18 +90,17 @@ func TestDoctor(t *testing.T) {
 
 var sessionRE = regexp.MustCompile(`new session ([0-9a-f]{16}) from`)
 
-// TestDoctorWithRecvRunning (issue 13 must-have 3, "doctor checks what the
-// configured role needs"; the tests wanted: "doctor on recv-only and
-// send-only configs with recv running"). On a machine whose recv runs:
-// with a recv-only config (--config) doctor checks no terminal and finds
-// its own recv on the port (it answers the probe): exit 0; with a
-// send-only config ($KEYRELAY_CONFIG) it does not check the listen port,
-// and probes the recv its [send] to names, by itself or as --peer:
-// exit 0. No probe shows up on the receiver as a lost session: each ends,
-// holding no key, never "timed out". Once the recv is stopped, the same
-// send-only config fails with exit 1, naming the address, the line it
-// came from and the likely causes. A port held by another program fails,
-// naming the port and how to find the holder.
+// TestDoctorWithRecvRunning: doctor checks what the configured role needs,
+// with recv-only and send-only configs while recv runs. On a machine whose
+// recv runs: with a recv-only config (--config) doctor checks no terminal
+// and finds its own recv on the port (it answers the probe): exit 0; with a
+// send-only config ($KEYRELAY_CONFIG) it does not check the listen port, and
+// probes the recv its [send] to names, by itself or as --peer: exit 0. No
+// probe shows up on the receiver as a lost session: each ends, holding no
+// key, never "timed out". Once the recv is stopped, the same send-only
+// config fails with exit 1, naming the address, the line it came from and
+// the likely causes. A port held by another program fails, naming the port
+// and how to find the holder.
 func TestDoctorWithRecvRunning(t *testing.T) {
 	// Serial: a doctor's probe must end on recv's --timeout 100ms, not time
 	// out, which a loaded machine could make it do.

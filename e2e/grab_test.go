@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// TestGrabSwitchesBetweenDesktops (issue 12 must-haves 2 and 3): desktop B
-// relays to desktop A with send --input x11 --grab --hotkey ScrollLock; an
-// xterm on each side reads its keyboard into a file. Keys typed on B reach
-// A and not B's own window; after the hotkey they reach B and not A; after
-// it again, A again. Caps Lock turned on locally on B in between is on at A
-// when relaying resumes, so the keys typed then come out in capitals on A.
-// The hotkey reaches neither side.
+// TestGrabSwitchesBetweenDesktops (send --grab and its hotkey,
+// capture.Switch): desktop B relays to desktop A with send --input x11
+// --grab --hotkey ScrollLock; an xterm on each side reads its keyboard into
+// a file. Keys typed on B reach A and not B's own window; after the hotkey
+// they reach B and not A; after it again, A again. Caps Lock turned on
+// locally on B in between is on at A when relaying resumes, so the keys
+// typed then come out in capitals on A. The hotkey reaches neither side.
 func TestGrabSwitchesBetweenDesktops(t *testing.T) {
 	t.Parallel()
 	needX(t, "xterm")

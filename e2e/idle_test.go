@@ -39,15 +39,15 @@ func cpuTime(t testing.TB, pid int) time.Duration {
 
 var acksSentRE = regexp.MustCompile(`(\d+) acks (?:and \d+ tickets )?sent`)
 
-// BenchmarkIdlePair is what an idle connected pair costs (issue 14
-// must-have 4: send + recv ≤ 0.6 % of one core together; at most one ack a
-// second while nothing changes): the real binaries, `recv --inject log` and
-// `send --script` sleeping, sealed, feedback on, over loopback. After 2 s
-// to settle, it reads both processes' CPU time over 10 s. Idle acks/s are
-// recv's own counts (from its exit summary): those of this session minus
-// those of a session that only starts and ends (the acks a start and a
-// final state earn at once), over the difference of their lives. Run it
-// with -benchtime 1x.
+// BenchmarkIdlePair is what an idle connected pair costs (BENCHMARKS.md, The
+// sender's targets: send + recv ≤ 0.6 % of one core together; at most one
+// ack a second while nothing changes): the real binaries, `recv --inject
+// log` and `send --script` sleeping, sealed, feedback on, over loopback.
+// After 2 s to settle, it reads both processes' CPU time over 10 s. Idle
+// acks/s are recv's own counts (from its exit summary): those of this
+// session minus those of a session that only starts and ends (the acks a
+// start and a final state earn at once), over the difference of their lives.
+// Run it with -benchtime 1x.
 func BenchmarkIdlePair(b *testing.B) {
 	const settle, span = 2 * time.Second, 10 * time.Second
 	script := filepath.Join(b.TempDir(), "idle.txt")

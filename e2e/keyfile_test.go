@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// TestKeyFileNotRegular (issue 15 must-have 5): a FIFO given as the key
-// file used to hang start-up (the open waits for a writer), /dev/zero was
-// read without bound. Both now end send and recv at once with exit status
-// 1 and an error naming the file and what is wanted.
+// TestKeyFileNotRegular (PROTOCOL.md §8.1): a FIFO given as the key file,
+// whose open would wait for a writer, and /dev/zero, which has no end, end
+// send and recv at once with exit status 1 and an error naming the file and
+// what is wanted.
 func TestKeyFileNotRegular(t *testing.T) {
 	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "key")

@@ -39,16 +39,16 @@ func keycodesWithKeysyms(t *testing.T, display string) (keycodes, serverOnly []i
 	return keycodes, serverOnly
 }
 
-// TestEveryKeycodeRelayedAsItself (issue 24 must-have 4; PROTOCOL.md §3.1,
-// keys without a HID usage travel as 0xE000 + their evdev code; DESIGN.md
-// invariant 8, keys are keys): on two US desktops, every keycode to which
-// the sender's layout gives a keysym (227 on Xvfb's us, leaving out two that
-// its X server keeps to itself: serverKeysyms), pressed and
-// released on the sender's through XTEST and captured by send --input x11
-// (RECORD), is pressed and released on the receiver's by recv --inject x11
-// as the same keycode, in the same order (read back as XInput 2 raw
-// events), so with the same layout it is the same keysym; nothing else is
-// pressed, send drops no key, and recv injects all of them.
+// TestEveryKeycodeRelayedAsItself (PROTOCOL.md §3.1, keys without a HID
+// usage travel as 0xE000 + their evdev code; DESIGN.md invariant 8, keys are
+// keys): on two US desktops, every keycode to which the sender's layout
+// gives a keysym (227 on Xvfb's us, leaving out two that its X server keeps
+// to itself: serverKeysyms), pressed and released on the sender's through
+// XTEST and captured by send --input x11 (RECORD), is pressed and released
+// on the receiver's by recv --inject x11 as the same keycode, in the same
+// order (read back as XInput 2 raw events), so with the same layout it is
+// the same keysym; nothing else is pressed, send drops no key, and recv
+// injects all of them.
 func TestEveryKeycodeRelayedAsItself(t *testing.T) {
 	t.Parallel()
 	needX(t, "xinput", "setxkbmap")

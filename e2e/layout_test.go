@@ -2,10 +2,10 @@
 
 package e2e
 
-// The tests of issue 11 that need X: recv --inject x11 on German, French and
-// US desktops (Xvfb with setxkbmap). They check DESIGN.md invariant 8, keys
-// are keys: a physical key arrives as the same physical key on every layout
-// (the same X keycode, so the receiver's layout decides the character); a
+// The layout tests that need X: recv --inject x11 on German, French and US
+// desktops (Xvfb with setxkbmap). They check DESIGN.md invariant 8, keys are
+// keys: a physical key arrives as the same physical key on every layout (the
+// same X keycode, so the receiver's layout decides the character); a
 // character arrives as the same character.
 
 import (
@@ -463,8 +463,8 @@ var physicalText = map[string]string{
 	"us": "zy;'[ -&\x1bq<` ,./2qwm+*\r",
 }
 
-// TestPhysicalKeysOnLayouts (issue 11; DESIGN.md invariant 8, keys are keys:
-// a physical key arrives as the same physical key on every layout): a script
+// TestPhysicalKeysOnLayouts (DESIGN.md invariant 8, keys are keys: a
+// physical key arrives as the same physical key on every layout): a script
 // of physical keys through recv --inject x11 on a German, a French and a US
 // desktop presses exactly the same X keycodes on all three (evdev + 8, read
 // back as XInput 2 raw events, every key released), and an xterm on each
@@ -516,14 +516,13 @@ func TestPhysicalKeysOnLayouts(t *testing.T) {
 // 😀 everywhere), letters that move between layouts, and Enter.
 const charText = "Grüße é É € @ <>| zy;[ x/y=z? ^`~ Ω😀 AQWZaqwz 1!&\n"
 
-// TestCharactersOnLayouts (issue 11; DESIGN.md invariant 8, keys are keys: a
-// character arrives as the same character): a script's type "…" through recv
-// --inject x11 gives exactly that text in an xterm on German, French and US
-// desktops, with Caps Lock off and on. A physical KeyX after the text (x on
-// all three layouts) types x, then X: Caps Lock is on again after the
-// characters. After each recv nothing is held and the keymap is as before
-// recv started (the spare keycodes recv mapped characters to are empty
-// again).
+// TestCharactersOnLayouts (DESIGN.md invariant 8, keys are keys: a character
+// arrives as the same character): a script's type "…" through recv --inject
+// x11 gives exactly that text in an xterm on German, French and US desktops,
+// with Caps Lock off and on. A physical KeyX after the text (x on all three
+// layouts) types x, then X: Caps Lock is on again after the characters.
+// After each recv nothing is held and the keymap is as before recv started
+// (the spare keycodes recv mapped characters to are empty again).
 func TestCharactersOnLayouts(t *testing.T) {
 	t.Parallel()
 	needX(t, "setxkbmap", "xterm")
@@ -566,13 +565,14 @@ func TestCharactersOnLayouts(t *testing.T) {
 	}
 }
 
-// TestHookBetweenGermanDesktops (issue 11; DESIGN.md invariant 8, keys are
-// keys): two German desktops, B the sender's (send --input hook) and A the
-// receiver's (recv --inject x11). xdotool types on B the characters of
-// B's German layout, so B's X server sees the keys a German typist presses,
-// AltGr included; A's xterm gets exactly the text. (Issue 11: robotgo typed
-// "Yzklop ;' - q " here.) A key held 1.5 s on B is held on A all along, and
-// released after.
+// TestHookBetweenGermanDesktops (DESIGN.md invariant 8, keys are keys): two
+// German desktops, B the sender's (send --input hook) and A the receiver's
+// (recv --inject x11). xdotool types on B the characters of B's German
+// layout, so B's X server sees the keys a German typist presses, AltGr
+// included; A's xterm gets exactly the text, where robotgo, which presses
+// keys by their US characters, types "Yzklop ;' - q "
+// (TestRobotgoPhysicalKeysOnGerman). A key held 1.5 s on B is held on A all
+// along, and released after.
 func TestHookBetweenGermanDesktops(t *testing.T) {
 	t.Parallel()
 	needX(t, "setxkbmap", "xterm")
@@ -602,11 +602,11 @@ func TestHookBetweenGermanDesktops(t *testing.T) {
 	stopRecv(t, recv)
 }
 
-// TestRobotgoPhysicalKeysOnGerman (issue 11, why --inject x11 is the
-// default): robotgo presses a physical key as the character the US layout
-// puts on it, looked up in the receiver's layout, so on a German desktop
-// KeyZ presses the German Z key (keycode 29) and KeyY the Y key (52): not the
-// keys the sender pressed (52, then 29), as DESIGN.md invariant 8 wants.
+// TestRobotgoPhysicalKeysOnGerman (why --inject x11 is the default): robotgo
+// presses a physical key as the character the US layout puts on it, looked
+// up in the receiver's layout, so on a German desktop KeyZ presses the
+// German Z key (keycode 29) and KeyY the Y key (52): not the keys the sender
+// pressed (52, then 29), as DESIGN.md invariant 8 wants.
 func TestRobotgoPhysicalKeysOnGerman(t *testing.T) {
 	t.Parallel()
 	needX(t, "xinput", "setxkbmap")
@@ -624,16 +624,16 @@ func TestRobotgoPhysicalKeysOnGerman(t *testing.T) {
 	recv.stop()
 }
 
-// TestLayoutChangeKeepsRealKeys (issue 24 must-have 2: recv follows the
-// desktop's keyboard mapping before it touches a keycode, and a layout change
-// while recv runs breaks no key, relayed or local): recv --inject x11 on a US
-// desktop types more characters the layout lacks than it has spare keycodes,
-// so that every spare, IntlRo's keycode 97 among them, carries one; the
-// desktop then becomes Brazilian (setxkbmap br), where 97 is ABNT2's "/ ? °"
-// key. A relayed IntlRo and the desktop's own (XTEST on the receiver's
-// display) both type "/", keycode 97 keeps the br layout's keysyms, a
-// character br lacks still types through a spare, and recv gives its spares
-// back on exit: the keymap is br's again.
+// TestLayoutChangeKeepsRealKeys (inject.X11's doc: recv follows the
+// desktop's keyboard mapping before it touches a keycode, and a layout
+// change while recv runs breaks no key, relayed or local): recv --inject x11
+// on a US desktop types more characters the layout lacks than it has spare
+// keycodes, so that every spare, IntlRo's keycode 97 among them, carries
+// one; the desktop then becomes Brazilian (setxkbmap br), where 97 is
+// ABNT2's "/ ? °" key. A relayed IntlRo and the desktop's own (XTEST on the
+// receiver's display) both type "/", keycode 97 keeps the br layout's
+// keysyms, a character br lacks still types through a spare, and recv gives
+// its spares back on exit: the keymap is br's again.
 func TestLayoutChangeKeepsRealKeys(t *testing.T) {
 	t.Parallel()
 	needX(t, "setxkbmap", "xterm")

@@ -100,16 +100,16 @@ func (p *keyProbe) take() string {
 	return s
 }
 
-// TestGrabLocalKeysAndDestinationHotkeys checks issue 27's last two gaps
-// end to end, on Xvfb with send --input x11 --grab and three log
-// receivers: a destination's local keys act on this machine while
-// relaying to it (one taken by a passive grab, as a desktop's media-key
-// daemon does, one by the window with the focus) and reach no receiver,
-// while other keys go to the receiver; to a destination without them the
-// same key is relayed. From local use (the toggle hotkey or 'keyrelay
-// switch local') each destination's hotkey takes the keyboard again for
-// that destination, and neither the hotkey's keys nor their releases reach
-// any receiver.
+// TestGrabLocalKeysAndDestinationHotkeys checks local keys and destination
+// hotkeys (DESIGN.md, Named destinations) end to end, on Xvfb with send
+// --input x11 --grab and three log receivers: a destination's local keys act
+// on this machine while relaying to it (one taken by a passive grab, as a
+// desktop's media-key daemon does, one by the window with the focus) and
+// reach no receiver, while other keys go to the receiver; to a destination
+// without them the same key is relayed. From local use (the toggle hotkey or
+// 'keyrelay switch local') each destination's hotkey takes the keyboard
+// again for that destination, and neither the hotkey's keys nor their
+// releases reach any receiver.
 func TestGrabLocalKeysAndDestinationHotkeys(t *testing.T) {
 	needX(t, "xdotool")
 	display := startXvfb(t)

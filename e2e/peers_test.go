@@ -23,20 +23,19 @@ import (
 	"github.com/jezek/xgb/xtest"
 )
 
-// TestBenchPeers is make bench-peers (issue 28 must-have 1): keyrelay and
-// Barrier relay the same keys between the same two Xvfb desktops over the
-// same veth pair, two network namespaces this test makes, in one run, at
-// 0, 5 and 10 % loss (nftables drops at random on each namespace's input:
-// these machines have no netem, DESIGN.md). keyrelay: send --input x11
-// --grab to recv --inject x11, sealed (a handshaken session, PROTOCOL.md
-// §8.3), defaults otherwise. Barrier (Debian's 2.4): barriers on the
-// sending desktop, barrierc on the other, crypto off, switched to the
-// client's screen with a hotkey. For each it measures the CPU of every
-// thread of both ends (schedstat), the IP bytes on the veth (both ways),
-// idle and while typing, and the key-down latency (XTEST on the sending
-// desktop, polled on the other). It writes its table into BENCHMARKS.md
-// between the markers peersBegin and peersEnd. Built only with the tag
-// peers (make bench-peers); runs as root.
+// TestBenchPeers is make bench-peers: keyrelay and Barrier relay the same
+// keys between the same two Xvfb desktops over the same veth pair, two
+// network namespaces this test makes, in one run, at 0, 5 and 10 % loss
+// (nftables drops at random on each namespace's input: these machines have
+// no netem, DESIGN.md). keyrelay: send --input x11 --grab to recv --inject
+// x11, sealed (a handshaken session, PROTOCOL.md §8.3), defaults otherwise.
+// Barrier (Debian's 2.4): barriers on the sending desktop, barrierc on the
+// other, crypto off, switched to the client's screen with a hotkey. For each
+// it measures the CPU of every thread of both ends (schedstat), the IP bytes
+// on the veth (both ways), idle and while typing, and the key-down latency
+// (XTEST on the sending desktop, polled on the other). It writes its table
+// into BENCHMARKS.md between the markers peersBegin and peersEnd. Built only
+// with the tag peers (make bench-peers); runs as root.
 func TestBenchPeers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root: it makes network namespaces and nftables rules")
@@ -137,8 +136,8 @@ func newNetPair(t *testing.T) *netPair {
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", n.b).Run() })
 	// No IPv6 on the link: the subjects speak IPv4, and the kernel's own
 	// IPv6 traffic on a new link (router solicitations, multicast listener
-	// reports, neighbour discovery; about 0.4 packets a second over the
-	// first idle seconds) was counted as theirs, as idle packets/s.
+	// reports, neighbour discovery) would be counted as theirs, as idle
+	// packets/s.
 	for _, ns := range []string{n.a, n.b} {
 		ipCmd(t, "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
 	}

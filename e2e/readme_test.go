@@ -159,17 +159,17 @@ func TestShellBlocks(t *testing.T) {
 	}
 }
 
-// TestREADMEShellExamples (issue 13, Tests: "the README's and every --help
-// example run as written"): every ```sh, ```bash or ```console block of
-// README.md runs in bash -e, as TestHelpExamples runs --help's examples
-// (an empty directory as HOME, no KEYRELAY_* settings, the built keyrelay
-// on PATH, and as bin/keyrelay when a block names that path), and exits 0.
-// Only a block marked <!-- not run: REASON --> just before it (two
-// machines, apt-get, a synopsis) is left out, so a new block runs unless
-// someone says why it cannot. A block marked <!-- needs: TOOL... --> (the
-// CI recipe: Xvfb, xterm, xdotool) is skipped where a tool is missing,
-// except in CI, where .ci/run installs them and a skip would hide that.
-// A block that writes recv.log must leave it ending in recv's summary.
+// TestREADMEShellExamples (the README's and every --help example run as
+// written): every ```sh, ```bash or ```console block of README.md runs in
+// bash -e, as TestHelpExamples runs --help's examples (an empty directory as
+// HOME, no KEYRELAY_* settings, the built keyrelay on PATH, and as
+// bin/keyrelay when a block names that path), and exits 0. Only a block
+// marked <!-- not run: REASON --> just before it (two machines, apt-get, a
+// synopsis) is left out, so a new block runs unless someone says why it
+// cannot. A block marked <!-- needs: TOOL... --> (the CI recipe: Xvfb,
+// xterm, xdotool) is skipped where a tool is missing, except in CI, where
+// .ci/run installs them and a skip would hide that. A block that writes
+// recv.log must leave it ending in recv's summary.
 func TestREADMEShellExamples(t *testing.T) {
 	holdFixedPorts(t) // the examples listen on 7575, 17575 and 17576
 	if _, err := exec.LookPath("bash"); err != nil {

@@ -157,12 +157,12 @@ func downs(ls []line) int {
 	return n
 }
 
-// TestSendSummaryFields (issue 23 must-have 1; PROTOCOL.md §9, exit status
-// 3): with --log-format json, send's final summary is records whose fields
-// carry the figures: one for the session (events, undelivered, packets,
-// bytes, acks, handshakes, ...) and one per receiver (delivered,
-// undelivered and when those were typed), for a receiver that got
-// everything and for one that never answered.
+// TestSendSummaryFields (PROTOCOL.md §9.1, exit status 3): with --log-format
+// json, send's final summary is records whose fields carry the figures: one
+// for the session (events, undelivered, packets, bytes, acks, handshakes,
+// ...) and one per receiver (delivered, undelivered and when those were
+// typed), for a receiver that got everything and for one that never
+// answered.
 func TestSendSummaryFields(t *testing.T) {
 	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")

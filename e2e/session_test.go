@@ -14,14 +14,13 @@ import (
 	"time"
 )
 
-// Issue 15 must-haves 1 and 2, end to end: a session belongs to one sender
-// and one receiver instance (DESIGN.md invariant 9, PROTOCOL.md §8).
-// Nothing recorded on the wire types into a restarted receiver or into
-// another receiver with the same key, nor ends or stalls a live session
-// there; and a sender follows a restarted receiver at once. The tests know
-// nothing of the wire format: a recording relay written here forwards and
-// records datagrams and plays them back byte for byte, as an attacker on
-// the path would.
+// DESIGN.md invariant 9, end to end: a session belongs to one sender and one
+// receiver instance (PROTOCOL.md §8). Nothing recorded on the wire types
+// into a restarted receiver or into another receiver with the same key, nor
+// ends or stalls a live session there; and a sender follows a restarted
+// receiver at once. The tests know nothing of the wire format: a recording
+// relay written here forwards and records datagrams and plays them back byte
+// for byte, as an attacker on the path would.
 
 // datagram is one datagram the relay saw on its way to the receiver, and
 // when.
@@ -194,13 +193,13 @@ func describe(ls []line) string {
 	return strings.Join(s, ", ")
 }
 
-// TestReplayIntoRestartedReceiver (issue 15 must-have 1, PROTOCOL.md §8,
-// DESIGN.md invariant 9): a session recorded on the wire, replayed byte for
-// byte from the sender's own address into a receiver restarted on the same
-// port, types nothing there: the new receiver instance's freshness is not
-// in the recording (PROTOCOL.md §8.3). At ages 0 s (at once after the
-// session) and 5 s, well within --max-skew (30 s), which was all that stood
-// in the way before the handshake; longer ages are covered by
+// TestReplayIntoRestartedReceiver (PROTOCOL.md §8, DESIGN.md invariant 9): a
+// session recorded on the wire, replayed byte for byte from the sender's own
+// address into a receiver restarted on the same port, types nothing there:
+// the new receiver instance's freshness is not in the recording (PROTOCOL.md
+// §8.3). At ages 0 s (at once after the session) and 5 s, well within
+// --max-skew (30 s), the only bound a one-way session has (PROTOCOL.md
+// §8.6); longer ages are covered by
 // receiver.TestRecordingIsUselessAtARestartedReceiver with injected clocks.
 func TestReplayIntoRestartedReceiver(t *testing.T) {
 	t.Parallel()
@@ -232,7 +231,7 @@ func TestReplayIntoRestartedReceiver(t *testing.T) {
 						downs = append(downs, l.Key)
 					}
 				}
-				t.Errorf("a recording of session %s (%d datagrams over %v, typing %q), replayed from the sender's address %v after it ended into a receiver restarted on %s, typed %d key events there (issue 15 must-have 1: a recording injects nothing into a restarted receiver, at any age; PROTOCOL.md §8): key-downs %s; all: %s\nrecv:\n%s",
+				t.Errorf("a recording of session %s (%d datagrams over %v, typing %q), replayed from the sender's address %v after it ended into a receiver restarted on %s, typed %d key events there (DESIGN.md invariant 9: a recording injects nothing into a restarted receiver, at any age; PROTOCOL.md §8): key-downs %s; all: %s\nrecv:\n%s",
 					id, len(rec), recorded.Round(time.Millisecond), text, replayed.Sub(rec[len(rec)-1].at).Round(100*time.Millisecond), old.addr,
 					len(got), strings.Join(downs, " "), describe(got), recv.stderr)
 			}
@@ -240,13 +239,13 @@ func TestReplayIntoRestartedReceiver(t *testing.T) {
 	}
 }
 
-// TestCrossReceiverReplay (issue 15 must-have 1, PROTOCOL.md §8, DESIGN.md
-// invariant 9): two receivers with the same key; a session recorded on its
-// way to B, replayed into A, types nothing there, whether it comes (a) from
-// an address A has never heard or (b) from the address of A's live sender
-// while that sender holds a key: then A's live session goes on, its held
-// key is not released (not "session-end"), and what the live sender types
-// after the replay arrives and is acknowledged.
+// TestCrossReceiverReplay (PROTOCOL.md §8, DESIGN.md invariant 9): two
+// receivers with the same key; a session recorded on its way to B, replayed
+// into A, types nothing there, whether it comes (a) from an address A has
+// never heard or (b) from the address of A's live sender while that sender
+// holds a key: then A's live session goes on, its held key is not released
+// (not "session-end"), and what the live sender types after the replay
+// arrives and is acknowledged.
 func TestCrossReceiverReplay(t *testing.T) {
 	t.Parallel()
 	const evil = "evil"
@@ -277,7 +276,7 @@ func TestCrossReceiverReplay(t *testing.T) {
 		}()
 		replayFrom(t, conn, to, rec)
 		if got := settle(recvA, 1500*time.Millisecond); len(got) > 0 {
-			t.Errorf("session %s, recorded on its way to receiver B (typing %q), replayed into receiver A (same key) from %s typed %d key events at A (issue 15 must-have 1: a recording made for B injects nothing at A; PROTOCOL.md §8): %s; A sent %d datagrams back to the replaying socket\nrecv A:\n%s",
+			t.Errorf("session %s, recorded on its way to receiver B (typing %q), replayed into receiver A (same key) from %s typed %d key events at A (DESIGN.md invariant 9: a recording made for B injects nothing at A; PROTOCOL.md §8): %s; A sent %d datagrams back to the replaying socket\nrecv A:\n%s",
 				idB, evil, conn.LocalAddr(), len(got), describe(got), replies.Load(), recvA.stderr)
 		}
 	})
@@ -313,12 +312,12 @@ func TestCrossReceiverReplay(t *testing.T) {
 			}
 		}
 		if len(bad) > 0 {
-			t.Errorf("session %s, recorded on its way to receiver B (typing %q), replayed into receiver A from its live sender's address typed %d key events at A (issue 15 must-have 1; PROTOCOL.md §8): %s",
+			t.Errorf("session %s, recorded on its way to receiver B (typing %q), replayed into receiver A from its live sender's address typed %d key events at A (DESIGN.md invariant 9; PROTOCOL.md §8): %s",
 				idB, evil, len(bad), describe(bad))
 		}
 		for _, l := range keysGot {
 			if l.Session == liveID && l.Reason != "" {
-				t.Errorf("A's live session %s was disturbed by the replay (issue 15 must-have 1: nothing but a session's own sender can end or stall it): %v %v after the replay began (the replay took %v)",
+				t.Errorf("A's live session %s was disturbed by the replay (DESIGN.md invariant 9: nothing but a session's own sender can end or stall it): %v %v after the replay began (the replay took %v)",
 					liveID, l, l.at.Sub(replayed).Round(10*time.Microsecond), replayEnd.Sub(replayed).Round(time.Millisecond))
 			}
 		}
@@ -333,7 +332,7 @@ func TestCrossReceiverReplay(t *testing.T) {
 			}
 		}
 		if g, w := strings.Join(liveGot, ", "), strings.Join(want, ", "); g != w {
-			t.Errorf("A's live sender did not keep delivering after the replay from its address (issue 15 must-have 1: a replay neither ends nor stalls a live session):\ngot  %s\nwant %s", g, w)
+			t.Errorf("A's live sender did not keep delivering after the replay from its address (DESIGN.md invariant 9: a replay neither ends nor stalls a live session):\ngot  %s\nwant %s", g, w)
 		}
 		if code != 0 || !strings.Contains(live.stderr.String(), "delivered: every receiver acknowledged the final state") {
 			t.Errorf("A's live sender exited %d, want 0 and delivered\n%s", code, live.stderr)
@@ -344,17 +343,15 @@ func TestCrossReceiverReplay(t *testing.T) {
 	})
 }
 
-// TestReceiverRestartMidTyping (issue 15 must-have 2: a sender follows a
-// restarted receiver at once; PROTOCOL.md §8, §9): through `keyrelay
-// impair` at 0 % loss and 10 ms jitter, a sender types 480 characters
-// over about 24 s; after the 300th (15 s) the receiver is killed and a new
-// one started on the same port. Every key-down typed after the new
-// receiver says it listens arrives there, in order, and at the end the
-// sender has the receiver live and delivery confirmed. The first receiver
-// answers for longer than the typing left after the restart: a restarted
-// receiver must be followed however long the one before it ran (in the
-// issue's soak 367 of 510 key-downs typed after a restart arrived, the
-// sender saying live=false, "last heard 19 s ago", throughout).
+// TestReceiverRestartMidTyping (DESIGN.md invariant 9: a sender follows a
+// restarted receiver at once; PROTOCOL.md §8, §9): through `keyrelay impair`
+// at 0 % loss and 10 ms jitter, a sender types 480 characters over about 24
+// s; after the 300th (15 s) the receiver is killed and a new one started on
+// the same port. Every key-down typed after the new receiver says it listens
+// arrives there, in order, and at the end the sender has the receiver live
+// and delivery confirmed. The first receiver answers for longer than the
+// typing left after the restart: a restarted receiver must be followed
+// however long the one before it ran.
 func TestReceiverRestartMidTyping(t *testing.T) {
 	// Serial: which key-downs must reach the new receiver is reckoned from
 	// when the test read the old one's last line, which a loaded machine
@@ -447,25 +444,25 @@ func TestReceiverRestartMidTyping(t *testing.T) {
 		if len(shown) > 40 {
 			shown = append(shown[:40:40], "...")
 		}
-		t.Errorf("%d of the %d key-downs typed after the new receiver was up (#%d to #%d; the old one typed up to #%d, %v before the new one listened) never arrived there (issue 15 must-have 2: no key-down typed after the new receiver is up is lost): %s",
+		t.Errorf("%d of the %d key-downs typed after the new receiver was up (#%d to #%d; the old one typed up to #%d, %v before the new one listened) never arrived there (DESIGN.md invariant 9: no key-down typed after the new receiver is up is lost): %s",
 			len(missing), n-first, first, n-1, last, up.Sub(lastAt).Round(time.Millisecond), strings.Join(shown, ", "))
 	}
 	stderr := send.stderr.String()
 	if code != 0 || !strings.Contains(stderr, "delivered: every receiver acknowledged the final state") {
-		t.Errorf("send exited %d, want 0 and \"delivered\" (issue 15 must-have 2: the sender follows the restarted receiver): %s",
+		t.Errorf("send exited %d, want 0 and \"delivered\" (DESIGN.md invariant 9: the sender follows the restarted receiver): %s",
 			code, regexp.MustCompile(`(?m)^keyrelay: .*$`).FindString(stderr))
 	}
 	if from := statusFrom.Load(); from >= 0 {
 		for _, l := range strings.Split(stderr[from:], "\n") {
 			if strings.Contains(l, "keyrelay send: status ") && !strings.Contains(l, " live=true") {
-				t.Errorf("a second or more after the restart the sender's status says the receiver is not live (issue 15 must-have 2): %s", l)
+				t.Errorf("a second or more after the restart the sender's status says the receiver is not live (DESIGN.md invariant 9): %s", l)
 			}
 		}
 	}
 	if m := regexp.MustCompile(`receiver \S+: .*last heard (\S+) ago`).FindStringSubmatch(stderr); m == nil {
 		t.Errorf("send printed no per-receiver summary")
 	} else if d, err := time.ParseDuration(m[1]); err != nil || d > time.Second {
-		t.Errorf("at the end the sender last heard the receiver %s ago, want within a second (issue 15 must-have 2): %s", m[1], m[0])
+		t.Errorf("at the end the sender last heard the receiver %s ago, want within a second (DESIGN.md invariant 9): %s", m[1], m[0])
 	}
 	if t.Failed() {
 		t.Logf("send:\n%s\nnew recv:\n%s", stderr, recv2.stderr)

@@ -16,12 +16,11 @@ import (
 	"github.com/keyrelay/keyrelay/netsim"
 )
 
-// TestHangupAndQuitEndSendCleanly (issue 15 must-have 5, DESIGN.md
-// invariant 6): SIGHUP (the terminal or SSH session closing) and SIGQUIT
-// to a sender holding a key end it as SIGTERM does: the key-up arrives
-// from the sender (no "timeout" reason), recv logs the session as ended,
-// not timed out, and send exits 0 as every receiver acknowledged the final
-// state.
+// TestHangupAndQuitEndSendCleanly (DESIGN.md invariant 6): SIGHUP (the
+// terminal or SSH session closing) and SIGQUIT to a sender holding a key end
+// it as SIGTERM does: the key-up arrives from the sender (no "timeout"
+// reason), recv logs the session as ended, not timed out, and send exits 0
+// as every receiver acknowledged the final state.
 func TestHangupAndQuitEndSendCleanly(t *testing.T) {
 	// Serial: recv's --timeout 200ms must not end the session before the
 	// sender's key-up comes, which a loaded machine could delay.

@@ -17,14 +17,14 @@ import (
 	"github.com/jezek/xgb/xtest"
 )
 
-// TestSwitchBetweenThreeReceivers checks issue 27 must-haves 1-3 end to
-// end: three receivers, named in [[send.to]] tables; keys go to the
-// first until 'keyrelay switch' from another process or a destination's
-// hotkey picks another; a key held across a switch is released at the old
-// target and not pressed at the new one (DESIGN.md invariant 1 per
-// destination); the hotkey reaches no one; c's map and local keys apply
-// to c alone; keyrelay status names the target and each receiver's
-// liveness. A name is matched whatever its case (switch B reaches b).
+// TestSwitchBetweenThreeReceivers checks DESIGN.md's Named destinations end
+// to end: three receivers, named in [[send.to]] tables; keys go to the first
+// until 'keyrelay switch' from another process or a destination's hotkey
+// picks another; a key held across a switch is released at the old target
+// and not pressed at the new one (DESIGN.md invariant 1 per destination);
+// the hotkey reaches no one; c's map and local keys apply to c alone;
+// keyrelay status names the target and each receiver's liveness. A name is
+// matched whatever its case (switch B reaches b).
 func TestSwitchBetweenThreeReceivers(t *testing.T) {
 	t.Parallel()
 	recvs := logReceivers(t, 3)
@@ -107,14 +107,14 @@ local-keys = ["KeyL"]
 	}
 }
 
-// TestGrabHotkeysSwitchDestinations checks issue 27 must-have 2 with the
-// X11 source owning the keyboard (send --input x11 --grab on Xvfb): each
-// destination's hotkey sends the keys that follow to that receiver only,
-// the hotkey itself (but for its first key, released at the old target)
-// reaching none; keyrelay switch does the same from another process; and
-// --hotkey still returns to local use, where nothing is relayed; keyrelay
-// switch NAME takes the keyboard again and switch local gives it back
-// (the grab follows).
+// TestGrabHotkeysSwitchDestinations checks DESIGN.md's Named destinations
+// with the X11 source owning the keyboard (send --input x11 --grab on Xvfb):
+// each destination's hotkey sends the keys that follow to that receiver
+// only, the hotkey itself (but for its first key, released at the old
+// target) reaching none; keyrelay switch does the same from another process;
+// and --hotkey still returns to local use, where nothing is relayed;
+// keyrelay switch NAME takes the keyboard again and switch local gives it
+// back (the grab follows).
 func TestGrabHotkeysSwitchDestinations(t *testing.T) {
 	t.Parallel()
 	needX(t, "xdotool")

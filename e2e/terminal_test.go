@@ -15,7 +15,7 @@ import (
 )
 
 // TestTerminalUnderTmux: `keyrelay send` with no script reads the terminal
-// (issue 11 must-have 3: the terminal source misses nothing a terminal can
+// (capture.Terminal's doc: the terminal source misses nothing a terminal can
 // tell). tmux runs it with tmux's default TERM; tmux 3.x does not speak the
 // kitty keyboard protocol, so keys arrive as taps. send-keys -l types text,
 // which arrives as exactly those characters (a space as the Space key);
@@ -115,7 +115,7 @@ func TestTerminalUnderTmux(t *testing.T) {
 	checkBalanced(t, all)
 	pane, _ := tmux("capture-pane", "-p")
 	if !strings.Contains(pane, "| taps |") || !strings.Contains(pane, fmt.Sprintf("%d keys sent | live rtt ", len(chars)+13)) {
-		t.Errorf("status line lacks the mode (taps: tmux does not speak the kitty protocol), the count or the receiver's liveness (issue 13 must-have 1); pane:\n%s", pane)
+		t.Errorf("status line lacks the mode (taps: tmux does not speak the kitty protocol), the count or the receiver's liveness; pane:\n%s", pane)
 	}
 
 	tmux("send-keys", "C-]")
@@ -147,10 +147,9 @@ func pollPane(t *testing.T, what string, check func() bool, pane func() string) 
 	}
 }
 
-// TestTerminalNoAnswer (issue 13 must-have 1): the terminal source's status
-// line says when no receiver answers, first "no answer yet", after
-// --timeout the likely causes; send then exits 3 (delivery not confirmed),
-// not 0.
+// TestTerminalNoAnswer: the terminal source's status line says when no
+// receiver answers, first "no answer yet", after --timeout the likely
+// causes; send then exits 3 (delivery not confirmed), not 0.
 func TestTerminalNoAnswer(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -191,7 +190,7 @@ func TestTerminalNoAnswer(t *testing.T) {
 }
 
 // TestSendStatusLine: on a terminal, send keeps a live status line per
-// destination (issue 5): receiver, live, RTT, loss.
+// destination: receiver, live, RTT, loss.
 func TestSendStatusLine(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {

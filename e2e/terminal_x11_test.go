@@ -12,12 +12,12 @@ import (
 	"time"
 )
 
-// TestTerminalToGermanDesktop: issue 11's terminal test with a real
-// receiver. `send` reads a terminal (tmux, default TERM) and `recv --inject
-// x11` types on a German desktop (Xvfb, setxkbmap de) into an xterm: the
-// text typed in the terminal is exactly the text the application gets
-// (characters stay characters: DESIGN.md invariant 8), and named, modified
-// keys arrive as those keys, as the bytes xterm makes of them.
+// TestTerminalToGermanDesktop: TestTerminalUnderTmux with a real receiver.
+// `send` reads a terminal (tmux, default TERM) and `recv --inject x11` types
+// on a German desktop (Xvfb, setxkbmap de) into an xterm: the text typed in
+// the terminal is exactly the text the application gets (characters stay
+// characters: DESIGN.md invariant 8), and named, modified keys arrive as
+// those keys, as the bytes xterm makes of them.
 func TestTerminalToGermanDesktop(t *testing.T) {
 	t.Parallel()
 	needX(t, "xinput", "setxkbmap", "xterm", "tmux")

@@ -16,12 +16,12 @@ import (
 	"github.com/keyrelay/keyrelay/wire"
 )
 
-// TestRecvNamesAndAnswersOtherVersion (issue 15 must-have 3, PROTOCOL.md
-// §10.1): a hand-made queue packet of protocol version wire.Version+1 sent
-// to a running recv types nothing; recv names the sender's address and
-// both versions on standard error, counts the packet as of another
-// protocol version (not malformed), and answers with a version notice
-// echoing the packet's session id and counter.
+// TestRecvNamesAndAnswersOtherVersion (PROTOCOL.md §10.1): a hand-made queue
+// packet of protocol version wire.Version+1 sent to a running recv types
+// nothing; recv names the sender's address and both versions on standard
+// error, counts the packet as of another protocol version (not malformed),
+// and answers with a version notice echoing the packet's session id and
+// counter.
 func TestRecvNamesAndAnswersOtherVersion(t *testing.T) {
 	t.Parallel()
 	recv := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
@@ -75,11 +75,11 @@ func TestRecvNamesAndAnswersOtherVersion(t *testing.T) {
 	}
 }
 
-// TestSendToReceiverOfOtherVersion (issue 15 must-have 3, PROTOCOL.md
-// §10.2): send, against a receiver that answers every packet with a
-// version notice of protocol version wire.Version+1 (a UDP socket here),
-// names the receiver and both versions on standard error, again in the
-// end-of-run summary, and exits 3: nothing was delivered.
+// TestSendToReceiverOfOtherVersion (PROTOCOL.md §10.2): send, against a
+// receiver that answers every packet with a version notice of protocol
+// version wire.Version+1 (a UDP socket here), names the receiver and both
+// versions on standard error, again in the end-of-run summary, and exits 3:
+// nothing was delivered.
 func TestSendToReceiverOfOtherVersion(t *testing.T) {
 	t.Parallel()
 	addr := fake.OtherVersion(t, wire.Version+1)

@@ -302,14 +302,14 @@ func init() {
 	xgb.Logger = log.New(io.Discard, "", 0)
 }
 
-// BenchmarkHookToDisplayLatency: a key-down injected on display B (XTEST)
-// to the same key down in display A's key map, through send --input hook,
+// BenchmarkHookToDisplayLatency: a key-down injected on display B (XTEST) to
+// the same key down in display A's key map, through send --input hook,
 // loopback UDP and recv --inject x11 (the default) or robotgo; and, in the
 // same iterations, the harness floor: the same XTEST key-down injected on
 // display A itself, seen by the same polling loop. One press and release of
 // each per iteration (make bench runs 300). Reports the median and 99th
-// percentile of both, and what keyrelay adds: the difference of the
-// medians (issue 14 wants it at most 250 µs).
+// percentile of both, and what keyrelay adds: the difference of the medians
+// (BENCHMARKS.md's target: at most 250 µs).
 func BenchmarkHookToDisplayLatency(b *testing.B) {
 	if _, err := exec.LookPath("Xvfb"); err != nil {
 		b.Skip("needs Xvfb")
@@ -431,11 +431,11 @@ func holdAcross(t *testing.T, displayB, displayA string, d time.Duration) {
 	xdotool(t, displayB, "keyup", "a")
 }
 
-// TestXServerGoneStopsBoth (issue 13 must-have 2: lost backends are fatal
-// and named): when the X server goes away, recv --inject x11 and send
-// --input x11 (observing, and with --grab) exit non-zero within two
-// seconds, naming the display, so that Restart=on-failure brings them
-// back; recv does not go on acking keys it cannot type.
+// TestXServerGoneStopsBoth (sink.ErrGone: lost backends are fatal and
+// named): when the X server goes away, recv --inject x11 and send --input
+// x11 (observing, and with --grab) exit non-zero within two seconds, naming
+// the display, so that Restart=on-failure brings them back; recv does not go
+// on acking keys it cannot type.
 func TestXServerGoneStopsBoth(t *testing.T) {
 	// Serial: recv and send must exit within 2 and 3 s of the X server
 	// going.
