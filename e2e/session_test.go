@@ -129,9 +129,9 @@ func replayFrom(t *testing.T, conn *net.UDPConn, to *net.UDPAddr, rec []datagram
 
 // recordSession relays a sender typing text to a fresh receiver through a
 // relay, and returns the relay (its recording holds the whole session, the
-// sender's linger included), the session id (as the receiver's log names
-// it) and the receiver, still running, on a port of reservePort's (a
-// restarted receiver may take it over). The receiver must have typed text:
+// sender's linger included), the session id (as the receiver's log names it)
+// and the receiver, still running, on a port of reservePort's (a restarted
+// receiver may take it over). It fails unless the receiver typed the text:
 // the recording is of a working session. env is added to both processes'
 // environment.
 func recordSession(t *testing.T, text string, env []string) (*relay, string, *proc) {

@@ -8,18 +8,18 @@ import (
 	"github.com/jezek/xgb/xproto"
 )
 
-// How X11 knows that the application typed into has seen a change of a
-// spare keycode's mapping before it presses that keycode, and has read the
-// key events of a spare before it changes its mapping (DESIGN.md,
-// "Characters through spare keycodes"). The server sends every client its
-// events in order, but a client may read its keys and the keymap it types
-// them with on two connections (Chromium: its own for the keys, GDK's for
-// the keymap), so each connection of the application must have got that
-// far. A window of each answers EWMH's ping (_NET_WM_PING: Chromium's
-// top-level window, and the leader window GDK makes for its own
-// connection), in order with the events the server sent that connection
-// before the ping: X11 pings every window of the focused application that
-// says it answers pings, and waits for all the answers.
+// How X11 knows that the application typed into has seen a change of a spare
+// keycode's mapping before it presses that keycode, and has read the key
+// events of a spare before it changes its mapping (DESIGN.md, "Characters
+// through spare keycodes"). The server sends every client its events in
+// order, but a client may read its keys and the keymap it types them with on
+// two connections (Chromium: its own for the keys, GDK's for the keymap), so
+// the application has read that far only once each of its connections has. A
+// window of each answers EWMH's ping (_NET_WM_PING: Chromium's top-level
+// window, and the leader window GDK makes for its own connection), in order
+// with the events the server sent that connection before the ping: X11 pings
+// every window of the focused application that says it answers pings, and
+// waits for all the answers.
 
 // remapSettle is how long X11 gives the application when none of its
 // windows answers pings (no _NET_WM_PID, or none that lists _NET_WM_PING),

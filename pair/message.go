@@ -167,7 +167,7 @@ func (i Info) Check() error {
 }
 
 // append appends i's fixed-length encoding: key, port, name length, name
-// padded with zeros to MaxName. i must have passed Check.
+// padded with zeros to MaxName. It is for an i that passed Check.
 func (i Info) append(b []byte) []byte {
 	b = append(b, i.Key[:]...)
 	b = binary.BigEndian.AppendUint16(b, i.Port)

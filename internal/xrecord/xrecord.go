@@ -2,13 +2,13 @@
 // the RECORD extension, in pure Go.
 //
 // Why by hand: RECORD's EnableContext answers with a stream of replies to
-// one request, which github.com/jezek/xgb cannot deliver (it hands a
-// request one reply), and gohook's pure-Go backend needs a build tag, while
-// keyrelay must have every source in a plain `go build`. So a Stream opens
-// its own data connection (X's connection setup, with the MIT-MAGIC-COOKIE-1
-// of the display from the Xauthority file), sends EnableContext on it and
-// reads the replies; the context itself is created and later disabled over
-// an ordinary xgb connection.
+// one request, which github.com/jezek/xgb cannot deliver (it hands a request
+// one reply), and gohook's pure-Go backend needs a build tag, while every
+// keyrelay source must be in a plain `go build`. So a Stream opens its own
+// data connection (X's connection setup, with the MIT-MAGIC-COOKIE-1 of the
+// display from the Xauthority file), sends EnableContext on it and reads the
+// replies; the context itself is created and later disabled over an ordinary
+// xgb connection.
 //
 // The server sends what a context recorded only when it flushes its
 // clients' output after recording it, and it flushes only when some client
