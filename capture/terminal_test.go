@@ -135,8 +135,8 @@ var legacyCases = []struct {
 	{"terminal reply", "\x1b]11;rgb:0000/0000/0000\x07" + "x", taps("'x'"), 1},
 	{"bracketed paste", "\x1b[200~a b\r\nc\td\x1b[201~", taps("'a'", "Space", "'b'", "Enter", "'c'", "Tab", "'d'"), 0},
 	{"Ctrl+] ends", "a\x1dbc", taps("'a'"), 0},
-	// ultraviolet panics on this (8-bit CSI, X10 mouse); found by
-	// FuzzTerminalInput. The input is lost, counted, and decoding goes on.
+	// ultraviolet panics on this (8-bit CSI, X10 mouse): the input is lost,
+	// counted, and decoding goes on.
 	{"decoder panic survived", "\x9bM\x9b\x9b\x9b", "", 1},
 }
 
