@@ -75,7 +75,7 @@ unit:
 # End-to-end: the built binary over real loopback UDP (e2e/). Most tests
 # run in parallel, four at a time: they mostly wait (on timeouts, and the
 # race detector's second before each keyrelay exits), so the suite takes
-# about a third of the time it does serially (175 s, not 519, on 2 cores);
+# about a third of the time it does serially on 2 cores;
 # the timed ones run first, serially and alone (e2e/e2e_test.go says how
 # the tests are kept apart).
 e2e:
@@ -88,7 +88,7 @@ wine-test:
 	$(GO) test -count=1 -tags e2e -v -run '^TestWine$$' ./e2e/
 
 # The built binary in a small Linux VM booted with QEMU (vmtest/): evdev
-# capture and uinput injection on a real kernel (issue 12 must-have 5).
+# capture and uinput injection on a real kernel.
 # Skipped without qemu-system-x86, a kernel image and busybox-static; in CI
 # (CI=true) their absence fails.
 vmtest:
@@ -269,7 +269,7 @@ bench:
 	KEYRELAY_REPORT=1 KEYRELAY_BENCH_OUT=$(CURDIR)/bench.out $(GO) test -count=1 -timeout 30m -run '^TestWriteReport$$' -v ./internal/report/
 	@echo "make bench: wrote BENCHMARKS.md and benchmarks.png"
 
-# keyrelay and Barrier side by side (issue 28; e2e/peers_test.go): the same
+# keyrelay and Barrier side by side (e2e/peers_test.go): the same
 # two Xvfb desktops and a veth pair between two network namespaces, at 0, 5
 # and 10 % loss, CPU, bytes, idle and latency of both, into BENCHMARKS.md's
 # section between its bench-peers markers. Not part of make test: it needs
@@ -321,7 +321,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e
 	$(GO) vet -tags vmtest ./vmtest
-	@# Dead code (issue 14): nothing unreachable from main or any test, the
+	@# Dead code: nothing unreachable from main or any test, the
 	@# e2e and vmtest ones included. Pinned, fetched by go run like gotestsum.
 	@out=$$($(GO) run golang.org/x/tools/cmd/deadcode@v0.39.0 -test -tags e2e,vmtest ./...); \
 	  if [ -n "$$out" ]; then echo "dead code:"; echo "$$out"; exit 1; fi
@@ -329,6 +329,11 @@ lint:
 	@# so overlapping runs cannot trip over each other.
 	@if ! out=$$($(GO) mod tidy -diff 2>&1); then \
 	  echo "go mod tidy would change go.mod/go.sum (run go mod tidy):"; echo "$$out"; exit 1; fi
+	@# Comments say what the code does and why: no Go file
+	@# cites an issue or a must-have; cite DESIGN.md and PROTOCOL.md, and
+	@# put figures in BENCHMARKS.md or commit bodies.
+	@out=$$(grep -rnIiE --include='*.go' 'issues? #?[0-9]+|must-haves?|must haves? [0-9]' .); \
+	  if [ -n "$$out" ]; then echo "issue references in Go files (cite DESIGN.md or PROTOCOL.md instead):"; echo "$$out"; exit 1; fi
 	@# Commit messages since the convention was adopted: "pkg: phrase" in
 	@# at most 72 characters, then a blank line (scripts/commitlint.sh).
 	@scripts/commitlint.sh
