@@ -248,8 +248,10 @@ uninstall:
 	rmdir "$$d$(DOCDIR)" "$$d$(LAUNCHDDIR)" 2>/dev/null || true; rmdir "$$(dirname "$$d$(LAUNCHDDIR)")" 2>/dev/null || true; \
 	echo "make uninstall: removed keyrelay from $(DESTDIR)$(PREFIX)"
 
-# The README's tables of sources and injectors, from capture/backends.go and
-# inject/backends.go (cmd's TestREADMEBackendTables fails when they drift).
+# The generated tables of the README (a status line per system) and docs/
+# (keys.md: each injector and layouts; platforms.md: every source and
+# injector), from capture/backends.go and inject/backends.go (cmd's
+# TestREADMEBackendTables fails when they drift).
 readme:
 	$(GO) test -count=1 -run '^TestREADMEBackendTables$$' ./cmd/ -update-readme
 
@@ -260,7 +262,7 @@ man:
 
 # Every benchmark into bench.out, then internal/report's simulation (plain
 # queue against the defaults), loopback latency and idle CPU: together they
-# write BENCHMARKS.md and benchmarks.png (README: Performance). The
+# write BENCHMARKS.md and benchmarks.png (docs/how-it-works.md: Performance). The
 # desktop-to-desktop benchmark needs Xvfb (make deps) and is skipped without.
 bench:
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem ./... && \

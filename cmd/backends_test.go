@@ -18,9 +18,9 @@ import (
 	"github.com/keyrelay/keyrelay/sender"
 )
 
-var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's generated backend tables from inject.Backends and capture.Sources (make readme)")
+var updateREADME = flag.Bool("update-readme", false, "rewrite the generated backend tables of README.md and docs/ from inject.Backends and capture.Sources (make readme)")
 
-// osNames are the operating systems as the README names them.
+// osNames are the operating systems as the README and docs/ name them.
 var osNames = map[string]string{"linux": "Linux", "darwin": "macOS", "windows": "Windows"}
 
 func describeGOOS(goos []string) string {
@@ -48,9 +48,44 @@ func words(pairs ...any) string {
 	return strings.Join(out, ", ")
 }
 
-// readmeTables renders the README's generated tables, by the name of the
-// block that holds each.
-func readmeTables() map[string]string {
+// docTable is a table generated from the backend lists: the name of the
+// block that holds it, the file (from the repository root) the block is in,
+// and the table.
+type docTable struct{ name, file, text string }
+
+// docOSes are the systems the README's status lines cover, in its order.
+var docOSes = []string{"linux", "windows", "darwin"}
+
+// runsOn says whether a backend listed for goos (nil: every system) runs on sys.
+func runsOn(goos []string, sys string) bool { return goos == nil || slices.Contains(goos, sys) }
+
+// readmeTables renders the generated tables of the README and docs/: the
+// README's status line per system, docs/keys.md's table of what each
+// injector does with layouts and docs/platforms.md's table of every source
+// and injector.
+func readmeTables() []docTable {
+	var status strings.Builder
+	for _, sys := range docOSes {
+		var srcs, injs, auto []string
+		for _, b := range capture.Sources {
+			if runsOn(b.GOOS, sys) {
+				srcs = append(srcs, "`"+b.Name+"`")
+			}
+		}
+		for _, b := range inject.Backends {
+			if runsOn(b.GOOS, sys) {
+				injs = append(injs, "`"+b.Name+"`")
+			}
+		}
+		for _, b := range inject.Ranked(sys) {
+			auto = append(auto, "`"+b.Name+"`")
+		}
+		if n := len(auto); n > 1 {
+			auto[n-1] = "then " + auto[n-1]
+		}
+		fmt.Fprintf(&status, "- **%s**: `send` reads %s; `recv` types into %s (`--inject auto` tries %s)\n",
+			osNames[sys], strings.Join(srcs, ", "), strings.Join(injs, ", "), strings.Join(auto, ", "))
+	}
 	var layouts strings.Builder
 	layouts.WriteString("| `--inject` | a physical key | a character |\n|---|---|---|\n")
 	for _, b := range inject.Backends {
@@ -85,51 +120,59 @@ func readmeTables() map[string]string {
 		if b.Check != nil {
 			check = b.Check.What
 		}
-		fmt.Fprintf(&all, "| `--inject %s` | %s | as [Keys and layouts](#keys-and-layouts) says | %s | %s | %s | %s |\n", b.Name, describeGOOS(b.GOOS), can, b.Needs, auto, check)
+		fmt.Fprintf(&all, "| `--inject %s` | %s | as [Keys and layouts](keys.md#keys-and-layouts) says | %s | %s | %s | %s |\n", b.Name, describeGOOS(b.GOOS), can, b.Needs, auto, check)
 	}
-	return map[string]string{"inject-layouts": layouts.String(), "backends": all.String()}
+	return []docTable{
+		{"platforms", "README.md", status.String()},
+		{"inject-layouts", "docs/keys.md", layouts.String()},
+		{"backends", "docs/platforms.md", all.String()},
+	}
 }
 
-// TestREADMEBackendTables: the README's tables of sources and injectors
-// are what their lists (capture.Sources, inject.Backends) say, so that a
-// backend described once is described the same there; it fails when they
-// drift. make readme (-update-readme) rewrites them.
+// TestREADMEBackendTables: the generated tables of the README and docs/
+// (the status line per system, the injectors' layouts, every source and
+// injector) are what their lists (capture.Sources, inject.Backends) say,
+// so that a backend described once is described the same everywhere; it
+// fails when they drift. make readme (-update-readme) rewrites them.
 func TestREADMEBackendTables(t *testing.T) {
-	const path = "../README.md"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	tables := readmeTables()
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range tables {
-			if !yield(n) {
-				return
+	texts := map[string]string{} // file -> its text, as rewritten so far
+	var files []string
+	for _, tab := range readmeTables() {
+		text, ok := texts[tab.file]
+		if !ok {
+			b, err := os.ReadFile(filepath.Join("..", tab.file))
+			if err != nil {
+				t.Fatal(err)
 			}
+			text = string(b)
+			files = append(files, tab.file)
 		}
-	})
-	for _, name := range names {
-		begin := "<!-- begin generated: " + name + " (make readme; edit inject/backends.go or capture/backends.go) -->\n"
-		end := "<!-- end generated: " + name + " -->"
+		begin := "<!-- begin generated: " + tab.name + " (make readme; edit inject/backends.go or capture/backends.go) -->\n"
+		end := "<!-- end generated: " + tab.name + " -->"
 		i := strings.Index(text, begin)
 		j := strings.Index(text, end)
 		if i < 0 || j < i {
-			t.Errorf("README.md has no block %q...%q", begin, end)
+			t.Errorf("%s has no block %q...%q", tab.file, begin, end)
+			texts[tab.file] = text
 			continue
 		}
-		got := text[i+len(begin) : j]
-		if got == tables[name] {
-			continue
+		if got := text[i+len(begin) : j]; got != tab.text {
+			if !*updateREADME {
+				t.Errorf("%s's %s table differs from what the backend lists render (run make readme):\n got:\n%s\nwant:\n%s", tab.file, tab.name, got, tab.text)
+			}
+			text = text[:i+len(begin)] + tab.text + text[j:]
 		}
-		if *updateREADME {
-			text = text[:i+len(begin)] + tables[name] + text[j:]
-			continue
-		}
-		t.Errorf("README.md's %s table differs from what the backend lists render (run make readme):\n got:\n%s\nwant:\n%s", name, got, tables[name])
+		texts[tab.file] = text
 	}
-	if *updateREADME && text != string(b) {
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+	if !*updateREADME {
+		return
+	}
+	for _, f := range files {
+		path := filepath.Join("..", f)
+		if old, err := os.ReadFile(path); err == nil && string(old) == texts[f] {
+			continue
+		}
+		if err := os.WriteFile(path, []byte(texts[f]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

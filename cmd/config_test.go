@@ -369,34 +369,42 @@ listen = "127.0.0.1:7600"
 	}
 }
 
-// TestREADMEConfigExamples: the config files the README shows (```toml
-// blocks and the quick start's heredoc) are accepted as they stand.
+// TestREADMEConfigExamples: the config files the README and docs/ show
+// (```toml blocks and the heredocs written to config.toml) are accepted as
+// they stand.
 func TestREADMEConfigExamples(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	docs, err := filepath.Glob("../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var examples []string
-	for _, part := range strings.Split(string(readme), "```toml\n")[1:] {
-		block, _, _ := strings.Cut(part, "```")
-		examples = append(examples, block)
+	type example struct{ file, text string }
+	var examples []example
+	for _, file := range append([]string{"../README.md"}, docs...) {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range strings.Split(string(text), "```toml\n")[1:] {
+			block, _, _ := strings.Cut(part, "```")
+			examples = append(examples, example{file, block})
+		}
+		for _, part := range strings.Split(string(text), "<<'TOML'\n")[1:] {
+			block, _, _ := strings.Cut(part, "\nTOML\n")
+			examples = append(examples, example{file, block})
+		}
 	}
-	for _, part := range strings.Split(string(readme), "<<'TOML'\n")[1:] {
-		block, _, _ := strings.Cut(part, "\nTOML\n")
-		examples = append(examples, block)
+	if len(examples) < 3 {
+		t.Fatalf("found %d config examples in README.md and docs/, want the reference and the quick start's two", len(examples))
 	}
-	if len(examples) < 2 {
-		t.Fatalf("found %d config examples in README.md, want the reference and the quick start", len(examples))
-	}
-	for i, ex := range examples {
+	for _, ex := range examples {
 		dir := isolate(t)
-		writeFile(t, filepath.Join(dir, "config.toml"), ex)
+		writeFile(t, filepath.Join(dir, "config.toml"), ex.text)
 		var out, stderr bytes.Buffer
 		if code := Run([]string{"config"}, IO{Out: &out, Err: &stderr}); code != ExitOK {
-			t.Errorf("README example %d: exit %d: %s\n%s", i, code, stderr.String(), ex)
+			t.Errorf("%s example: exit %d: %s\n%s", ex.file, code, stderr.String(), ex.text)
 		}
 		if !strings.Contains(out.String(), "# file ") {
-			t.Errorf("README example %d: no setting came from the file:\n%s", i, out.String())
+			t.Errorf("%s example: no setting came from the file:\n%s", ex.file, out.String())
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -159,72 +160,97 @@ func TestShellBlocks(t *testing.T) {
 	}
 }
 
+// docFiles are the Markdown files a reader of the README is led through,
+// relative to the repository root: README.md, then docs/*.md in name order.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) == 0 {
+		t.Fatal("no docs/*.md: the README's \"where the rest lives\" points there")
+	}
+	files := []string{"README.md"}
+	for _, d := range docs {
+		files = append(files, filepath.ToSlash(strings.TrimPrefix(d, "../")))
+	}
+	slices.Sort(files[1:])
+	return files
+}
+
 // TestREADMEShellExamples (the README's and every --help example run as
-// written): every ```sh, ```bash or ```console block of README.md runs in
-// bash -e, as TestHelpExamples runs --help's examples (an empty directory as
-// HOME, no KEYRELAY_* settings, the built keyrelay on PATH, and as
-// bin/keyrelay when a block names that path), and exits 0. Only a block
-// marked <!-- not run: REASON --> just before it (two machines, apt-get, a
-// synopsis) is left out, so a new block runs unless someone says why it
-// cannot. A block marked <!-- needs: TOOL... --> (the CI recipe: Xvfb,
-// xterm, xdotool) is skipped where a tool is missing, except in CI, where
-// .ci/run installs them and a skip would hide that. A block that writes
-// recv.log must leave it ending in recv's summary.
+// written): every ```sh, ```bash or ```console block of
+// README.md and of docs/*.md runs in bash -e, as TestHelpExamples runs
+// --help's examples (an empty directory as HOME, no KEYRELAY_* settings,
+// the built keyrelay on PATH, and as bin/keyrelay when a block names that
+// path), and exits 0. Only a block marked <!-- not run: REASON --> just
+// before it (two machines, apt-get, a synopsis) is left out, so a new
+// block runs unless someone says why it cannot. A block marked <!-- needs:
+// TOOL... --> (the CI recipe: Xvfb, xterm, xdotool) is skipped where a tool
+// is missing, except in CI, where .ci/run installs them and a skip would
+// hide that. A block that writes recv.log must leave it ending in recv's
+// summary.
 func TestREADMEShellExamples(t *testing.T) {
 	holdFixedPorts(t) // the examples listen on 7575, 17575 and 17576
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("needs bash")
 	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks, err := shellBlocks(string(readme))
-	if err != nil {
-		t.Fatalf("README.md: %v", err)
-	}
-	ran := 0
-	for _, b := range blocks {
-		where := fmt.Sprintf("README.md:%d", b.line)
-		if b.notRun != "" {
-			t.Logf("%s: not run: %s", where, b.notRun)
-			continue
+	for _, file := range docFiles(t) {
+		text, err := os.ReadFile(filepath.Join("..", file))
+		if err != nil {
+			t.Fatal(err)
 		}
-		ran++
-		t.Run(where, func(t *testing.T) {
-			for _, tool := range b.needs {
-				if _, err := exec.LookPath(tool); err != nil {
-					if os.Getenv("CI") != "" {
-						t.Fatalf("%s missing in CI: .ci/run must install it (make deps)", tool)
-					}
-					t.Skipf("needs %s (make deps installs it)", tool)
-				}
+		blocks, err := shellBlocks(string(text))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		ran := 0
+		for _, b := range blocks {
+			where := fmt.Sprintf("%s:%d", file, b.line)
+			if b.notRun != "" {
+				t.Logf("%s: not run: %s", where, b.notRun)
+				continue
 			}
-			dir := t.TempDir()
-			if strings.Contains(b.script, "bin/keyrelay") {
-				if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink(bin, filepath.Join(dir, "bin", "keyrelay")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if out, err := runBash(dir, b.script); err != nil {
-				t.Errorf("%s: the ```%s block failed (%v); fix it, or mark it <!-- not run: REASON --> if it cannot run on one machine:\n%s\noutput:\n%s", where, b.lang, err, b.text, out)
-			}
-			// A block that logs its receiver (the CI recipe's recv.log)
-			// stops it as a passing job should: the log ends with recv's
-			// summary, not with its display gone from under it.
-			if log, err := os.ReadFile(filepath.Join(dir, "recv.log")); err == nil {
-				lines := strings.Split(strings.TrimSpace(string(log)), "\n")
-				last := lines[len(lines)-1]
-				if strings.Contains(string(log), "went away") || !strings.HasPrefix(last, "keyrelay recv: ") || !strings.Contains(last, " packets (") {
-					t.Errorf("%s: recv.log does not end with recv's summary (a clean stop):\n%s", where, log)
-				}
-			}
-		})
+			ran++
+			t.Run(where, func(t *testing.T) { runShellBlock(t, where, b) })
+		}
+		if file == "README.md" && ran == 0 {
+			t.Errorf("README.md has %d shell blocks and none runs: the examples go untested", len(blocks))
+		}
 	}
-	if ran == 0 {
-		t.Errorf("README.md has %d shell blocks and none runs: the examples go untested", len(blocks))
+}
+
+// runShellBlock runs one shell block as TestREADMEShellExamples says.
+func runShellBlock(t *testing.T, where string, b shellBlock) {
+	for _, tool := range b.needs {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s missing in CI: .ci/run must install it (make deps)", tool)
+			}
+			t.Skipf("needs %s (make deps installs it)", tool)
+		}
+	}
+	dir := t.TempDir()
+	if strings.Contains(b.script, "bin/keyrelay") {
+		if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(bin, filepath.Join(dir, "bin", "keyrelay")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := runBash(dir, b.script); err != nil {
+		t.Errorf("%s: the ```%s block failed (%v); fix it, or mark it <!-- not run: REASON --> if it cannot run on one machine:\n%s\noutput:\n%s", where, b.lang, err, b.text, out)
+	}
+	// A block that logs its receiver (the CI recipe's recv.log) stops it
+	// as a passing job should: the log ends with recv's summary, not with
+	// its display gone from under it.
+	if log, err := os.ReadFile(filepath.Join(dir, "recv.log")); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+		last := lines[len(lines)-1]
+		if strings.Contains(string(log), "went away") || !strings.HasPrefix(last, "keyrelay recv: ") || !strings.Contains(last, " packets (") {
+			t.Errorf("%s: recv.log does not end with recv's summary (a clean stop):\n%s", where, log)
+		}
 	}
 }

@@ -17,11 +17,11 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// readmeConfig is a config file the README shows: a ```toml block, or the
-// body of a heredoc written to ~/.config/keyrelay/config.toml.
+// readmeConfig is a config file the README or docs/ show: a ```toml block,
+// or the body of a heredoc written to ~/.config/keyrelay/config.toml.
 type readmeConfig struct {
-	line int // where it starts in README.md, from 1
-	text string
+	where string // FILE:LINE where it starts, lines from 1
+	text  string
 }
 
 var (
@@ -29,14 +29,23 @@ var (
 	heredocTOML = regexp.MustCompile(`^cat > ~/\.config/keyrelay/config\.toml <<'TOML'\s*$`)
 )
 
-// readmeConfigs finds the config files of README.md.
+// readmeConfigs finds the config files of README.md and docs/*.md.
 func readmeConfigs(t *testing.T) []readmeConfig {
 	t.Helper()
-	text, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
+	var out []readmeConfig
+	for _, file := range docFiles(t) {
+		text, err := os.ReadFile(filepath.Join("..", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, configsIn(file, string(text))...)
 	}
-	lines := strings.Split(string(text), "\n")
+	return out
+}
+
+// configsIn finds the config files of one Markdown text.
+func configsIn(file, text string) []readmeConfig {
+	lines := strings.Split(text, "\n")
 	var out []readmeConfig
 	for i := 0; i < len(lines); i++ {
 		var indent, end string
@@ -53,7 +62,7 @@ func readmeConfigs(t *testing.T) []readmeConfig {
 		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != end; i++ {
 			body = append(body, strings.TrimPrefix(lines[i], indent))
 		}
-		out = append(out, readmeConfig{line: start + 1, text: strings.Join(body, "\n") + "\n"})
+		out = append(out, readmeConfig{where: fmt.Sprintf("%s:%d", file, start+1), text: strings.Join(body, "\n") + "\n"})
 	}
 	return out
 }
@@ -123,7 +132,7 @@ func configHosts(t *testing.T, text string) map[string][]string {
 }
 
 // TestDoctorOnTheREADMEConfigs: doctor passes each config file the README
-// shows, on a machine set up as the README says (paired with the machines
+// and docs/ show, on a machine set up as the README says (paired with the machines
 // the config names, each with its recv running; its own recv running if the
 // config has [recv]; an X display; a terminal), and send and doctor agree:
 // doctor resolves a paired machine's name as send does, and the README's
@@ -139,11 +148,11 @@ func TestDoctorOnTheREADMEConfigs(t *testing.T) {
 	}
 	configs := readmeConfigs(t)
 	if len(configs) < 4 {
-		t.Fatalf("found %d config files in README.md, want at least 4 (the sender's, the receiver's, the named destinations', the Config file section's)", len(configs))
+		t.Fatalf("found %d config files in README.md and docs/, want at least 4 (the sender's, the receiver's, the named destinations', the config file reference's)", len(configs))
 	}
 	display := startXvfb(t)
 	for _, c := range configs {
-		t.Run(fmt.Sprintf("README.md:%d", c.line), func(t *testing.T) {
+		t.Run(c.where, func(t *testing.T) {
 			home := t.TempDir()
 			confDir := filepath.Join(home, ".config", "keyrelay")
 			if err := os.MkdirAll(confDir, 0o700); err != nil {
@@ -213,9 +222,9 @@ func TestDoctorOnTheREADMEConfigs(t *testing.T) {
 			doctor.Env = append(append(os.Environ(), runtimeEnv(t)...), env...)
 			doctor.Dir = home
 			report, _ := doctor.CombinedOutput()
-			t.Logf("README.md:%d:\n%s\nkeyrelay doctor (exit %d):\n%s", c.line, c.text, doctor.ProcessState.ExitCode(), report)
+			t.Logf("%s:\n%s\nkeyrelay doctor (exit %d):\n%s", c.where, c.text, doctor.ProcessState.ExitCode(), report)
 			if code := doctor.ProcessState.ExitCode(); code != 0 || strings.Contains(string(report), "FAIL") {
-				t.Errorf("doctor on the README's config at line %d: exit %d, want 0 and no FAIL", c.line, code)
+				t.Errorf("doctor on the config at %s: exit %d, want 0 and no FAIL", c.where, code)
 			}
 
 			// A script given on the command line plays whatever source
@@ -223,7 +232,7 @@ func TestDoctorOnTheREADMEConfigs(t *testing.T) {
 			// it names.
 			if len(recvs) > 0 && !strings.Contains(c.text, "[doctor]") && !strings.Contains(c.text, "hotkey") {
 				if code, _, stderr := runIn(t, "tap KeyQ\n", env, "send", "--script", "-"); code != 0 {
-					t.Errorf("send --script - with the README's config at line %d: exit %d\n%s", c.line, code, stderr)
+					t.Errorf("send --script - with the config at %s: exit %d\n%s", c.where, code, stderr)
 				}
 				for _, r := range recvs {
 					r.expect(t, "KeyQ down", "KeyQ up")

@@ -50,7 +50,7 @@ wait_for() {
   echo "demo: timed out waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
 }
 
-# Both ends share a key made for the demo (README: Security).
+# Both ends share a key made for the demo (docs/security.md: the key file).
 "$BIN" keygen --out "$work/demo.key"
 export KEYRELAY_KEY_FILE="$work/demo.key"
 # The receiver's JSON lines go to keys.jsonl and, shown as "KeyH down" or
