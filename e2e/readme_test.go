@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // shellBlock is one ```sh, ```bash, ```shell or ```console block of a
@@ -252,5 +253,177 @@ func runShellBlock(t *testing.T, where string, b shellBlock) {
 		if strings.Contains(string(log), "went away") || !strings.HasPrefix(last, "keyrelay recv: ") || !strings.Contains(last, " packets (") {
 			t.Errorf("%s: recv.log does not end with recv's summary (a clean stop):\n%s", where, log)
 		}
+	}
+}
+
+// maxREADME is the README's size limit in bytes: a front door (what
+// keyrelay is, installing, pairing, the first relay, the config file,
+// several machines, CI, where the rest lives), with the reference in the
+// man pages and docs/ (issue "A newcomer finds the way": at most 20 KB).
+const maxREADME = 20_000
+
+// TestREADMEIsAFrontDoor: README.md stays at most maxREADME bytes.
+func TestREADMEIsAFrontDoor(t *testing.T) {
+	t.Parallel()
+	fi, err := os.Stat("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > maxREADME {
+		t.Errorf("README.md is %d bytes, over %d: move the reference to docs/ (one file per topic) or the man pages, and link it from \"Where the rest lives\"", fi.Size(), maxREADME)
+	}
+}
+
+var (
+	mdLinkRE     = regexp.MustCompile(`\]\(([^()\s]+)\)`)
+	headingRE    = regexp.MustCompile(`^(#{1,6}) +(.*?) *#*$`)
+	mdInlineLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+	codeSpanRE   = regexp.MustCompile("`+[^`]*`+")
+)
+
+// mdProse is text with its fenced blocks blanked and its code spans
+// dropped, line for line: where links and headings are.
+func mdProse(text string) []string {
+	lines := strings.Split(text, "\n")
+	fence := ""
+	for i, l := range lines {
+		trim := strings.TrimSpace(l)
+		switch {
+		case fence != "":
+			if strings.HasPrefix(trim, fence) {
+				fence = ""
+			}
+			lines[i] = ""
+		case strings.HasPrefix(trim, "```"), strings.HasPrefix(trim, "~~~"):
+			fence = trim[:3]
+			lines[i] = ""
+		}
+	}
+	return lines
+}
+
+// mdAnchors are the anchors GitHub gives the headings of a Markdown text:
+// the heading's text as rendered (code spans' text kept, link targets
+// and emphasis dropped), lower case, every character but letters, digits,
+// '-' and '_' dropped, spaces as '-'; a repeated anchor gets -1, -2, ...
+func mdAnchors(text string) map[string]bool {
+	anchors := map[string]bool{}
+	seen := map[string]int{}
+	for _, l := range mdProse(text) {
+		m := headingRE.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		h := mdInlineLink.ReplaceAllString(m[2], "$1")
+		var b strings.Builder
+		for _, r := range strings.ToLower(h) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			anchors[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			anchors[a] = true
+		}
+		seen[a]++
+	}
+	return anchors
+}
+
+// TestDocLinks: every relative link of the README, docs/*.md and the
+// other Markdown files of the repository names a file that exists and,
+// with a #fragment into Markdown, a heading there (GitHub's anchor of it),
+// so that "where the rest lives" leads somewhere. Links into the web are
+// not followed.
+func TestDocLinks(t *testing.T) {
+	t.Parallel()
+	files := docFiles(t)
+	for _, f := range []string{"DESIGN.md", "PROTOCOL.md", "BENCHMARKS.md", "capture/SCRIPT_FORMAT.md", "contrib/launchd/README.md"} {
+		if _, err := os.Stat(filepath.Join("..", f)); err == nil {
+			files = append(files, f)
+		}
+	}
+	anchorsOf := map[string]map[string]bool{}
+	anchors := func(file string) (map[string]bool, error) {
+		if a, ok := anchorsOf[file]; ok {
+			return a, nil
+		}
+		text, err := os.ReadFile(filepath.Join("..", file))
+		if err != nil {
+			return nil, err
+		}
+		anchorsOf[file] = mdAnchors(string(text))
+		return anchorsOf[file], nil
+	}
+	links := 0
+	for _, file := range files {
+		text, err := os.ReadFile(filepath.Join("..", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range mdProse(string(text)) {
+			l = codeSpanRE.ReplaceAllString(l, "")
+			for _, m := range mdLinkRE.FindAllStringSubmatch(l, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				links++
+				where := fmt.Sprintf("%s:%d", file, i+1)
+				path, frag, _ := strings.Cut(target, "#")
+				dest := file
+				if path != "" {
+					dest = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(file), path)))
+					if strings.HasPrefix(dest, "../") {
+						t.Errorf("%s: link %q leads out of the repository", where, target)
+						continue
+					}
+					if _, err := os.Stat(filepath.Join("..", dest)); err != nil {
+						t.Errorf("%s: link %q: no file %s", where, target, dest)
+						continue
+					}
+				}
+				if frag == "" || !strings.HasSuffix(dest, ".md") {
+					continue
+				}
+				a, err := anchors(dest)
+				if err != nil {
+					t.Errorf("%s: link %q: %v", where, target, err)
+					continue
+				}
+				if !a[frag] {
+					t.Errorf("%s: link %q: %s has no heading whose anchor is #%s", where, target, dest, frag)
+				}
+			}
+		}
+	}
+	if links == 0 {
+		t.Error("found no relative links: the link pattern no longer matches")
+	}
+	t.Logf("%d relative links in %d files", links, len(files))
+}
+
+// TestMDAnchors: headings get GitHub's anchors (github-slugger: lower case,
+// punctuation and symbols dropped, each space a '-', repeats numbered).
+func TestMDAnchors(t *testing.T) {
+	t.Parallel()
+	got := mdAnchors("# keyrelay\n## On a Mac: `--input macos` and `--inject macos`\n" +
+		"```sh\n# not a heading\n```\n## Try it (Debian/Ubuntu, Go ≥ 1.26)\n### send\n## send\n" +
+		"## [Keys](keys.md) and layouts\n## KEYRELAY_SEND_TO, Grüße\n")
+	want := []string{"keyrelay", "on-a-mac---input-macos-and---inject-macos", "try-it-debianubuntu-go--126",
+		"send", "send-1", "keys-and-layouts", "keyrelay_send_to-grüße"}
+	if !slices.Equal(slices.Sorted(func(yield func(string) bool) {
+		for a := range got {
+			if !yield(a) {
+				return
+			}
+		}
+	}), slices.Sorted(slices.Values(want))) {
+		t.Errorf("mdAnchors = %v, want %v", got, want)
 	}
 }
