@@ -170,9 +170,10 @@ dist: build man
 # start keyrelay with the session (SERVICES: systemd, contrib/systemd's user
 # units and keyrelay-hidg's system unit, their ExecStart pointed at BINDIR;
 # on macOS launchd, contrib/launchd's agents and their README in LAUNCHDDIR,
-# ProgramArguments pointed at BINDIR) and the README,
-# under DESTDIR PREFIX where each kind usually goes. make uninstall removes
-# them. Both are run by the e2e test TestMakeInstall.
+# ProgramArguments pointed at BINDIR) and the README with docs/ beside it
+# (the README's links lead there), under DESTDIR PREFIX where each kind
+# usually goes. make uninstall removes them. Both are run by the e2e test
+# TestMakeInstall.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -226,26 +227,28 @@ install-files:
 	    sed 's,/usr/local/bin/keyrelay,$(BINDIR)/keyrelay,' "$$u"; } > "$$d$(SYSTEMDSYSTEMDIR)/$${u##*/}"; \
 	  chmod 644 "$$d$(SYSTEMDSYSTEMDIR)/$${u##*/}"; \
 	done; \
-	install -m644 README.md "$$d$(DOCDIR)/README.md"
+	install -m644 README.md "$$d$(DOCDIR)/README.md"; \
+	install -d "$$d$(DOCDIR)/docs"; install -m644 docs/*.md "$$d$(DOCDIR)/docs/"
 
 # What make dist's Windows zip holds, in the folder WINDIR: keyrelay.exe
-# (BIN_FILE), the README and PowerShell's completion (from BIN; dot-source
-# it in $$PROFILE). Windows has no man pages; autostart is a command
+# (BIN_FILE), the README and docs/, and PowerShell's completion (from BIN;
+# dot-source it in $$PROFILE). Windows has no man pages; autostart is a command
 # (keyrelay autostart add recv).
 install-windows:
 	@set -e; install -Dm755 '$(BIN_FILE)' '$(WINDIR)/keyrelay.exe'; \
 	install -m644 README.md '$(WINDIR)/README.md'; \
+	install -d '$(WINDIR)/docs'; install -m644 docs/*.md '$(WINDIR)/docs/'; \
 	'$(BIN)' completion powershell > '$(WINDIR)/keyrelay-completion.ps1'; \
 	chmod 644 '$(WINDIR)/keyrelay-completion.ps1'
 
 uninstall:
 	@set -e; d='$(DESTDIR)'; \
 	rm -f "$$d$(BINDIR)/keyrelay" "$$d$(MANDIR)/man1/keyrelay.1" "$$d$(MANDIR)"/man1/keyrelay-*.1 "$$d$(MANDIR)"/man5/keyrelay-*.5 \
-	  "$$d$(BASHCOMPDIR)/keyrelay" "$$d$(ZSHCOMPDIR)/_keyrelay" "$$d$(FISHCOMPDIR)/keyrelay.fish" "$$d$(DOCDIR)/README.md" \
+	  "$$d$(BASHCOMPDIR)/keyrelay" "$$d$(ZSHCOMPDIR)/_keyrelay" "$$d$(FISHCOMPDIR)/keyrelay.fish" "$$d$(DOCDIR)/README.md" "$$d$(DOCDIR)"/docs/*.md \
 	  $(foreach u,$(UNITS),"$$d$(SYSTEMDUSERDIR)/$(notdir $(u))") \
 	  $(foreach u,$(SYSTEM_UNITS),"$$d$(SYSTEMDSYSTEMDIR)/$(notdir $(u))") \
 	  $(foreach a,$(AGENTS),"$$d$(LAUNCHDDIR)/$(notdir $(a))") "$$d$(LAUNCHDDIR)/README.md"; \
-	rmdir "$$d$(DOCDIR)" "$$d$(LAUNCHDDIR)" 2>/dev/null || true; rmdir "$$(dirname "$$d$(LAUNCHDDIR)")" 2>/dev/null || true; \
+	rmdir "$$d$(DOCDIR)/docs" "$$d$(DOCDIR)" "$$d$(LAUNCHDDIR)" 2>/dev/null || true; rmdir "$$(dirname "$$d$(LAUNCHDDIR)")" 2>/dev/null || true; \
 	echo "make uninstall: removed keyrelay from $(DESTDIR)$(PREFIX)"
 
 # The generated tables of the README (a status line per system) and docs/

@@ -19,11 +19,11 @@ import (
 	"testing"
 )
 
-// distFiles is what each system's release archive holds (README
-// "Platforms"), under a folder named as the archive: on Linux what make
-// install installs; on macOS the same with the launchd agents instead of
-// the systemd units; on Windows keyrelay.exe, the README and PowerShell's
-// completion.
+// distFiles is what each system's release archive holds (docs/install.md,
+// docs/platforms.md), under a folder named as the archive: on Linux what
+// make install installs; on macOS the same with the launchd agents instead
+// of the systemd units; on Windows keyrelay.exe, the README with docs/, and
+// PowerShell's completion.
 func distFiles(system string) []string {
 	switch system {
 	case "linux":
@@ -39,7 +39,7 @@ func distFiles(system string) []string {
 		slices.Sort(out)
 		return out
 	case "windows":
-		return []string{"README.md", "keyrelay-completion.ps1", "keyrelay.exe"}
+		return withDocs("docs/", []string{"README.md", "keyrelay-completion.ps1", "keyrelay.exe"})
 	}
 	return nil
 }

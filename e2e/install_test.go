@@ -14,11 +14,11 @@ import (
 	"unicode/utf8"
 )
 
-// installed is what make install puts under PREFIX (README, "Installing
-// and running every day"): the binary, a man page per command and keyrelay-script(5), the
-// completions of bash, zsh and fish, the systemd units (the user units, and
-// keyrelay-hidg's system unit) and the README.
-var installed = []string{
+// installed is what make install puts under PREFIX (docs/install.md): the
+// binary, a man page per command and keyrelay-script(5), the completions of
+// bash, zsh and fish, the systemd units (the user units, and keyrelay-hidg's
+// system unit), and the README with docs/*.md beside it.
+var installed = withDocs("share/doc/keyrelay/docs/", []string{
 	"bin/keyrelay",
 	"lib/systemd/system/keyrelay-hidg.service",
 	"lib/systemd/user/keyrelay-recv.service",
@@ -50,6 +50,18 @@ var installed = []string{
 	"share/man/man1/keyrelay.1",
 	"share/man/man5/keyrelay-script.5",
 	"share/zsh/site-functions/_keyrelay",
+})
+
+// withDocs is files with each of the repository's docs/*.md under dir
+// added, sorted: the README's links lead there, so they are installed
+// beside it.
+func withDocs(dir string, files []string) []string {
+	docs, _ := filepath.Glob("../docs/*.md") // a bad pattern is the only error
+	for _, d := range docs {
+		files = append(files, dir+filepath.Base(d))
+	}
+	slices.Sort(files)
+	return files
 }
 
 // files lists the regular files under dir, relative and sorted.
