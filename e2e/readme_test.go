@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +11,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -425,5 +428,32 @@ func TestMDAnchors(t *testing.T) {
 		}
 	}), slices.Sorted(slices.Values(want))) {
 		t.Errorf("mdAnchors = %v, want %v", got, want)
+	}
+}
+
+// TestMakeDemo: the README's first command on a fresh machine, make demo
+// (make build, then scripts/demo.sh), relays the demo script over a clean
+// link and again at 30 % loss, and ends saying both delivered the same key
+// events in the same order, as the README quotes it. The built binary
+// stands in for make build's.
+func TestMakeDemo(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	demo := exec.CommandContext(ctx, "bash", "scripts/demo.sh")
+	demo.Dir = ".."
+	demo.Env = append(append(os.Environ(), runtimeEnv(t)...), "BIN="+bin, "HOME="+t.TempDir(), noExitSleep)
+	demo.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	demo.Cancel = func() error { return syscall.Kill(-demo.Process.Pid, syscall.SIGKILL) }
+	demo.WaitDelay = 2 * time.Second
+	out, err := demo.CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := lines[len(lines)-1]
+	m := regexp.MustCompile(`^demo: clean link delivered (\d+) key events, 30 % loss delivered (\d+): identical, in the same order$`).FindStringSubmatch(last)
+	if err != nil || m == nil || m[1] != m[2] || m[1] == "0" {
+		t.Errorf("scripts/demo.sh: %v; last line %q, want the README's \"demo: clean link delivered N key events, 30 %% loss delivered N: identical, in the same order\"\n%s", err, last, out)
 	}
 }
