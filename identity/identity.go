@@ -192,10 +192,11 @@ func Decode(b []byte) (*Identity, error) {
 	return FromPrivate(k)
 }
 
-// Write stores id at path with mode 0600. Without replace it refuses an
-// existing file (or symlink, dangling too): nothing is written through a
-// link. With replace the file is written beside path and renamed over it,
-// so that a reader never sees half an identity.
+// Write stores id at path with mode 0600 (on Windows an ACL for the user,
+// SYSTEM and Administrators alone: secret.WriteNew). Without replace it
+// refuses an existing file (or symlink, dangling too): nothing is written
+// through a link. With replace the file is written beside path and
+// renamed over it, so that a reader never sees half an identity.
 func Write(path string, id *Identity, replace bool) error {
 	if replace {
 		if err := secret.ReplaceFile(path, Encode(id), 0o600); err != nil {
@@ -236,8 +237,8 @@ func Load(path string) (*Identity, error) {
 }
 
 // LoadOrCreate loads the identity at path, or makes one there if there is
-// none (created reports which), with its directory (mode 0700) if needed.
-// Two processes that make it at once end with the same identity: the one
+// none (created reports which), with its directory (secret.MkdirPrivate)
+// if needed. Two processes that make it at once end with the same identity: the one
 // that loses the race to create the file loads the winner's.
 func LoadOrCreate(path string) (id *Identity, created bool, err error) {
 	id, err = Load(path)
@@ -247,7 +248,7 @@ func LoadOrCreate(path string) (id *Identity, created bool, err error) {
 	if err := secret.CheckPlace(file.Name, path); err != nil {
 		return nil, false, fmt.Errorf("%w; an identity is not made where others can replace it", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := secret.MkdirPrivate(filepath.Dir(path)); err != nil {
 		return nil, false, fmt.Errorf("unable to make the identity's directory: %w", err)
 	}
 	id, err = Generate()

@@ -224,9 +224,10 @@ func Load(path string) (*List, error) {
 // [[peer]] table per peer: comments added by hand are not kept). The file
 // is written beside path and renamed over it, so that a reader never sees
 // half a list; it keeps the mode of the file it replaces (less others'
-// write permission), or has mode 0600 if new, its directory made (0700) if
-// need be. A symlink at path is followed: the file it points to is
-// replaced.
+// write permission), or has mode 0600 if new, its directory made
+// (secret.MkdirPrivate) if need be; on Windows it has an ACL for the user,
+// SYSTEM and Administrators alone (secret.ReplaceFile). A symlink at path
+// is followed: the file it points to is replaced.
 func (l *List) Save(path string) error {
 	perm := fs.FileMode(0o600)
 	if real, err := filepath.EvalSymlinks(path); err == nil {
@@ -234,7 +235,7 @@ func (l *List) Save(path string) error {
 		if st, err := os.Stat(path); err == nil {
 			perm = st.Mode().Perm() &^ 0o022
 		}
-	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	} else if err := secret.MkdirPrivate(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("unable to make the peers file's directory: %w", err)
 	}
 	if err := secret.ReplaceFile(path, l.Encode(), perm); err != nil {

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -68,38 +69,6 @@ func (k Kind) ReadFile(path string) ([]byte, fs.FileMode, error) {
 	return b, st.Mode().Perm(), nil
 }
 
-// CheckMode returns an error wrapping ErrUnprotected when perm gives users
-// other than the owner any of the permissions in mask (0o077 for a private
-// key: no access at all; 0o022 for a file others may read but not change).
-// The error names the file (name is what it is called: "key file"), its
-// mode and the chmod that fixes it, as ssh does for an unprotected private
-// key.
-func CheckMode(name, path string, perm, mask fs.FileMode) error {
-	if runtime.GOOS == "windows" {
-		return windowsModeStopgap(name, path, perm)
-	}
-	open := perm & mask
-	if open == 0 {
-		return nil
-	}
-	var can string
-	switch r, w := open&0o044 != 0, open&0o022 != 0; {
-	case r && w:
-		can = "read and write it"
-	case r:
-		can = "read it"
-	case w:
-		can = "write it"
-	default:
-		can = "open it"
-	}
-	// The fix keeps what the owner has and drops execute bits, which a
-	// data file has no use for: 0644 becomes 600 for a private key, 0775
-	// becomes 644 for a file only its owner may change.
-	fix := perm &^ mask &^ 0o111
-	return unprotectedError(fmt.Sprintf("%s %s has mode %#o: other users can %s (chmod %o %s)", name, path, perm, can, fix, path))
-}
-
 // unprotectedError is CheckMode's error: its own words, and
 // errors.Is(err, ErrUnprotected).
 type unprotectedError string
@@ -107,8 +76,9 @@ type unprotectedError string
 func (e unprotectedError) Error() string        { return string(e) }
 func (e unprotectedError) Is(target error) bool { return target == ErrUnprotected }
 
-// WriteNew creates path with mode 0600 (exactly, whatever the umask)
-// holding content. It fails, with an error wrapping fs.ErrExist, on any
+// WriteNew creates path with mode 0600 (exactly, whatever the umask; on
+// Windows an ACL for the user, SYSTEM and Administrators alone) holding
+// content. It fails, with an error wrapping fs.ErrExist, on any
 // existing name, a symlink included (dangling too): nothing is written
 // through a link.
 //
@@ -131,7 +101,7 @@ func WriteNew(path string, content []byte) error {
 	if err == nil || errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := createPrivate(path)
 	if err != nil {
 		return err
 	}
@@ -151,8 +121,9 @@ func WriteNew(path string, content []byte) error {
 }
 
 // ReplaceFile writes content to a temporary file in path's directory (a
-// rename is atomic only within one file system), with mode perm exactly,
-// and renames it over path.
+// rename is atomic only within one file system), with mode perm exactly
+// (on Windows an ACL for the user, SYSTEM and Administrators alone,
+// whatever perm), and renames it over path.
 //
 // path is replaced, never written through: a symlink at path is replaced by
 // the file and its target left as it was (writing through it would
@@ -182,9 +153,9 @@ func writeTemp(path string, content []byte, perm fs.FileMode) (name string, err 
 	if dir == "" {
 		dir = "."
 	}
-	// CreateTemp makes the file with mode 0600, only its owner can read
-	// it from the start.
-	f, err := os.CreateTemp(dir, "."+base+".new-*")
+	// Made private (createPrivate): only its owner can open it from the
+	// start, before its mode is perm.
+	f, err := createTemp(dir, "."+base+".new-")
 	if err != nil {
 		return "", fmt.Errorf("unable to write beside %s: %w", path, err)
 	}
@@ -207,6 +178,19 @@ func writeTemp(path string, content []byte, perm fs.FileMode) (name string, err 
 		return "", fmt.Errorf("unable to write %s: %w", f.Name(), err)
 	}
 	return f.Name(), nil
+}
+
+// createTemp creates a new file in dir named prefix and a random number
+// (createPrivate), as os.CreateTemp does, which cannot make it private on
+// Windows.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for try := 0; ; try++ {
+		f, err := createPrivate(filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10)))
+		if errors.Is(err, fs.ErrExist) && try < 10000 {
+			continue
+		}
+		return f, err
+	}
 }
 
 // describeType names, for an error, what a path that is not a regular file

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 )
+
+func checkMode(name, path string, perm, mask fs.FileMode) error {
+	return modeError(name, path, perm, mask)
+}
 
 func checkPlace(name, path string) error {
 	euid := os.Geteuid()
@@ -44,26 +47,10 @@ func checkPlace(name, path string) error {
 	return nil
 }
 
-// dirsAbove lists the directories above path, up to the root: those of
-// the path as given (made absolute) and, if links lead elsewhere, those
-// of the path they lead to.
-func dirsAbove(path string) []string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	add := func(p string) {
-		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
-			out = append(out, d)
-			if filepath.Dir(d) == d {
-				return
-			}
-		}
-	}
-	add(abs)
-	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
-		add(real)
-	}
-	return out
+func mkdirPrivate(dir string) error { return os.MkdirAll(dir, 0o700) }
+
+// createPrivate creates the file name, which must not exist, with mode
+// 0600 (less what the umask takes: callers that need it exact chmod it).
+func createPrivate(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 }
