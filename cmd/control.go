@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/keyrelay/keyrelay/secret"
 	"github.com/keyrelay/keyrelay/sender"
 )
 
@@ -118,10 +119,11 @@ func controlPID(path string) (int, bool) {
 	return pid, err == nil && pid > 0
 }
 
-// makeControlDir makes the socket's directory (mode 0700), or checks the
-// one there (checkControlDir): send's side.
+// makeControlDir makes the socket's directory (secret.MkdirPrivate: mode
+// 0700, or on Windows an ACL for the user alone), or checks the one there
+// (checkControlDir): send's side.
 func makeControlDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := secret.MkdirPrivate(dir); err != nil {
 		return fmt.Errorf("unable to make the control socket's directory: %w", err)
 	}
 	return checkControlDir(dir)

@@ -3,20 +3,17 @@
 package cmd
 
 import (
-	"fmt"
 	"io/fs"
+
+	"github.com/keyrelay/keyrelay/secret"
 )
 
 // checkPrivateDir checks that dir (fi, a directory) is this user's and
-// that nobody else can open it. Here its access list, not a mode, says
-// that; the ACL check belongs in this function, and until it is written
-// the mode is checked as on Unix (which Windows reports as 0777 for any
-// writable directory, so the control socket is not used there).
+// that nobody else can open it (secret.CheckPrivateDir): on Windows by
+// its owner and ACL, which a mode does not show (Go reports 0777 for any
+// directory there).
 func checkPrivateDir(dir string, fi fs.FileInfo) error {
-	if fi.Mode().Perm() != 0o700 {
-		return fmt.Errorf("%s has mode %04o: others could reach the control socket; chmod 700 %s", dir, fi.Mode().Perm(), dir)
-	}
-	return nil
+	return secret.CheckPrivateDir(dir, fi.Mode().Perm())
 }
 
 // processGone reports whether no process has the id pid: never known
