@@ -29,6 +29,18 @@ func wineNetwork(t *testing.T, env *wintest.Env, watch *wintest.Proc) {
 		}
 		t.Logf("udpsock's tests under Wine: %d passed", strings.Count(out, "--- PASS"))
 	})
+	// secret: the ACL checks' own tests (PROTOCOL.md §8.1 on Windows),
+	// through the Windows security API: what keyrelay makes, read back,
+	// and ACLs given to refuse. (Not the tests that use t.TempDir: its
+	// clean-up, os.RemoveAll, fails under Wine 8, "unlinkat: Invalid
+	// function".)
+	t.Run("secret", func(t *testing.T) {
+		out, stderr, code := env.Output(t, "", "secret.test", "-test.v", "-test.count=1", "-test.run", "^Test(Windows|Judge|ForbidFor)")
+		if code != 0 || !strings.Contains(out, "\nPASS\n") || !strings.Contains(out, "--- PASS: TestWindowsEveryoneReadIsRefused") {
+			t.Fatalf("secret's tests under Wine: exit %d\n%s%s", code, out, stderr)
+		}
+		t.Logf("secret's tests under Wine: %d passed", strings.Count(out, "--- PASS"))
+	})
 
 	// The Linux machine: its own config directory (identity, peers) and
 	// no shared key file; its recv listens on a port known before it
@@ -37,6 +49,7 @@ func wineNetwork(t *testing.T, env *wintest.Env, watch *wintest.Proc) {
 	linEnv := []string{"XDG_CONFIG_HOME=" + linHome, "KEYRELAY_KEY_FILE="}
 	linAddr, winAddr := reservePort(t), reservePort(t)
 	paired := false
+	var idPath, winKey string
 
 	// cli: keyrelay.exe makes its identity (in %APPDATA%\keyrelay) and
 	// reads it back on the next run, adds a peer, and without -tags
@@ -53,7 +66,10 @@ func wineNetwork(t *testing.T, env *wintest.Env, watch *wintest.Proc) {
 		if out1 != out2 || len(strings.Fields(out1)) != 2 {
 			t.Fatalf("keyrelay.exe id printed %q, then %q: want one key and fingerprint, the same twice", out1, out2)
 		}
-		winKey := strings.Fields(out1)[0]
+		winKey = strings.Fields(out1)[0]
+		if m := regexp.MustCompile(`made a new identity at (\S+)`).FindStringSubmatch(err1); m != nil {
+			idPath = m[1]
+		}
 
 		code, out, stderr := runWithEnv(t, linEnv, "id")
 		if code != 0 {
@@ -80,6 +96,7 @@ func wineNetwork(t *testing.T, env *wintest.Env, watch *wintest.Proc) {
 	if !paired {
 		t.Fatal("not paired: the relays cannot run")
 	}
+	t.Run("files", func(t *testing.T) { wineFiles(t, env, idPath, winKey) })
 
 	// send: keyrelay.exe plays a script to the Linux recv, which logs
 	// exactly its keys; delivery confirmed, exit 0.
@@ -90,6 +107,7 @@ func wineNetwork(t *testing.T, env *wintest.Env, watch *wintest.Proc) {
 		if code != 0 || !strings.Contains(stderr, "delivered: every receiver acknowledged") {
 			t.Fatalf("keyrelay.exe send: exit %d, want 0 and delivered\n%s", code, stderr)
 		}
+		wineControlDir(t, env, stderr)
 		got := keyNames(recv.stop())
 		var want []string
 		for _, c := range "Wine é€" {

@@ -50,8 +50,8 @@ func Need(tb testing.TB) {
 	}
 }
 
-// Setup builds the test programs, keyrelay.exe, udpsock's tests
-// (udpsock.test.exe) and the shim, makes a Wine prefix (a
+// Setup builds the test programs, keyrelay.exe, udpsock's and secret's
+// tests (udpsock.test.exe, secret.test.exe) and the shim, makes a Wine prefix (a
 // wineboot: some seconds) with the shim in its system32, and starts Xvfb.
 // Everything is ended when tb ends (wineserver -k for the prefix's
 // processes).
@@ -68,8 +68,10 @@ func Setup(tb testing.TB) *Env {
 		{"build", "-trimpath", "-o", filepath.Join(dir, "winwatch.exe"), "./winwatch"},
 		{"build", "-trimpath", "-o", filepath.Join(dir, "wincapture.exe"), "./wincapture"},
 		{"build", "-trimpath", "-o", filepath.Join(dir, "wininject.exe"), "./wininject"},
+		{"build", "-trimpath", "-o", filepath.Join(dir, "winacl.exe"), "./winacl"},
 		{"build", "-trimpath", "-o", filepath.Join(dir, "keyrelay.exe"), "github.com/keyrelay/keyrelay"},
 		{"test", "-c", "-trimpath", "-o", filepath.Join(dir, "udpsock.test.exe"), "github.com/keyrelay/keyrelay/internal/udpsock"},
+		{"test", "-c", "-trimpath", "-o", filepath.Join(dir, "secret.test.exe"), "github.com/keyrelay/keyrelay/secret"},
 	} {
 		cmd := exec.Command("go", b...)
 		cmd.Dir = src
