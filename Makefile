@@ -288,8 +288,8 @@ bench-peers:
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends barrier nftables; }
 	set -o pipefail; $(GO) test -count=1 -timeout 30m -tags 'e2e peers' -run '^TestBenchPeers$$' -v ./e2e/ $(PEERS_FLAGS) | grep -vE '^=== (RUN|PAUSE|CONT)'
 
-# PROTOCOL.md §7.2's figures for the receiver's allowance, over more
-# seeds than CI runs (about a minute): no 20 s hold released at 70-90 %
+# BENCHMARKS.md's figures for the receiver's allowance (PROTOCOL.md
+# §7.2), over more seeds than CI runs (about a minute): no 20 s hold released at 70-90 %
 # loss in 1,000 runs, and when a killed sender's key is released.
 measure:
 	set -o pipefail; KEYRELAY_MEASURE=1 $(GO) test -count=1 -timeout 30m -run '^TestMeasureHolds$$' -v ./receiver/ | grep -vE '^=== (RUN|PAUSE|CONT)'

@@ -131,7 +131,7 @@ func holdThroughLoss(t *testing.T, loss float64, seed uint64, feedback bool) (go
 // sender killed while it holds a key has it released its allowance after its
 // last packet arrived, as the receiver's status shows it: exactly recv's
 // --timeout on a lossless link, longer at 80 % loss but at most MaxAllowance
-// timeouts (PROTOCOL.md §7.2 gives the medians make measure finds).
+// timeouts (BENCHMARKS.md gives the medians make measure finds).
 func TestKilledSenderReleasedAfterItsAllowance(t *testing.T) {
 	const timeout = time.Second
 	for _, tc := range []struct {
@@ -264,16 +264,16 @@ func TestHandshakeBackoffIsNoLoss(t *testing.T) {
 	}
 }
 
-// TestMeasureHolds measures the figures PROTOCOL.md §7.2 gives for the
-// allowance, over many more seeds than CI runs: it runs only with
-// KEYRELAY_MEASURE=1 (`make measure`, about a minute), so `go test ./...`
-// stays quick. It asserts that no 20 s hold is released at 70, 80 or 90 %
+// TestMeasureHolds measures the figures BENCHMARKS.md gives for the
+// allowance (PROTOCOL.md §7.2), over many more seeds than CI runs: it runs
+// only with KEYRELAY_MEASURE=1 (`make measure`, about a minute), so `go
+// test ./...` stays quick. It asserts that no 20 s hold is released at 70, 80 or 90 %
 // loss over 1,000 seeds, one-way or with feedback, and that a killed
 // sender's key is released at least --timeout and at most MaxAllowance
 // timeouts after its last packet; it logs the medians of those releases.
 func TestMeasureHolds(t *testing.T) {
 	if os.Getenv("KEYRELAY_MEASURE") == "" {
-		t.Skip("set KEYRELAY_MEASURE=1 (make measure) to measure PROTOCOL.md §7.2's figures")
+		t.Skip("set KEYRELAY_MEASURE=1 (make measure) to measure the allowance's figures in BENCHMARKS.md")
 	}
 	const holds, kills = 1000, 300
 	for _, loss := range []float64{0.7, 0.8, 0.9} {

@@ -35,7 +35,7 @@ import (
 // 17), and weighing in proportion to the loss seen (m − 1, fully from m = 2:
 // 50 %), so that a session losing a packet now and then is not taken for one
 // losing most. A session that has lost nothing keeps exactly the timeout.
-// PROTOCOL.md §7.2 works the figures through (the chances at 80 and 90 %
+// BENCHMARKS.md works the figures through (the chances at 80 and 90 %
 // loss, the first packets' luck, the allowances and holds measured by make
 // measure).
 //

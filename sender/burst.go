@@ -19,7 +19,7 @@ import (
 // about an RTT, well within MinBurstGap. A re-send goes when the packet or
 // its ack was lost, or the ack is later than the gap; each one is news to
 // the receiver and draws an ack of its own, so a re-send too early costs two
-// datagrams (figures in PROTOCOL.md §9).
+// datagrams (figures in BENCHMARKS.md).
 
 // DefaultBurstGap is the gap between re-sends before an RTT is known.
 const DefaultBurstGap = 10 * time.Millisecond
