@@ -117,9 +117,12 @@ func TestExitReleaseUnderChaos(t *testing.T) {
 		if d.Delivered > len(typed)+noop {
 			rt.Fatalf("%d events counted delivered, but the receiver typed %d (and %d key-ups type nothing there)", d.Delivered, len(typed), noop)
 		}
-		if len(untypedDowns) > st.Dropped && st.GivenUp == 0 {
+		if len(untypedDowns) > st.Dropped && st.GivenUp == 0 && st.Packets > 0 {
 			// A press a queue full of held keys drops (the seed's step 5)
-			// is in no packet; any other was pushed out unapplied.
+			// is in no packet; any other was pushed out unapplied. (With
+			// no queue packet sent at all, no handshake got through: no
+			// event goes out before the first keypair, PROTOCOL.md §8.4,
+			// and the check below wants every untyped one undelivered.)
 			rt.Fatalf("the key-downs of %v were never typed (%d presses dropped by a full queue), though the end gave up waiting for none (stats %+v)", untypedDowns, st.Dropped, st)
 		}
 		if len(untypedDowns) > 0 && d.Undelivered == 0 {

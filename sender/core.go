@@ -480,16 +480,38 @@ func nextTick(at time.Time, period time.Duration, now time.Time) time.Time {
 // giveUp ends a flush that the acks did not let drain (no progress for
 // Outage; a signal's PeerTimeout): what is left is added as the plain
 // queue would, and may push out events a receiver never applied (the
-// ledger counts those undelivered). It says how many it gave up, and for
-// which receivers.
+// ledger counts those undelivered). The end's key-ups, if they have not
+// joined yet, are given up with it: the acks that let nothing in for that
+// long would not let them in either, and the end must not wait a second
+// time. It says how many it gave up, and for which receivers.
 func (c *Core) giveUp(now time.Time) {
-	n := len(c.backlog)
-	c.stats.GivenUp += n
 	var waiting []string
 	for _, l := range c.links {
 		if p := c.peerOf(l); p != nil && c.owed(p, now) && p.Stamp < c.queue.Events()[0].Stamp {
 			waiting = append(waiting, l.Addr)
 		}
+	}
+	given := c.backlog
+	for _, ev := range c.backlog {
+		c.addNow(ev, now)
+	}
+	c.backlog = nil
+	if !c.released {
+		c.released = true
+		c.held = c.queue.HeldKeys(c.held[:0])
+		for _, k := range c.held {
+			c.stats.Events++
+			ev := keyEvent{k, false, now}
+			if !c.mayAdd(ev, now) {
+				given = append(given, ev)
+			}
+			c.addNow(ev, now)
+		}
+	}
+	n := len(given)
+	c.stats.GivenUp += n
+	if n == 0 {
+		return
 	}
 	why := fmt.Sprintf("no ack let them in for %v (--outage)", c.patience())
 	if c.interrupted {
@@ -497,16 +519,12 @@ func (c *Core) giveUp(now time.Time) {
 	}
 	what := fmt.Sprintf("%d key events", n)
 	if c.cfg.Debug {
-		what = fmt.Sprintf("%d key events (%s)", n, describeEvents(c.backlog))
+		what = fmt.Sprintf("%d key events (%s)", n, describeEvents(given))
 	}
 	if len(waiting) == 0 {
 		waiting = []string{"the receivers"}
 	}
 	c.logf("gave up waiting for acks from %s: %s: %s went in without waiting, and what they push out that it had not applied may never be typed there (the summary counts it)", strings.Join(waiting, ", "), why, what)
-	for _, ev := range c.backlog {
-		c.addNow(ev, now)
-	}
-	c.backlog = nil
 }
 
 // describeEvents names key events for a log line (send --debug only).
@@ -563,6 +581,11 @@ func (c *Core) flushed(now time.Time) {
 	c.send(now)
 	c.final = c.keys.nonce
 	c.tickAt = now.Add(c.lingerPeriod())
+	if !now.Before(c.maxEnd) {
+		// A late flush (a signal's end past due): the final state went
+		// once, and the end is now.
+		c.phase = done
+	}
 }
 
 // lingerPeriod is the resend period while lingering: at most 50 ms, so a

@@ -567,3 +567,32 @@ func TestCoreLogNamesNoKey(t *testing.T) {
 		}
 	}
 }
+
+// A signal's end whose flush is given up at a late Tick (past Linger +
+// PeerTimeout, as a loaded machine's timer may fire) sends the final state
+// once and is Done at that Tick: Next is never a deadline already passed
+// (PROTOCOL.md §7.1; the loop would spin). Here the end's key-up waits
+// (a queue of one holding the unacknowledged key-down: the seed's rule),
+// and the Tick comes 100 ms after the end's bound.
+func TestLateGiveUpEndsAtOnce(t *testing.T) {
+	r := newRig(t, sender.CoreConfig{Feedback: true, QueueLen: 1, Linger: time.Millisecond, PeerTimeout: 2 * time.Second})
+	r.c.Start(t0)
+	r.c.Tick(t0)
+	r.ack(t0, 1, 0, 0, 0)
+	r.c.Key(kA, true, t0)
+	r.c.Stop(t0, sender.Interrupted)
+	if r.c.Done() || r.c.Pending() != 1 {
+		t.Fatalf("after the signal: done %v, %d waiting; want the key-up waiting", r.c.Done(), r.c.Pending())
+	}
+	late := at(ms(2101))
+	r.c.Tick(late)
+	if next := r.c.Next(); !r.c.Done() && !next.After(late) {
+		t.Fatalf("after a late Tick at +%v: Next +%v is not after it, and not Done", late.Sub(t0), next.Sub(t0))
+	}
+	if st := r.c.Stats(); st.GivenUp != 1 {
+		t.Errorf("given up %d events, want the end's key-up", st.GivenUp)
+	}
+	if last := r.sent[len(r.sent)-1]; len(last.Events) != 1 || last.Events[0].Kind != eventqueue.Up {
+		t.Errorf("the last packet carries %v, want the end's key-up (the final state)", last.Events)
+	}
+}
