@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -52,6 +53,14 @@ var Sources = []SourceBackend{
 		Needs:   "an X display (`DISPLAY`), with RECORD unless `--grab`",
 		Ready:   func(o SourceOptions) error { return CheckX11(o.Grab) },
 		Hotkey:  checkX11Hotkey,
+		Keymap: &SourceKeymap{
+			What:   "this X display's keymap",
+			Where:  func() string { return "DISPLAY=" + os.Getenv("DISPLAY") },
+			Read:   X11Keymap,
+			Follow: FollowX11Keymap,
+			Check:  checkX11Keymap,
+			Fix:    "run doctor and send in the X session (DISPLAY set, e.g. DISPLAY=:0), or name this keyboard's layout with --layout LAYOUT",
+		},
 		Check: &SourceCheck{
 			What: "X RECORD extension", When: "without --grab",
 			Run: func(SourceOptions) (string, error) {
@@ -168,6 +177,10 @@ type SourceBackend struct {
 	// Hotkey, if set, is its own rule for --hotkey with --grab, beyond
 	// every key having an evdev code (CheckHotkey).
 	Hotkey func(Hotkey) error
+	// Keymap, if set, reads the layout the keyboard types with from where
+	// the source reads its keys: send's characters mode needs no --layout
+	// with it.
+	Keymap *SourceKeymap
 	// Check is doctor's check of what it needs (nil: none).
 	Check *SourceCheck
 	// Early sources are made before send resolves or sends anything;
@@ -197,6 +210,22 @@ type SourceCheck struct {
 	What, When string
 	Run        func(SourceOptions) (ok string, err error)
 	Fix        string
+}
+
+// SourceKeymap is how a source tells the layout its keyboard types with,
+// for send's characters mode without --layout. What names it in send's
+// lines ("this X display's keymap"), Where says where it is read now
+// ("DISPLAY=:0"). Read reads it, with the dead-key pairs of compose (the
+// Compose file); Follow calls changed with each new one until ctx is done,
+// or returns why it no longer can. Check is doctor's look at it: the line
+// to show when it reads, else why not, with Fix to say what to do.
+type SourceKeymap struct {
+	What   string
+	Where  func() string
+	Read   func(compose io.Reader) (*charmode.Table, error)
+	Follow func(ctx context.Context, was *charmode.Table, changed func(*charmode.Table)) error
+	Check  func(compose io.Reader) (ok string, err error)
+	Fix    string
 }
 
 // SourceOptions are what a source is made from: send's settings.

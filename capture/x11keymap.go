@@ -168,12 +168,27 @@ func x11Table(first xproto.Keycode, per int, syms []xproto.Keysym) *charmode.Tab
 	return t
 }
 
-// X11LayoutName is the layout the X server of $DISPLAY was last given by
+// checkX11Keymap is doctor's look at the X server's keymap (SourceKeymap's
+// Check): read as send reads it, with the layout's name when the server
+// records one.
+func checkX11Keymap(compose io.Reader) (string, error) {
+	if _, err := X11Keymap(compose); err != nil {
+		return "", fmt.Errorf("the X server's keymap cannot be read: %w", err)
+	}
+	name, _ := x11LayoutName()
+	if name != "" {
+		name = ", now the layout " + name
+	}
+	return fmt.Sprintf("through the X server's keymap (DISPLAY=%s%s), read as send starts and again each time it changes (setxkbmap)", os.Getenv("DISPLAY"), name), nil
+}
+
+// x11LayoutName is the layout the X server of $DISPLAY was last given by
 // name (setxkbmap, the desktop's settings), as its root window's
 // _XKB_RULES_NAMES says: "de", "us,de", "fr(bepo)". Empty when none is
 // recorded (a keymap loaded by xkbcomp or changed by xmodmap has none).
-// doctor names it: the keymap itself is what characters mode reads.
-func X11LayoutName() (string, error) {
+// doctor names it (checkX11Keymap): the keymap itself is what characters
+// mode reads.
+func x11LayoutName() (string, error) {
 	c, err := dialX11()
 	if err != nil {
 		return "", err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/charmode"
+	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sender"
 )
@@ -439,5 +442,54 @@ func TestGrabbingSourcesTakeRouting(t *testing.T) {
 	var win any = &capture.Windows{}
 	if _, ok := win.(sender.RetargetSource); !ok {
 		t.Error("capture.Windows is not a sender.RetargetSource: after keyrelay switch its hook would judge local keys by the old target")
+	}
+}
+
+// TestKeymapIsTheSourcesCapability: whether send's characters mode needs
+// --layout is asked of the source's entry (capture.SourceKeymap), not of
+// its name: a new source with a keymap takes --keys characters without
+// --layout, and doctor reports its keymap through the entry's check; the
+// same source without one is refused, and doctor names the sources that
+// read one (DESIGN.md, "Backends").
+func TestKeymapIsTheSourcesCapability(t *testing.T) {
+	isolate(t)
+	if _, err := os.Stat(xkblayout.ComposeFile); err != nil {
+		t.Skipf("no Compose file (apt-get install libx11-data): %v", err)
+	}
+	saved := capture.Sources
+	t.Cleanup(func() { capture.Sources = saved })
+	keymap := &capture.SourceKeymap{
+		What:   "the fake keyboard's keymap",
+		Where:  func() string { return "the fake keyboard" },
+		Read:   func(io.Reader) (*charmode.Table, error) { return &charmode.Table{}, nil },
+		Follow: func(ctx context.Context, _ *charmode.Table, _ func(*charmode.Table)) error { <-ctx.Done(); return nil },
+		Check:  func(io.Reader) (string, error) { return "through the fake keyboard's keymap", nil },
+		Fix:    "none",
+	}
+	fake := capture.SourceBackend{Name: "fakemap", Short: "a fake keyboard with a keymap", Help: "reads a fake keyboard", Needs: "nothing",
+		New: func(capture.SourceOptions) (capture.Source, error) { return fakeSource{}, nil }}
+	opts := func() *SendOptions {
+		return &SendOptions{To: []string{"127.0.0.1:9"}, Input: "fakemap", Keys: "characters", Feedback: true, Hotkey: capture.DefaultHotkey,
+			LogFormat: "text", Queue: 16, Interval: 100e6, Timeout: 2e9, Outage: 5e9}
+	}
+
+	withKeymap := fake
+	withKeymap.Keymap = keymap
+	capture.Sources = append(slices.Clone(saved), withKeymap)
+	if err := opts().validate(); err != nil {
+		t.Errorf("send --input fakemap --keys characters, a source with a keymap: %v, want no --layout needed", err)
+	}
+	_, out, errs := run("doctor", "--insecure", "--role", "send", "--input", "fakemap", "--keys", "characters")
+	if want := "ok    characters mode: every destination (--keys characters): through the fake keyboard's keymap"; !strings.Contains(out, want) {
+		t.Errorf("doctor with a keymap source does not say %q:\n%s%s", want, out, errs)
+	}
+
+	capture.Sources = append(slices.Clone(saved), fake)
+	if err := opts().validate(); err == nil || !strings.Contains(err.Error(), "characters mode with --input fakemap needs this keyboard's layout") {
+		t.Errorf("send --input fakemap --keys characters, a source without a keymap: %v, want --layout asked for", err)
+	}
+	_, out, errs = run("doctor", "--insecure", "--role", "send", "--input", "fakemap", "--keys", "characters")
+	if want := "--input fakemap cannot tell this keyboard's layout"; !strings.Contains(out, want) || !strings.Contains(out, "or use --input x11, which reads this X display's keymap") {
+		t.Errorf("doctor with a source without a keymap does not say %q, naming the sources with one:\n%s%s", want, out, errs)
 	}
 }

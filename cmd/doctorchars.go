@@ -13,8 +13,8 @@ import (
 
 // charactersCheck is send's characters mode as doctor sees it: which
 // destinations get characters (--keys characters, keys = "characters" in
-// a [[send.to]] table), and where their layout comes from, the X server's
-// keymap (--input x11) or --layout through this machine's XKB data, or
+// a [[send.to]] table), and where their layout comes from, the source's
+// keymap (capture.SourceKeymap) or --layout through this machine's XKB data, or
 // why it cannot come from anywhere: the check's name, and run, which
 // reads the layout. ok is false when no destination gets characters and
 // --layout names none: no check then.
@@ -81,21 +81,24 @@ func (o *DoctorOptions) readLayout(src capture.SourceBackend, who string) check 
 		}
 		return c
 	}
-	if src.Name != "x11" {
+	if src.Keymap == nil {
 		c.err = fmt.Errorf("--input %s cannot tell this keyboard's layout, and no --layout names it", src.Name)
-		c.fix = `add --layout LAYOUT (layout = "de" in [send]): the XKB layout this keyboard is used with, e.g. --layout de (setxkbmap -query shows it on X); or use --input x11, which reads the X server's keymap`
+		c.fix = `add --layout LAYOUT (layout = "de" in [send]): the XKB layout this keyboard is used with, e.g. --layout de (setxkbmap -query shows it on X)`
+		var with []string
+		for _, b := range capture.Sources {
+			if b.Keymap != nil {
+				with = append(with, "--input "+b.Name+", which reads "+b.Keymap.What)
+			}
+		}
+		if len(with) > 0 {
+			c.fix += "; or use " + joinOr(with)
+		}
 		return c
 	}
-	if _, err := capture.X11Keymap(compose); err != nil {
-		c.err = fmt.Errorf("the X server's keymap cannot be read: %w", err)
-		c.fix = "run doctor and send in the X session (DISPLAY set, e.g. DISPLAY=:0), or name this keyboard's layout with --layout LAYOUT"
-		return c
+	c.ok, c.err = src.Keymap.Check(compose)
+	if c.err != nil {
+		c.fix = src.Keymap.Fix
 	}
-	name, _ := capture.X11LayoutName()
-	if name != "" {
-		name = ", now the layout " + name
-	}
-	c.ok = fmt.Sprintf("through the X server's keymap (DISPLAY=%s%s), read as send starts and again each time it changes (setxkbmap)", os.Getenv("DISPLAY"), name)
 	return c
 }
 

@@ -21,8 +21,9 @@ func (o *SendOptions) characters() bool {
 }
 
 // validateKeys checks --keys and --layout: --keys characters puts every
-// destination in characters mode, which needs the sender's layout: the X
-// server's keymap with --input x11, else --layout.
+// destination in characters mode, which needs the sender's layout: the
+// source's own keymap where it reads one (capture.SourceKeymap), else
+// --layout.
 func (o *SendOptions) validateKeys(b capture.SourceBackend) error {
 	switch o.Keys {
 	case "", "physical":
@@ -47,7 +48,7 @@ func (o *SendOptions) validateKeys(b capture.SourceBackend) error {
 			return involving(errors.New(`--layout names this keyboard's layout for characters mode, and no destination gets characters: add --keys characters (or keys = "characters" to a [[send.to]]), or drop --layout`), "layout", "keys")
 		}
 	}
-	if o.characters() && o.Layout == "" && b.Name != "x11" {
+	if o.characters() && o.Layout == "" && b.Keymap == nil {
 		return involving(fmt.Errorf("characters mode with --input %s needs this keyboard's layout, which the source cannot tell: add --layout LAYOUT (the XKB layout the keyboard is used with, e.g. --layout de; setxkbmap -query shows it on X)", b.Name), "layout", "keys")
 	}
 	return nil
@@ -55,9 +56,9 @@ func (o *SendOptions) validateKeys(b capture.SourceBackend) error {
 
 // keymap is the sender's layout for characters mode: the XKB layout
 // --layout names, read from the system's XKB data and Compose file, or
-// the X server's keymap (--input x11), with the same Compose file for its
-// dead keys.
-func (o *SendOptions) keymap() (charmode.Keymap, error) {
+// the keymap source b reads (validateKeys checked it has one), with the
+// same Compose file for its dead keys.
+func (o *SendOptions) keymap(b capture.SourceBackend) (charmode.Keymap, error) {
 	compose, err := os.Open(xkblayout.ComposeFile)
 	if err != nil {
 		return nil, fmt.Errorf("characters mode composes dead keys through the Compose file: %w (apt-get install libx11-data)", err)
@@ -70,5 +71,5 @@ func (o *SendOptions) keymap() (charmode.Keymap, error) {
 		}
 		return l, nil
 	}
-	return capture.X11Keymap(compose)
+	return b.Keymap.Read(compose)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -115,13 +114,14 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	var km charmode.Keymap
 	if o.characters() {
 		var err error
-		if km, err = o.keymap(); err != nil {
+		if km, err = o.keymap(b); err != nil {
 			return err
 		}
 		router.SetTranslator(charmode.New(km))
-		layoutNote = "this X display's keymap"
 		if l, ok := km.(*xkblayout.Layout); ok {
 			layoutNote = fmt.Sprintf("the layout %s (%s)", l.Name(), l.Description())
+		} else {
+			layoutNote = b.Keymap.What
 		}
 	}
 	g, err := sender.NewGroup(cfgs, router)
@@ -129,21 +129,21 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 		return err
 	}
 	if t, ok := km.(*charmode.Table); ok {
-		// The X keymap: follow it, so that characters are the ones the
-		// desktop types after a setxkbmap too.
+		// The source's keymap: follow it, so that characters are the
+		// ones the desktop types after a layout change too.
 		followCtx, stopFollow := context.WithCancel(ctx)
 		followed := make(chan struct{})
 		defer func() { stopFollow(); <-followed }()
 		go func() {
 			defer close(followed)
-			err := capture.FollowX11Keymap(followCtx, t, func(t *charmode.Table) {
+			err := b.Keymap.Follow(followCtx, t, func(t *charmode.Table) {
 				g.SetKeymap(t)
 				if !o.Quiet {
-					logf("the keymap of DISPLAY=%s changed: characters follow it from the next key", os.Getenv("DISPLAY"))
+					logf("the keymap of %s changed: characters follow it from the next key", b.Keymap.Where())
 				}
 			})
 			if err != nil && followCtx.Err() == nil {
-				errf("characters no longer follow changes of the X keymap (a setxkbmap now leaves them as they were): %v", err)
+				errf("characters no longer follow changes of %s (a change now leaves them as they were): %v", b.Keymap.What, err)
 			}
 		}()
 	}
