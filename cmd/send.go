@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net"
 	"slices"
@@ -655,8 +654,9 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		text, _ := status()
 		board.finish(text)
 	}
+	rep := s.Report()
 	if err == nil {
-		err = checkDelivery(o, dests, s, fingerprintOf(id), logf)
+		err = checkDelivery(o, rep, fingerprintOf(id), logf)
 	}
 	if silenced != nil {
 		// checkDelivery names what the receiver missed of what was
@@ -664,126 +664,10 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		err = undeliveredError{fmt.Errorf("%v (exit status %d); %w", silenced, ExitUndelivered, cmp.Or(err, error(errNothingMissed)))}
 	}
 	if !o.Quiet || err != nil {
-		summarize(o, logger, errf, logf, s, stats, err == nil)
+		summarize(o, logger, errf, logf, rep, stats, err == nil)
 	}
 	return err
 }
-
-// summarize logs send's final summary: the session's figures, then a line
-// per receiver with what it acknowledged of the key events (the sender's
-// ledger) and how the link behaved. With --log-format json each is a
-// record whose fields carry the figures, for a CI job to read (msg keeps
-// the same prose as the text log).
-func summarize(o *SendOptions, logger *slog.Logger, errf, logf func(string, ...any), s *sender.Sender, stats sender.Stats, confirmed bool) {
-	asJSON := o.LogFormat == "json"
-	deliveries := s.Deliveries()
-	undelivered, nowhere := 0, 0
-	for _, d := range deliveries {
-		undelivered += d.Undelivered
-		nowhere += d.Nowhere
-	}
-	if asJSON {
-		logger.Info(stats.String(), "summary", "session", "session", fmt.Sprintf("%016x", s.Session()),
-			"events", stats.Events, "queued", stats.Queued, "dropped", stats.Dropped, "undelivered", undelivered, "nowhere", nowhere,
-			"delivery_confirmed", confirmed && o.Feedback, "packets", stats.Packets, "bytes", stats.Bytes,
-			"send_errors", stats.SendErrors, "bursts", stats.Bursts, "held", stats.Held, "overflow", stats.Overflow,
-			"acks", stats.Acks, "ack_errors", stats.AckErrors, "handshakes", stats.Handshakes,
-			"initiations", stats.Initiations, "cookies", stats.Cookies)
-	} else {
-		errf("%v", stats)
-	}
-	peers := map[string]sender.PeerStatus{}
-	for _, p := range s.Peers() {
-		peers[p.Addr] = p
-	}
-	// Every accounted destination, heard or not, then the receivers heard
-	// that are not (a broadcast's).
-	var lines []receiverSummary
-	for _, d := range deliveries {
-		if d.Accounted {
-			p, heard := peers[d.Addr]
-			lines = append(lines, receiverSummary{d, p, heard})
-			delete(peers, d.Addr)
-		}
-	}
-	for _, p := range s.Peers() {
-		if _, left := peers[p.Addr]; left {
-			lines = append(lines, receiverSummary{sender.Delivery{Addr: p.Addr}, p, true})
-		}
-	}
-	for _, r := range lines {
-		msg := r.text(s.Started())
-		if !asJSON {
-			logf("%s", msg)
-			continue
-		}
-		attrs := []any{"summary", "receiver", "receiver", r.d.Addr}
-		if r.d.Accounted {
-			attrs = append(attrs, "delivered", r.d.Delivered, "undelivered", r.d.Undelivered)
-			if r.d.Undelivered > 0 {
-				attrs = append(attrs, "undelivered_from", r.d.First, "undelivered_to", r.d.Last)
-			}
-			if r.d.Nowhere > 0 {
-				attrs = append(attrs, "nowhere", r.d.Nowhere, "nowhere_why", sender.NowhereWhy(r.d.Why))
-			}
-		}
-		if r.heard && !r.p.LastHeard.IsZero() {
-			attrs = append(attrs, "rtt_ms", msOf(r.p.SRTT), "rtt_var_ms", msOf(r.p.RTTVar), "loss", r.p.Loss,
-				"lost", r.p.Lost, "settled", r.p.Settled, "last_heard_ms", msOf(time.Since(r.p.LastHeard)))
-			if r.p.ClockKnown {
-				attrs = append(attrs, "clock_offset_ms", msOf(r.p.ClockOffset))
-			}
-		}
-		if r.p.Speaks != nil {
-			attrs = append(attrs, "protocol_versions", wire.DescribeVersions(r.p.Speaks))
-		}
-		if !o.Quiet {
-			logger.Info(msg, attrs...)
-		}
-	}
-}
-
-// receiverSummary is one receiver's line in send's summary.
-type receiverSummary struct {
-	d     sender.Delivery
-	p     sender.PeerStatus
-	heard bool
-}
-
-// text is the line's prose: what the receiver acknowledged, then its
-// link's figures.
-func (r receiverSummary) text(start time.Time) string {
-	var parts []string
-	if r.d.Accounted {
-		switch {
-		case r.d.Undelivered > 0:
-			parts = append(parts, undeliveredSpan(r.d, start))
-		case r.d.Nowhere == 0:
-			parts = append(parts, fmt.Sprintf("all %d key events delivered", r.d.Delivered))
-		}
-		if r.d.Nowhere > 0 {
-			parts = append(parts, nowhereCount(r.d)+" ("+sender.NowhereWhy(r.d.Why)+")")
-		}
-	}
-	switch {
-	case !r.heard:
-		parts = append(parts, "never heard")
-	case r.p.LastHeard.IsZero():
-		// It only said it speaks another version (PROTOCOL.md §10).
-		parts = append(parts, otherVersionState(r.p))
-	default:
-		clock := ""
-		if r.p.ClockKnown {
-			clock = fmt.Sprintf(", its clock %s", describeOffset(r.p.ClockOffset))
-		}
-		parts = append(parts, fmt.Sprintf("rtt %v (±%v), %s, last heard %v ago%s",
-			r.p.SRTT.Round(time.Microsecond), r.p.RTTVar.Round(time.Microsecond), lossText(r.p), time.Since(r.p.LastHeard).Round(time.Millisecond), clock))
-	}
-	return "receiver " + r.d.Addr + ": " + strings.Join(parts, ", ")
-}
-
-// msOf is d in milliseconds, for the JSON summary's fields.
-func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // oneWayCost is what a one-way sender gives up, for the errors that ask
 // for --one-way.
@@ -889,105 +773,6 @@ func fingerprintOf(id *identity.Identity) string {
 	return identity.Fingerprint(id.Public())
 }
 
-// checkDelivery says whether every receiver acknowledged the final state
-// (every key released, after all the others): with feedback, send exits
-// 0 only then (issue 13: a scripted send reports delivery). Broadcast
-// and multicast destinations are not waited for (any receiver may answer,
-// or none), nor is anything with --feedback=false: both are one-way, and
-// send says delivery was not confirmed.
-func checkDelivery(o *SendOptions, dests []net.Addr, s *sender.Sender, fp string, logf func(string, ...any)) error {
-	if !o.Feedback {
-		logf("delivery not confirmed: one-way (--feedback=false), no receiver acknowledges")
-		return nil
-	}
-	final := s.Final()
-	unanswered := unansweredAddrs(s)
-	byAddr := map[string]sender.PeerStatus{}
-	for _, p := range s.Peers() {
-		byAddr[p.Addr] = p
-	}
-	ledger := map[string]sender.Delivery{}
-	events := 0
-	for _, d := range s.Deliveries() {
-		ledger[d.Addr] = d
-		events = max(events, d.Delivered+d.Undelivered)
-	}
-	var missing []string
-	oneWay := 0
-	for _, d := range dests {
-		ua := d.(*net.UDPAddr)
-		if transport.IsBroadcast(ua.IP) {
-			oneWay++
-			continue
-		}
-		p, heard := byAddr[ua.String()]
-		port := strconv.Itoa(ua.Port)
-		d := ledger[ua.String()]
-		n := len(missing)
-		switch {
-		case heard && p.Speaks != nil && p.Newest < final:
-			// Its version notice (PROTOCOL.md §10) says why: a forged one
-			// changes this message, never the exit status.
-			missing = append(missing, fmt.Sprintf("%s %s", ua, otherVersionState(p)))
-		case !heard && slices.Contains(unanswered, ua.String()) && handshakeWhy(s, ua.String()) == "no answer":
-			missing = append(missing, fmt.Sprintf("%s never answered: %s (no handshake, so no key was sent to it)", ua, whyNoAnswer(port, fp)))
-		case !heard && slices.Contains(unanswered, ua.String()):
-			missing = append(missing, fmt.Sprintf("%s never completed the handshake (%s): %s (no key was sent to it)", ua, handshakeWhy(s, ua.String()), whyNoAnswer(port, fp)))
-		case !heard:
-			missing = append(missing, fmt.Sprintf("%s never answered: %s", ua, whyNoAnswer(port, fp)))
-		case d.Undelivered > 0:
-			missing = append(missing, fmt.Sprintf("%s: %s (last heard %v ago): it was down or unreachable longer than --outage %v, or stopped before the end; send those keys again",
-				ua, undeliveredSpan(d, s.Started()), time.Since(p.LastHeard).Round(time.Millisecond), o.Outage))
-		case p.Newest < final:
-			missing = append(missing, fmt.Sprintf("%s did not acknowledge the final state (last heard %v ago): it stopped, or the link dropped", ua, time.Since(p.LastHeard).Round(time.Millisecond)))
-		}
-		if len(missing) > n && d.Undelivered > 0 && !strings.Contains(missing[n], " key events never reached it") {
-			// Named for why: how many keys that cost, and typed when.
-			missing[n] += " (" + undeliveredSpan(d, s.Started()) + ")"
-		}
-		if d.Nowhere > 0 {
-			// They reached the receiver, which typed them into no
-			// application (PROTOCOL.md §9): not delivered.
-			missing = append(missing, fmt.Sprintf("%s: %s, because %s: %s", ua, nowhereCount(d), sender.NowhereWhy(d.Why), sender.NowhereFix(d.Why)))
-		}
-	}
-	if oneWay > 0 {
-		logf("delivery to broadcast/multicast destinations is not confirmed (%d receivers answered)", len(byAddr))
-	}
-	if len(missing) > 0 {
-		return undeliveredError{fmt.Errorf("delivery not confirmed (exit status %d): %s", ExitUndelivered, strings.Join(missing, "; "))}
-	}
-	if oneWay < len(dests) {
-		logf("delivered: every receiver acknowledged the final state and all %d key events", events)
-	}
-	return nil
-}
-
-// nowhereCount says how many of d's key events its receiver typed into
-// no application.
-func nowhereCount(d sender.Delivery) string {
-	return fmt.Sprintf("%d of %d key events were typed into no application", d.Nowhere, d.Delivered+d.Undelivered)
-}
-
-// undeliveredSpan says how many of d's key events never reached it, and
-// when they were typed, as times of day and as offsets into the session
-// that started at start.
-func undeliveredSpan(d sender.Delivery, start time.Time) string {
-	total := d.Delivered + d.Undelivered
-	into := func(t time.Time) string { return t.Sub(start).Round(10 * time.Millisecond).String() }
-	span := fmt.Sprintf("typed at %s, %s into the session", d.First.Format("15:04:05.000"), into(d.First))
-	if d.Last.Sub(d.First) >= time.Millisecond {
-		span = fmt.Sprintf("typed from %s to %s, %s to %s into the session", d.First.Format("15:04:05.000"), d.Last.Format("15:04:05.000"), into(d.First), into(d.Last))
-	}
-	return fmt.Sprintf("%d of %d key events never reached it, %s", d.Undelivered, total, span)
-}
-
-// otherVersionState says that receiver p speaks another protocol version
-// than this sender (its version notice, PROTOCOL.md §10), and what to do.
-func otherVersionState(p sender.PeerStatus) string {
-	return fmt.Sprintf("speaks keyrelay protocol %s; this sender speaks %d: install the same keyrelay release on both machines", wire.DescribeVersions(p.Speaks), wire.Version)
-}
-
 // warnSilent says which unicast destinations have not answered after
 // timeout, and the likely causes.
 func warnSilent(dests []net.Addr, s *sender.Sender, timeout time.Duration, fp string, logf func(string, ...any)) {
@@ -1086,17 +871,6 @@ func clockNote(p sender.PeerStatus) string {
 		return ""
 	}
 	return "  clock " + describeOffset(p.ClockOffset.Round(100*time.Millisecond))
-}
-
-// describeOffset says how far a receiver's clock is from ours.
-func describeOffset(d time.Duration) string {
-	switch {
-	case d > 0:
-		return fmt.Sprintf("%v ahead of ours", d)
-	case d < 0:
-		return fmt.Sprintf("%v behind ours", -d)
-	}
-	return "within 1ms of ours"
 }
 
 // resolveAll resolves every --to address, adding the default port where

@@ -246,12 +246,13 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	var errs []error
 	for i, r := range runs {
 		logf("destination %s:", r.name)
+		rep := r.s.Report()
 		var derr error
 		if err == nil {
-			derr = checkDelivery(o, []net.Addr{r.dest.addr}, r.s, fingerprintOf(id), logf)
+			derr = checkDelivery(o, rep, fingerprintOf(id), logf)
 		}
 		if !o.Quiet || derr != nil || err != nil || silenced != nil {
-			summarize(o, logger, errf, logf, r.s, stats[i], err == nil && derr == nil && silenced == nil)
+			summarize(o, logger, errf, logf, rep, stats[i], err == nil && derr == nil && silenced == nil)
 		}
 		if derr != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", r.name, derr))

@@ -177,7 +177,10 @@ func TestSendNamesOtherVersion(t *testing.T) {
 	if l := liveness(s, dests, true, time.Second)(); !strings.Contains(l, fmt.Sprintf("%s speaks protocol version %d, not %d", addr, wire.Version+1, wire.Version)) {
 		t.Errorf("liveness line %q", l)
 	}
-	err = checkDelivery(&SendOptions{Feedback: true}, dests, s, "", func(string, ...any) {})
+	if o := s.Report().Dests[0].Outcome; o != sender.OtherVersion {
+		t.Errorf("report: outcome %v, want OtherVersion", o)
+	}
+	err = checkDelivery(&SendOptions{Feedback: true}, s.Report(), "", func(string, ...any) {})
 	says := fmt.Sprintf("%s speaks keyrelay protocol version %d; this sender speaks %d: install the same keyrelay release on both machines", addr, wire.Version+1, wire.Version)
 	if !errors.As(err, &undeliveredError{}) || !strings.Contains(fmt.Sprint(err), says) {
 		t.Errorf("checkDelivery = %v, want undelivered: %q", err, says)
