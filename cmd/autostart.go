@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/spf13/cobra"
 )
 
@@ -80,7 +81,7 @@ yourself, or sign out and in again.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if !slices.Contains(autostartCommands, args[0]) {
-				return usagef("keyrelay autostart remove: %q is not recv or send", args[0])
+				return config.Usagef("keyrelay autostart remove: %q is not recv or send", args[0])
 			}
 			found, err := deleteRunEntry(runEntryName(args[0]))
 			if err != nil {
@@ -117,7 +118,7 @@ yourself, or sign out and in again.`,
 		Args:               cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if !slices.Contains(autostartCommands, args[0]) {
-				return usagef("keyrelay autostart run: %q is not recv or send", args[0])
+				return config.Usagef("keyrelay autostart run: %q is not recv or send", args[0])
 			}
 			path, err := autostartLog(args[0])
 			if err != nil {
@@ -147,17 +148,17 @@ yourself, or sign out and in again.`,
 func autostartArgs(c *cobra.Command, args []string) (name string, flags []string, err error) {
 	name = args[0]
 	if !slices.Contains(autostartCommands, name) {
-		return "", nil, usagef("keyrelay autostart add: %q is not recv or send", name)
+		return "", nil, config.Usagef("keyrelay autostart add: %q is not recv or send", name)
 	}
 	if dash := c.ArgsLenAtDash(); dash > 1 || (dash < 0 && len(args) > 1) {
-		return "", nil, usagef("keyrelay autostart add: give %s's flags after --: keyrelay autostart add %s -- %s", name, name, strings.Join(args[1:], " "))
+		return "", nil, config.Usagef("keyrelay autostart add: give %s's flags after --: keyrelay autostart add %s -- %s", name, name, strings.Join(args[1:], " "))
 	}
 	flags = args[1:]
 	if slices.Contains(flags, "-h") || slices.Contains(flags, "--help") {
-		return "", nil, usagef("keyrelay autostart add %s: --help is not a flag to start %s with", name, name)
+		return "", nil, config.Usagef("keyrelay autostart add %s: --help is not a flag to start %s with", name, name)
 	}
 	if err := checkFlags(name, flags); err != nil {
-		return "", nil, usagef("keyrelay autostart add %s: %v", name, err)
+		return "", nil, config.Usagef("keyrelay autostart add %s: %v", name, err)
 	}
 	return name, flags, nil
 }

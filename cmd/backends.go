@@ -9,6 +9,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
 )
 
@@ -127,7 +128,7 @@ func checkInjectorDevice(choice, device string) error {
 		what = append(what, b.Device.What)
 		flags = append(flags, "--inject "+b.Name)
 	}
-	return involving(fmt.Errorf("--device %s names %s, which only %s types through: add %s, or drop --device",
+	return config.Involving(fmt.Errorf("--device %s names %s, which only %s types through: add %s, or drop --device",
 		device, strings.Join(what, " or "), strings.Join(flags, " or "), strings.Join(flags, " or ")), "device", "inject")
 }
 
@@ -160,7 +161,7 @@ func checkInjectorLayout(choice, layout string) error {
 		return nil
 	}
 	if err := xkblayout.CheckName(layout); err != nil {
-		return involving(err, "layout")
+		return config.Involving(err, "layout")
 	}
 	if choice == "auto" {
 		return nil
@@ -176,7 +177,7 @@ func layoutRefused(choice, layout string) error {
 	for _, b := range withLayout() {
 		flags = append(flags, "--inject "+b.Name)
 	}
-	return involving(fmt.Errorf("--layout %s is for injectors whose target's layout cannot be asked (%s); --inject %s types characters on its own or not at all: drop --layout, or use %s",
+	return config.Involving(fmt.Errorf("--layout %s is for injectors whose target's layout cannot be asked (%s); --inject %s types characters on its own or not at all: drop --layout, or use %s",
 		layout, joinOr(flags), choice, joinOr(flags)), "layout", "inject")
 }
 
@@ -198,7 +199,7 @@ func loadLayout(b inject.Backend, layout string) (*xkblayout.Layout, error) {
 	l, err := xkblayout.Load(os.DirFS(xkblayout.Dir), layout, compose)
 	if err != nil {
 		if errors.Is(err, xkblayout.ErrUnknown) {
-			return nil, involving(fmt.Errorf("--layout: %w", err), "layout")
+			return nil, config.Involving(fmt.Errorf("--layout: %w", err), "layout")
 		}
 		return nil, fmt.Errorf("--layout %s: %w", layout, err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/peers"
@@ -104,7 +105,7 @@ func completeTo(c *cobra.Command, _ []string, toComplete string) ([]string, cobr
 	if i := strings.LastIndex(toComplete, ","); i >= 0 {
 		prefix, part = toComplete[:i+1], toComplete[i+1:]
 	}
-	path, err := sharedPath(c, "peers", peers.FileName)
+	path, err := config.SharedPath(c.Flags(), configSchema(), "peers", peers.FileName)
 	if err != nil {
 		return nil, none
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/spf13/cobra"
 )
 
@@ -158,7 +159,7 @@ func TestConfigFileLocation(t *testing.T) {
 	if err != nil || got.Queue != 11 {
 		t.Fatalf("XDG default: queue %v, err %v; want 11", got, err)
 	}
-	t.Setenv(ConfigEnv, other)
+	t.Setenv(config.Env, other)
 	if got, _, err = runSendConfigured(t, "--to", "x"); err != nil || got.Queue != 22 {
 		t.Fatalf("$KEYRELAY_CONFIG: queue %v, err %v; want 22", got, err)
 	}
@@ -169,7 +170,7 @@ func TestConfigFileLocation(t *testing.T) {
 		t.Errorf("missing --config file: err %v", err)
 	}
 	os.Remove(filepath.Join(dir, "config.toml"))
-	os.Unsetenv(ConfigEnv)
+	os.Unsetenv(config.Env)
 	if got, _, err = runSendConfigured(t, "--to", "x"); err != nil || got.Queue != 16 {
 		t.Errorf("no file at the default path: queue %v, err %v; want the default 16", got, err)
 	}
@@ -482,7 +483,7 @@ func TestRecvInsecureNeedsLoopbackOrAllow(t *testing.T) {
 		o := &RecvOptions{Listen: tc.listen, Allow: tc.allow, Inject: "log", LogFormat: "text", MaxSkew: time.Second, Timeout: time.Second,
 			Key: KeyOptions{Insecure: true}}
 		err := o.validate()
-		var ue usageError
+		var ue config.UsageError
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("--listen %s --allow %v: %v", tc.listen, tc.allow, err)

@@ -2,13 +2,14 @@ package cmd
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/spell"
 )
 
@@ -38,8 +39,8 @@ peers' use. insecure = true is refused from the file and the environment:
 --insecure only on the command line. doctor checks what recv
 and send will use: after [doctor] it reads [recv], then [send].
 
-The config file is TOML, at --config FILE, else $` + ConfigEnv + `, else
-` + displayDefaultConfigPath() + ` (optional). In it, durations are
+The config file is TOML, at --config FILE, else $` + config.Env + `, else
+` + config.DisplayDefaultPath() + ` (optional). In it, durations are
 strings ("100ms"), key-file and script may start with "~/" and a relative
 path is relative to the file's directory. A mistake anywhere in the file
 stops every command with its place and the fix. Where a command-line flag
@@ -54,7 +55,7 @@ to start from (unset settings are commented out).`,
 			names := []string{"send", "recv", "doctor"}
 			if len(args) == 1 {
 				if !slices.Contains(names, args[0]) {
-					return usagef("no command %q has settings (choose send, recv or doctor)", args[0])
+					return config.Usagef("no command %q has settings (choose send, recv or doctor)", args[0])
 				}
 				names = args[:1]
 			}
@@ -73,24 +74,25 @@ to start from (unset settings are commented out).`,
 				fmt.Fprintln(out, "# config file: none (no home directory)")
 			}
 			for _, name := range names {
-				settings, err := configureFrom(newConfigurable(name, stdio), cf)
+				c := newConfigurable(name, stdio)
+				settings, err := cf.Apply(c.Name(), c.Flags())
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(out, "\n[%s]\n", name)
 				width := 0
 				for _, s := range settings {
-					width = max(width, len(s.Name+" = "+tomlValue(s.Flag)))
+					width = max(width, len(s.Name+" = "+config.TOMLValue(s.Flag)))
 				}
 				for _, s := range settings {
-					line := s.Name + " = " + tomlValue(s.Flag)
-					if isUnset(s.Flag) {
+					line := s.Name + " = " + config.TOMLValue(s.Flag)
+					if config.IsUnset(s.Flag) {
 						line = "# " + line
 					}
 					fmt.Fprintf(out, "%-*s  # %s\n", width+2, line, s.Source)
 				}
 			}
-			known := knownEnv()
+			known := configSchema().KnownEnv()
 			var unknown []string
 			for _, kv := range os.Environ() {
 				k, _, _ := strings.Cut(kv, "=")
@@ -101,7 +103,7 @@ to start from (unset settings are commented out).`,
 			slices.Sort(unknown)
 			for _, k := range unknown {
 				hint := "a typo? 'keyrelay config --help' explains the names"
-				if s := spell.Closest(k, sortedKeys(known)); s != "" {
+				if s := spell.Closest(k, slices.Sorted(maps.Keys(known))); s != "" {
 					hint = "did you mean $" + s + "?"
 				}
 				fmt.Fprintf(out, "\n# ignored: $%s is no setting of keyrelay (%s)", k, hint)
@@ -112,55 +114,6 @@ to start from (unset settings are commented out).`,
 			return nil
 		},
 	}
-	registerConfigFlag(c.Flags())
+	config.AddFlag(c.Flags())
 	return c
-}
-
-// tomlValue writes a flag's value as TOML.
-func tomlValue(f *pflag.Flag) string {
-	if tv, ok := f.Value.(toValue); ok && tv.tables != nil && len(*tv.tables) > 0 {
-		return tv.toml()
-	}
-	switch f.Value.Type() {
-	case "bool", "int", "int64", "uint", "uint64", "int32":
-		return f.Value.String()
-	case "stringArray", "stringSlice":
-		var list []string
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			list = sv.GetSlice()
-		}
-		quoted := make([]string, len(list))
-		for i, s := range list {
-			quoted[i] = tomlString(s)
-		}
-		return "[" + strings.Join(quoted, ", ") + "]"
-	}
-	return tomlString(f.Value.String())
-}
-
-func isUnset(f *pflag.Flag) bool {
-	if sv, ok := f.Value.(pflag.SliceValue); ok {
-		return len(sv.GetSlice()) == 0
-	}
-	return f.Value.Type() == "string" && f.Value.String() == ""
-}
-
-// tomlString quotes s as a TOML basic string. Go's strconv.Quote is not
-// TOML: it may write \x escapes, which TOML lacks.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			b.WriteString(`\u` + fmt.Sprintf("%04X", r))
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

@@ -199,17 +199,3 @@ func TestToCommaList(t *testing.T) {
 		t.Errorf("resolved %v, %v", as, err)
 	}
 }
-
-// TestListenBarePort: issue 13 must-have 4, recv --listen 7575 is :7575.
-func TestListenBarePort(t *testing.T) {
-	for in, want := range map[string]string{"7575": ":7575", "0": ":0", ":7000": ":7000", "127.0.0.1:1": "127.0.0.1:1", "[::1]:9": "[::1]:9"} {
-		if got, err := listenAddr(in); err != nil || got != want {
-			t.Errorf("listenAddr(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"localhost", "7575x", "99999", ":-1", "1.2.3.4:70000", ""} {
-		if _, err := listenAddr(bad); err == nil {
-			t.Errorf("listenAddr(%q) accepted", bad)
-		}
-	}
-}

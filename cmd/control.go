@@ -18,6 +18,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/keyrelay/keyrelay/internal/config"
+	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/secret"
 	"github.com/keyrelay/keyrelay/sender"
 )
@@ -340,9 +342,9 @@ func pickSend(sends []runningSendAt, name string) (runningSendAt, error) {
 		if strings.EqualFold(name, "local") {
 			return runningSendAt{}, fmt.Errorf("none of the %d keyrelay sends running (pid %s) can switch: 'keyrelay status' says why for each", len(sends), strings.Join(all, ", "))
 		}
-		return runningSendAt{}, usagef("none of the %d keyrelay sends running (pid %s) has a destination %q: 'keyrelay status' lists their destinations", len(sends), strings.Join(all, ", "), name)
+		return runningSendAt{}, config.Usagef("none of the %d keyrelay sends running (pid %s) has a destination %q: 'keyrelay status' lists their destinations", len(sends), strings.Join(all, ", "), name)
 	}
-	return runningSendAt{}, usagef("%d keyrelay sends running can switch to %q (pid %s): say which with --pid", len(fit), name, strings.Join(pids, ", "))
+	return runningSendAt{}, config.Usagef("%d keyrelay sends running can switch to %q (pid %s): say which with --pid", len(fit), name, strings.Join(pids, ", "))
 }
 
 // NewCmdSwitch builds `keyrelay switch NAME|local`.
@@ -415,7 +417,7 @@ Windows and macOS sources keep the keyboard after 'local' in a send with
 				for _, d := range ans.Dests {
 					names = append(names, d.Name)
 				}
-				return usagef("%s (the destinations: %s, or local)%s", ans.Error, strings.Join(names, ", "), suggest(args[0], append(names, "local")))
+				return config.Usagef("%s (the destinations: %s, or local)%s", ans.Error, strings.Join(names, ", "), spell.Suggest(args[0], append(names, "local")))
 			default:
 				return fmt.Errorf("keyrelay send (pid %d): %s", ans.PID, ans.Error)
 			}
@@ -445,9 +447,9 @@ func switchArgsError(n, pid int) error {
 		which = "the running send's destinations: " + strings.Join(names, ", ")
 	}
 	if n == 0 {
-		return usagef("keyrelay switch needs a destination: 'keyrelay switch NAME' sends the keys to NAME only, 'keyrelay switch local' keeps them here (%s)", which)
+		return config.Usagef("keyrelay switch needs a destination: 'keyrelay switch NAME' sends the keys to NAME only, 'keyrelay switch local' keeps them here (%s)", which)
 	}
-	return usagef("keyrelay switch takes one destination, got %d arguments: 'keyrelay switch NAME' or 'keyrelay switch local' (%s)", n, which)
+	return config.Usagef("keyrelay switch takes one destination, got %d arguments: 'keyrelay switch NAME' or 'keyrelay switch local' (%s)", n, which)
 }
 
 // NewCmdStatus builds `keyrelay status`.

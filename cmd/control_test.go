@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sender"
 )
@@ -182,7 +183,7 @@ func TestSwitchPicksItsSend(t *testing.T) {
 			s, err := pickSend(c.sends, c.to)
 			if c.wantErr != "" {
 				// Only a name no send has is a usage error.
-				var ue usageError
+				var ue config.UsageError
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) || errors.As(err, &ue) != (c.to != "local" || strings.Contains(c.wantErr, "--pid")) {
 					t.Errorf("pickSend(%q) = %v, want an error with %q", c.to, err, c.wantErr)
 				}

@@ -1,14 +1,17 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 
 	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/internal/config"
+	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/transport"
 )
 
 // destSpec is one named destination of send: from --to NAME=HOST[:PORT],
@@ -73,9 +76,9 @@ func (v toValue) Replace(s []string) error {
 	return nil
 }
 
-// setTable takes one [[send.to]] table. Its errors name the setting at
+// SetTable takes one [[send.to]] table. Its errors name the setting at
 // fault; the caller adds the file and line.
-func (v toValue) setTable(m map[string]any) (string, error) {
+func (v toValue) SetTable(m map[string]any) (string, error) {
 	d, bad, err := parseDestTable(m)
 	if err != nil {
 		return bad, err
@@ -95,9 +98,9 @@ func (v toValue) setTable(m map[string]any) (string, error) {
 // key at fault ("" for the table as a whole).
 func parseDestTable(m map[string]any) (destSpec, string, error) {
 	var d destSpec
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(destFields, k) {
-			return d, k, fmt.Errorf("unknown setting %q in [[send.to]]%s; a destination has: %s", k, suggest(k, destFields), strings.Join(destFields, ", "))
+			return d, k, fmt.Errorf("unknown setting %q in [[send.to]]%s; a destination has: %s", k, spell.Suggest(k, destFields), strings.Join(destFields, ", "))
 		}
 	}
 	str := func(k string) (string, error) {
@@ -107,7 +110,7 @@ func parseDestTable(m map[string]any) (destSpec, string, error) {
 		}
 		s, ok := v.(string)
 		if !ok {
-			return "", fmt.Errorf("%s: want a string, got %s", k, tomlType(v))
+			return "", fmt.Errorf("%s: want a string, got %s", k, config.TypeOf(v))
 		}
 		return s, nil
 	}
@@ -141,18 +144,18 @@ func parseDestTable(m map[string]any) (destSpec, string, error) {
 	case kind == "characters":
 		d.Characters = true
 	default:
-		return d, "keys", fmt.Errorf(`keys = %q of %q: want "physical" (the receiver's layout decides the character) or "characters" (the sender's does)%s`, kind, d.Name, suggest(kind, []string{"physical", "characters"}))
+		return d, "keys", fmt.Errorf(`keys = %q of %q: want "physical" (the receiver's layout decides the character) or "characters" (the sender's does)%s`, kind, d.Name, spell.Suggest(kind, []string{"physical", "characters"}))
 	}
 	if v, ok := m["map"]; ok {
 		mm, ok := v.(map[string]any)
 		if !ok {
-			return d, "map", fmt.Errorf(`map of %q: want a table of key names, like map = { MetaLeft = "ControlLeft" }, got %s`, d.Name, tomlType(v))
+			return d, "map", fmt.Errorf(`map of %q: want a table of key names, like map = { MetaLeft = "ControlLeft" }, got %s`, d.Name, config.TypeOf(v))
 		}
 		d.Map = map[keys.Code]keys.Code{}
-		for _, from := range sortedKeys(mm) {
+		for _, from := range slices.Sorted(maps.Keys(mm)) {
 			to, ok := mm[from].(string)
 			if !ok {
-				return d, "map", fmt.Errorf("map of %q: %s: want a key name as a string, got %s", d.Name, from, tomlType(mm[from]))
+				return d, "map", fmt.Errorf("map of %q: %s: want a key name as a string, got %s", d.Name, from, config.TypeOf(mm[from]))
 			}
 			fc, err := keys.Parse(from)
 			if err != nil {
@@ -168,12 +171,12 @@ func parseDestTable(m map[string]any) (destSpec, string, error) {
 	if v, ok := m["local-keys"]; ok {
 		list, ok := v.([]any)
 		if !ok {
-			return d, "local-keys", fmt.Errorf(`local-keys of %q: want a list of key names, like ["AudioVolumeUp", "AudioVolumeDown"], got %s`, d.Name, tomlType(v))
+			return d, "local-keys", fmt.Errorf(`local-keys of %q: want a list of key names, like ["AudioVolumeUp", "AudioVolumeDown"], got %s`, d.Name, config.TypeOf(v))
 		}
 		for _, e := range list {
 			s, ok := e.(string)
 			if !ok {
-				return d, "local-keys", fmt.Errorf("local-keys of %q: want key names as strings, got %s", d.Name, tomlType(e))
+				return d, "local-keys", fmt.Errorf("local-keys of %q: want key names as strings, got %s", d.Name, config.TypeOf(e))
 			}
 			c, err := keys.Parse(s)
 			if err != nil {
@@ -219,10 +222,10 @@ func namedDests(to []string, tables []destSpec) ([]destSpec, error) {
 		name, addr := splitNamed(a)
 		if name != "" || strings.Contains(a, "=") {
 			if name == "" || addr == "" {
-				return nil, badValue("to", fmt.Sprintf("%q: want NAME=HOST[:PORT]", a), fmt.Sprintf("--to %q: want NAME=HOST[:PORT] (both parts)", a))
+				return nil, config.BadValue("to", fmt.Sprintf("%q: want NAME=HOST[:PORT]", a), fmt.Sprintf("--to %q: want NAME=HOST[:PORT] (both parts)", a))
 			}
 			if err := checkDestName(name); err != nil {
-				return nil, badValue("to", fmt.Sprintf("%q: %v", a, err), fmt.Sprintf("--to %q: %v", a, err))
+				return nil, config.BadValue("to", fmt.Sprintf("%q: %v", a, err), fmt.Sprintf("--to %q: %v", a, err))
 			}
 		}
 		if name == "" {
@@ -241,13 +244,13 @@ func namedDests(to []string, tables []destSpec) ([]destSpec, error) {
 			if other != d.Name {
 				same = fmt.Sprintf("named %q and %q, one name as case is ignored", other, d.Name)
 			}
-			return nil, involving(fmt.Errorf("two destinations are %s: each name must be unique (keyrelay switch and status name them)", same), "to")
+			return nil, config.Involving(fmt.Errorf("two destinations are %s: each name must be unique (keyrelay switch and status name them)", same), "to")
 		}
 		seen[strings.ToLower(d.Name)] = d.Name
 		if len(d.Hotkey) > 0 {
 			k := d.Hotkey.String()
 			if other, ok := hotkeys[k]; ok {
-				return nil, involving(fmt.Errorf("destinations %q and %q have the same hotkey %s: give each its own", other, d.Name, k), "to")
+				return nil, config.Involving(fmt.Errorf("destinations %q and %q have the same hotkey %s: give each its own", other, d.Name, k), "to")
 			}
 			hotkeys[k] = d.Name
 		}
@@ -255,123 +258,33 @@ func namedDests(to []string, tables []destSpec) ([]destSpec, error) {
 	return out, nil
 }
 
-// hasTables reports whether a to setting holds destination tables
-// ([[send.to]], or to = [{ name = ..., addr = ... }]).
-func hasTables(v any) bool {
-	switch v := v.(type) {
-	case []map[string]any:
-		return true
-	case []any:
-		for _, e := range v {
-			if _, ok := e.(map[string]any); ok {
-				return true
-			}
-		}
+// TOML writes the destinations as a TOML list when there are tables:
+// strings as given, tables inline with everything they set, so that
+// keyrelay config's output reads back the same.
+func (v toValue) TOML() (string, bool) {
+	if v.tables == nil || len(*v.tables) == 0 {
+		return "", false
 	}
-	return false
-}
-
-// setDests gives --to the destinations of a to setting with tables:
-// each table whole, each string as --to takes it. An error names the
-// table's line in the file, or its faulty setting's.
-func (cf *configFile) setDests(tv toValue, v any) error {
-	const section = "send" // [[send.to]]: doctor reads send's
-	var list []any
-	switch v := v.(type) {
-	case []map[string]any:
-		for _, m := range v {
-			list = append(list, m)
-		}
-	case []any:
-		list = v
-	}
-	tables := 0
-	for _, e := range list {
-		switch e := e.(type) {
-		case map[string]any:
-			if bad, err := tv.setTable(e); err != nil {
-				return placedError{fmt.Errorf("%s%w", cf.destWhere(section, tables, bad), err)}
-			}
-			tables++
-		case string:
-			tv.Set(e)
-		default:
-			return placedError{fmt.Errorf("%sto: want a destination's table or \"HOST[:PORT]\", got %s", cf.where(section, "to"), tomlType(e))}
-		}
-	}
-	return nil
-}
-
-// destWhere is the place of the n-th (from 0) [[section.to]] table in
-// the file, or of its setting key when it is given and found there.
-func (cf *configFile) destWhere(section string, n int, key string) string {
-	want := []string{section, "to"}
-	seen := -1
-	for i, line := range cf.lines {
-		m := tomlTable.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		if !slices.Equal(tomlPath(m[1]), want) {
-			continue
-		}
-		if seen++; seen < n {
-			continue
-		}
-		at := i + 1
-		for j := i + 1; j < len(cf.lines) && key != ""; j++ {
-			if tomlTable.MatchString(cf.lines[j]) {
-				break
-			}
-			if km := tomlKey.FindStringSubmatch(cf.lines[j]); km != nil && slices.Equal(tomlPath(km[1]), []string{key}) {
-				at = j + 1
-				break
-			}
-		}
-		return fmt.Sprintf("%s:%d: ", cf.Path, at)
-	}
-	return cf.where(section, "to")
-}
-
-// placedError is an error of the config file that names its place
-// itself (a [[send.to]] table's line): the caller adds no other.
-type placedError struct{ err error }
-
-func (e placedError) Error() string { return e.err.Error() }
-func (e placedError) Unwrap() error { return e.err }
-
-// placed is err as a usage error when it names its place, else fallback.
-func placed(err, fallback error) error {
-	if p, ok := errors.AsType[placedError](err); ok {
-		return usageError{err: p.err}
-	}
-	return fallback
-}
-
-// toml writes the destinations as a TOML list: strings as given, tables
-// inline with everything they set, so that keyrelay config's output reads
-// back the same.
-func (v toValue) toml() string {
 	var items []string
 	for _, s := range *v.to {
-		items = append(items, tomlString(s))
+		items = append(items, config.Quote(s))
 	}
 	for _, d := range *v.tables {
-		parts := []string{"name = " + tomlString(d.Name), "addr = " + tomlString(d.Addr)}
+		parts := []string{"name = " + config.Quote(d.Name), "addr = " + config.Quote(d.Addr)}
 		if len(d.Hotkey) > 0 {
-			parts = append(parts, "hotkey = "+tomlString(d.Hotkey.String()))
+			parts = append(parts, "hotkey = "+config.Quote(d.Hotkey.String()))
 		}
 		if len(d.Map) > 0 {
 			var m []string
 			for _, from := range slices.Sorted(maps.Keys(d.Map)) {
-				m = append(m, tomlString(from.String())+" = "+tomlString(d.Map[from].String()))
+				m = append(m, config.Quote(from.String())+" = "+config.Quote(d.Map[from].String()))
 			}
 			parts = append(parts, "map = { "+strings.Join(m, ", ")+" }")
 		}
 		if len(d.Local) > 0 {
 			var l []string
 			for _, c := range d.Local {
-				l = append(l, tomlString(c.String()))
+				l = append(l, config.Quote(c.String()))
 			}
 			parts = append(parts, "local-keys = ["+strings.Join(l, ", ")+"]")
 		}
@@ -380,5 +293,30 @@ func (v toValue) toml() string {
 		}
 		items = append(items, "{ "+strings.Join(parts, ", ")+" }")
 	}
-	return "[" + strings.Join(items, ", ") + "]"
+	return "[" + strings.Join(items, ", ") + "]", true
 }
+
+// checkTo checks a --to address before anything is resolved: a wrong
+// port is a usage error, whatever the host.
+func checkTo(a string) error {
+	_, port, err := net.SplitHostPort(transport.WithDefaultPort(a, DefaultPort))
+	want := ""
+	switch {
+	case err != nil:
+		want = "want HOST[:PORT]: a host name, an IPv4 address or an [IPv6] address, with a UDP port 1..65535 (default " + DefaultPort + ")"
+	case port == "0":
+		want = "port 0 is not a receiver's port (want 1..65535; without a port, " + DefaultPort + ")"
+	default:
+		want = config.CheckPort(port, 1)
+		if want != "" {
+			want += " (a receiver's UDP port; without one, " + DefaultPort + ")"
+		}
+	}
+	if want == "" {
+		return nil
+	}
+	return config.BadValue("to", fmt.Sprintf("%q: %s", a, want), fmt.Sprintf("--to %q: %s", a, want))
+}
+
+// --to takes [[send.to]] tables from the config file.
+var _ config.TableValue = toValue{}

@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -70,7 +71,7 @@ func FuzzNamedDests(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ds, err := namedDests(splitList([]string{s}), nil)
+		ds, err := namedDests(config.SplitList([]string{s}), nil)
 		if err != nil {
 			return
 		}
@@ -167,7 +168,7 @@ func TestSendKeysCharactersSettings(t *testing.T) {
 			c.SilenceErrors, c.SilenceUsage = true, true
 			err := c.Execute()
 			if tc.chars == nil {
-				var ue usageError
+				var ue config.UsageError
 				if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want a usage error with %q", err, tc.err)
 				}

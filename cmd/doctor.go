@@ -20,6 +20,7 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/udpsock"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -62,7 +63,7 @@ type DoctorOptions struct {
 	id       *identity.Identity
 	peerList *peers.List
 
-	config *configFile // the config file the settings came from, if any
+	config *config.File // the config file the settings came from, if any
 	// given are doctor's settings from its command line, [doctor] and
 	// KEYRELAY_DOCTOR_ variables, which send's and recv's settings
 	// checks take as theirs (givenToDoctor).
@@ -128,17 +129,17 @@ given; the other role's checks are listed as not checked.
 Every check, and what a probe does: man keyrelay-doctor.`,
 		Args: cobra.NoArgs,
 	}
-	var settings []Setting
+	var settings []config.Setting
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		var err error
-		if opts.identityPath, err = sharedPath(c, "identity", identity.FileName); err != nil {
+		if opts.identityPath, err = config.SharedPath(c.Flags(), configSchema(), "identity", identity.FileName); err != nil {
 			return err
 		}
-		if opts.peersPath, err = sharedPath(c, "peers", peers.FileName); err != nil {
+		if opts.peersPath, err = config.SharedPath(c.Flags(), configSchema(), "peers", peers.FileName); err != nil {
 			return err
 		}
 		// A wrong value from the file or the environment is named there.
-		return attribute(runDoctor(c.Context(), stdio, opts), settings, opts.config)
+		return config.Attribute(runDoctor(c.Context(), stdio, opts), settings, opts.config)
 	}
 	f := c.Flags()
 	registerIdentityFlag(f, &opts.Identity)
@@ -156,7 +157,7 @@ Every check, and what a probe does: man keyrelay-doctor.`,
 	f.StringVar(&opts.Keys, "keys", "", `send's --keys: with "characters", doctor checks where this keyboard's layout comes from (default [send] keys; [[send.to]] tables with keys = "characters" are checked too)`)
 	f.StringVar(&opts.Layout, "layout", "", "send's --layout: this keyboard's XKB layout for characters mode, LAYOUT or LAYOUT(VARIANT), checked against this machine's XKB data (default [send] layout)")
 	f.StringVar(&opts.Peer, "peer", "", "a running recv to test a round trip with (HOST[:PORT]), instead of send's destinations")
-	registerConfigFlag(f)
+	config.AddFlag(f)
 	manual(c, `Check, one line each, what this machine's role needs, and say how to fix
 what is missing. Exit status 1 if something needed is missing.
 
@@ -192,7 +193,7 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 		"config": "settings file (default ~/.config/keyrelay/config.toml; keyrelay config)",
 	})
 	c.PreRunE = func(c *cobra.Command, _ []string) error {
-		var cf *configFile
+		var cf *config.File
 		var err error
 		settings, cf, err = configure(c)
 		if err != nil {
@@ -204,13 +205,13 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 		for _, s := range settings {
 			switch s.Name {
 			case "to":
-				opts.toFrom = s.origin(cf)
+				opts.toFrom = s.Origin(cf)
 			case "peer":
-				opts.peerFrom = s.origin(cf)
+				opts.peerFrom = s.Origin(cf)
 			case "keys":
-				opts.keysFrom = s.origin(cf)
+				opts.keysFrom = s.Origin(cf)
 			case "layout":
-				opts.layoutFrom = s.origin(cf)
+				opts.layoutFrom = s.Origin(cf)
 			}
 		}
 		return nil
@@ -222,17 +223,15 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 // file's [send] and [recv] tables, and send's or recv's settings given on
 // the command line, in the environment or in [doctor]. A [send] script
 // makes the input a script, as it does for send.
-func (o *DoctorOptions) noteRoles(settings []Setting) {
-	if cf := o.config; cf != nil && cf.Found {
-		if _, ok := cf.sections["send"]; ok {
-			o.sendBy = append(o.sendBy, "[send] in "+cf.Path)
-		}
-		if _, ok := cf.sections["recv"]; ok {
-			o.recvBy = append(o.recvBy, "[recv] in "+cf.Path)
-		}
+func (o *DoctorOptions) noteRoles(settings []config.Setting) {
+	if cf := o.config; cf.HasTable("send") {
+		o.sendBy = append(o.sendBy, "[send] in "+cf.Path)
+	}
+	if cf := o.config; cf.HasTable("recv") {
+		o.recvBy = append(o.recvBy, "[recv] in "+cf.Path)
 	}
 	for _, s := range settings {
-		given := s.rank == rankFlag || s.rank == rankEnv || s.rank == rankFile && strings.HasSuffix(s.Source, "[doctor]")
+		given := s.Rank == config.RankFlag || s.Rank == config.RankEnv || s.Rank == config.RankFile && strings.HasSuffix(s.Source, "[doctor]")
 		if !given {
 			continue
 		}
@@ -243,13 +242,11 @@ func (o *DoctorOptions) noteRoles(settings []Setting) {
 			o.recvBy = append(o.recvBy, s.Source)
 		}
 	}
-	i := slices.IndexFunc(settings, func(s Setting) bool { return s.Name == "input" })
-	if i >= 0 && settings[i].rank == rankDefault {
-		script := os.Getenv(envName("send", "script")) != ""
-		if cf := o.config; cf != nil && cf.Found {
-			_, inFile := cf.sections["send"]["script"]
-			script = script || inFile
-		}
+	i := slices.IndexFunc(settings, func(s config.Setting) bool { return s.Name == "input" })
+	if i >= 0 && settings[i].Rank == config.RankDefault {
+		script := os.Getenv(config.EnvName("send", "script")) != ""
+		_, inFile := o.config.Lookup("send", "script")
+		script = script || inFile
 		if script {
 			o.Input = "script"
 		}
@@ -267,7 +264,7 @@ func (o *DoctorOptions) roles() (send, recv bool, why string, err error) {
 		return true, true, "--role both", nil
 	case roleAuto, "":
 	default:
-		return false, false, "", usagef("unknown --role %q (choose auto, send, recv or both)", o.Role)
+		return false, false, "", config.Usagef("unknown --role %q (choose auto, send, recv or both)", o.Role)
 	}
 	switch {
 	case len(o.recvBy) > 0 && len(o.sendBy) == 0:
@@ -288,17 +285,17 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	// Called without the command (tests): the files beside the default
 	// config file.
 	if o.identityPath == "" || o.peersPath == "" {
-		if p, err := DefaultConfigPath(); err == nil {
+		if p, err := config.DefaultPath(); err == nil {
 			o.identityPath = cmp.Or(o.identityPath, filepath.Join(filepath.Dir(p), identity.FileName))
 			o.peersPath = cmp.Or(o.peersPath, filepath.Join(filepath.Dir(p), peers.FileName))
 		}
 	}
 	// --listen as recv reads it: a bare port is every address.
-	if o.Listen, err = listenAddr(o.Listen); err != nil {
+	if o.Listen, err = config.ListenAddr(o.Listen); err != nil {
 		return err
 	}
 	// send's destinations as send reads them, when they are to be probed.
-	o.To = splitList(o.To)
+	o.To = config.SplitList(o.To)
 	o.toNames = make([]string, len(o.To))
 	for i, a := range o.To {
 		// The name is for people reading the checks; the probe needs
@@ -518,11 +515,11 @@ func (o *DoctorOptions) recvDevice(b inject.Backend) string {
 	if b.Device == nil {
 		return ""
 	}
-	if d := os.Getenv(envName("recv", "device")); d != "" {
+	if d := os.Getenv(config.EnvName("recv", "device")); d != "" {
 		return d
 	}
-	if cf := o.config; cf != nil && cf.Found {
-		if d, ok := cf.sections["recv"]["device"].(string); ok && d != "" {
+	if v, _ := o.config.Lookup("recv", "device"); v != nil {
+		if d, ok := v.(string); ok && d != "" {
 			return d
 		}
 	}
@@ -563,7 +560,7 @@ func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key 
 	}
 	d, err := o.dest(target)
 	if err != nil {
-		var ue usageError
+		var ue config.UsageError
 		fix := "check the host name and this machine's DNS (getent hosts NAME), or give the receiver's IP address or a paired machine's name ('keyrelay peers' lists them)"
 		if errors.As(err, &ue) {
 			// Not paired, or a port of 0: the error says what to do.
@@ -801,7 +798,7 @@ func (o *DoctorOptions) configPath() string {
 	if o.config != nil && o.config.Explicit {
 		return o.config.Path
 	}
-	return displayDefaultConfigPath()
+	return config.DisplayDefaultPath()
 }
 
 // runningSend is doctor's look at the keyrelay sends running as this

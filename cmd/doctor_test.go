@@ -17,6 +17,7 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -382,8 +383,8 @@ func TestDoctorProbesSendTo(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer silent.Close()
-			config := filepath.Join(dir, "config.toml")
-			fill := strings.NewReplacer("LIVE", live, "LPORT", portOf(live), "SILENT", silent.LocalAddr().String(), "SPORT", portOf(silent.LocalAddr().String()), "CONFIG", config).Replace
+			cfgPath := filepath.Join(dir, "config.toml")
+			fill := strings.NewReplacer("LIVE", live, "LPORT", portOf(live), "SILENT", silent.LocalAddr().String(), "SPORT", portOf(silent.LocalAddr().String()), "CONFIG", cfgPath).Replace
 			if name, addr, ok := strings.Cut(tc.peers, " "); ok {
 				var l peers.List
 				if err := l.Add(peers.Peer{Name: name, Key: machineID(t).Public(), Addr: fill(addr)}); err != nil {
@@ -394,7 +395,7 @@ func TestDoctorProbesSendTo(t *testing.T) {
 				}
 			}
 			if tc.config != "" {
-				writeFile(t, config, fill(tc.config))
+				writeFile(t, cfgPath, fill(tc.config))
 			}
 			for _, kv := range tc.env {
 				k, v, _ := strings.Cut(kv, "=")
@@ -406,7 +407,7 @@ func TestDoctorProbesSendTo(t *testing.T) {
 			}
 			text, err := doctorCmd(t, args...)
 			if tc.usage != "" {
-				var ue usageError
+				var ue config.UsageError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), fill(tc.usage)) {
 					t.Errorf("err %v, want a usage error saying %q\n%s", err, fill(tc.usage), text)
 				}
@@ -435,7 +436,7 @@ func TestDoctorProbesSendTo(t *testing.T) {
 // recv on one machine do.
 func machineID(t *testing.T) *identity.Identity {
 	t.Helper()
-	if p, err := DefaultConfigPath(); err == nil && strings.HasPrefix(p, os.TempDir()) {
+	if p, err := config.DefaultPath(); err == nil && strings.HasPrefix(p, os.TempDir()) {
 		id, _, err := identity.LoadOrCreate(filepath.Join(filepath.Dir(p), identity.FileName))
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
 )
 
@@ -40,7 +41,7 @@ func (o *DoctorOptions) charactersCheck(src capture.SourceBackend) (name string,
 	default:
 		return "characters mode", func() check {
 			return check{needed: true, err: fmt.Errorf("%s: unknown", setting("keys", strconv.Quote(o.Keys), o.keysFrom)),
-				fix: `choose "physical" or "characters"` + suggest(o.Keys, []string{"physical", "characters"})}
+				fix: `choose "physical" or "characters"` + spell.Suggest(o.Keys, []string{"physical", "characters"})}
 		}, true
 	}
 	return "characters mode: " + who, func() check { return o.readLayout(src, who) }, true

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -33,12 +34,12 @@ var doctorShared = map[string][]string{
 // a KEYRELAY_DOCTOR_ variable or the [doctor] table gave: those doctor
 // passes on. A setting that came from [send], [recv], their variables or
 // the top level is read again by the command itself.
-func givenToDoctor(settings []Setting) map[string][]string {
+func givenToDoctor(settings []config.Setting) map[string][]string {
 	out := map[string][]string{}
 	for _, s := range settings {
-		given := s.rank == rankFlag ||
-			s.rank == rankEnv && strings.HasPrefix(s.env, envName("doctor", "")) ||
-			s.rank == rankFile && s.section == "doctor"
+		given := s.Rank == config.RankFlag ||
+			s.Rank == config.RankEnv && strings.HasPrefix(s.Env, config.EnvName("doctor", "")) ||
+			s.Rank == config.RankFile && s.Section == "doctor"
 		if !given {
 			continue
 		}
@@ -56,7 +57,7 @@ func givenToDoctor(settings []Setting) map[string][]string {
 // line (cf: the config file doctor read, so that the command reads the
 // same one). For send it also returns the options as send validated them
 // (nil if they are not valid): its other checks follow them (--grab).
-func settingsCheck(role string, given map[string][]string, cf *configFile) (check, *SendOptions) {
+func settingsCheck(role string, given map[string][]string, cf *config.File) (check, *SendOptions) {
 	var c *cobra.Command
 	var sendOpts *SendOptions
 	switch role {
@@ -96,7 +97,7 @@ func settingsCheck(role string, given map[string][]string, cf *configFile) (chec
 // loopback (the --to send will be given), so that the other settings are
 // still checked; the destinations themselves are checked by their round
 // trips.
-func doctorArgs(role string, given map[string][]string, cf *configFile) []string {
+func doctorArgs(role string, given map[string][]string, cf *config.File) []string {
 	var args []string
 	for _, name := range doctorShared[role] {
 		for _, v := range given[name] {
@@ -110,14 +111,11 @@ func doctorArgs(role string, given map[string][]string, cf *configFile) []string
 		return args
 	}
 	inSend := func(name string) bool {
-		if os.Getenv(envName("send", name)) != "" {
+		if os.Getenv(config.EnvName("send", name)) != "" {
 			return true
 		}
-		if cf != nil && cf.Found {
-			_, ok := cf.sections["send"][name]
-			return ok
-		}
-		return false
+		_, ok := cf.Lookup("send", name)
+		return ok
 	}
 	if slices.Contains(given["input"], "script") && !inSend("script") {
 		args = append(args, "--script=-")

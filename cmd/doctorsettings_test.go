@@ -49,16 +49,16 @@ func TestDoctorValidatesSettingsAsTheCommandsDo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := isolate(t)
 			t.Setenv("DISPLAY", "")
-			config := filepath.Join(dir, "config.toml")
+			cfgPath := filepath.Join(dir, "config.toml")
 			if tc.config != "" {
-				writeFile(t, config, tc.config)
+				writeFile(t, cfgPath, tc.config)
 			}
 			text, err := doctorCmd(t, tc.args...)
 			if (err != nil) != tc.fail {
 				t.Errorf("err %v, want failure %v\n%s", err, tc.fail, text)
 			}
 			for _, w := range tc.want {
-				if w = strings.ReplaceAll(w, "CONFIG", config); !strings.Contains(text, w) {
+				if w = strings.ReplaceAll(w, "CONFIG", cfgPath); !strings.Contains(text, w) {
 					t.Errorf("%q not in the report\n%s", w, text)
 				}
 			}

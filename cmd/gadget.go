@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/gadget"
 )
 
@@ -51,7 +52,7 @@ keep the gadget across a reboot: run setup at boot (contrib/systemd).`,
 			case "remove":
 				return gadget.Remove(gadget.OS{}, o)
 			}
-			return usagef("unknown gadget action %q (choose setup or remove)", args[0])
+			return config.Usagef("unknown gadget action %q (choose setup or remove)", args[0])
 		},
 	}
 	c.Flags().StringVar(&o.UDC, "udc", "", "the USB device controller to bind to (ls /sys/class/udc; default: the first)")

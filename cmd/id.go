@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/peers"
 )
 
@@ -32,7 +33,7 @@ machine, and a file other users can read or write is refused. send and recv
 authenticate each other by their identities in every handshake.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			p, err := sharedPath(c, "identity", identity.FileName)
+			p, err := config.SharedPath(c.Flags(), configSchema(), "identity", identity.FileName)
 			if err != nil {
 				return err
 			}
@@ -48,7 +49,7 @@ authenticate each other by their identities in every handshake.`,
 		},
 	}
 	registerIdentityFlag(c.Flags(), &path)
-	registerConfigFlag(c.Flags())
+	config.AddFlag(c.Flags())
 	return c
 }
 
@@ -65,47 +66,13 @@ func displayDefaultIdentityPath() string { return displayConfigDirFile(identity.
 // displayConfigDirFile names a file beside the default config file, "~/"
 // for the home directory.
 func displayConfigDirFile(name string) string {
-	return filepath.Join(filepath.Dir(displayDefaultConfigPath()), name)
-}
-
-// sharedPath is the path a shared path setting (identity, peers) names for
-// a command outside configSections: its flag, else $KEYRELAY_<SETTING>, else
-// the setting at the top of the config file, else file in the config
-// file's directory. send and recv will get them through configure, as they
-// get key-file.
-func sharedPath(c *cobra.Command, setting, file string) (string, error) {
-	if f := c.Flags().Lookup(setting); f != nil && f.Changed {
-		if f.Value.String() == "" {
-			return "", badValue(setting, "an empty path", "--"+setting+" is empty: give a file")
-		}
-		return f.Value.String(), nil
-	}
-	env := envName("", setting)
-	if v := os.Getenv(env); v != "" {
-		return expandPath(v, ""), nil
-	}
-	cf, err := loadConfig(c)
-	if err != nil {
-		return "", err
-	}
-	if v, ok := cf.top[setting]; ok {
-		s, ok := v.(string)
-		if !ok || s == "" {
-			return "", usagef("%s%s: want a file's path in quotes, got %s", cf.where("", setting), setting, tomlType(v))
-		}
-		return expandPath(s, cf.dir()), nil
-	}
-	p, err := DefaultConfigPath()
-	if err != nil {
-		return "", usagef("no config directory to keep the %s in (%v): give --%s FILE or set %s", setting, err, setting, env)
-	}
-	return filepath.Join(filepath.Dir(p), file), nil
+	return filepath.Join(filepath.Dir(config.DisplayDefaultPath()), name)
 }
 
 // ownKey is this machine's public key when its identity file exists (it is
 // not made here), for refusing it as a peer.
 func ownKey(c *cobra.Command) (key [identity.KeyLen]byte, ok bool, err error) {
-	p, err := sharedPath(c, "identity", identity.FileName)
+	p, err := config.SharedPath(c.Flags(), configSchema(), "identity", identity.FileName)
 	if err != nil {
 		return key, false, err
 	}

@@ -19,18 +19,6 @@ func run(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// TestSharedSettingEnvNames: the environment variables the identity and
-// peers packages name are those the shared settings mechanism reads
-// (KEYRELAY_<SETTING>), so send and recv will read the same ones.
-func TestSharedSettingEnvNames(t *testing.T) {
-	if got := envName("", "identity"); got != identity.Env {
-		t.Errorf("identity's variable is %s, identity.Env %s", got, identity.Env)
-	}
-	if got := envName("", "peers"); got != peers.Env {
-		t.Errorf("peers' variable is %s, peers.Env %s", got, peers.Env)
-	}
-}
-
 // TestIDPrintsOneLine: 'keyrelay id' prints exactly one line, the public
 // key first (scripts cut it) and its fingerprint; the first run makes the
 // identity in the config directory (0700, the file 0600) and says so on

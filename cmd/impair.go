@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/transport"
 )
@@ -60,12 +61,12 @@ impairment unless --symmetric=false. On SIGINT/SIGTERM it prints what it did.`,
 
 func runImpair(ctx context.Context, stdio IO, o *ImpairOptions) error {
 	if o.To == "" {
-		return usagef("no target: give --to HOST:PORT of a keyrelay recv")
+		return config.Usagef("no target: give --to HOST:PORT of a keyrelay recv")
 	}
 	if err := o.Link.Validate(); err != nil {
-		return usagef("%v", err)
+		return config.Usagef("%v", err)
 	}
-	listen, err := listenAddr(o.Listen)
+	listen, err := config.ListenAddr(o.Listen)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/secret"
 )
 
@@ -29,7 +30,7 @@ func (k *KeyOptions) register(f *pflag.FlagSet) {
 func (k *KeyOptions) load(logf func(string, ...any), required bool) ([]byte, error) {
 	if k.Insecure {
 		if k.KeyFile != "" {
-			return nil, involving(errors.New("--insecure and --key-file exclude each other"), "insecure", "key-file")
+			return nil, config.Involving(errors.New("--insecure and --key-file exclude each other"), "insecure", "key-file")
 		}
 		logf("WARNING: --insecure: keystrokes travel in plaintext and anyone who can reach this port can type into the receiver")
 		return nil, nil
@@ -41,11 +42,11 @@ func (k *KeyOptions) load(logf func(string, ...any), required bool) ([]byte, err
 		return nil, nil
 	}
 	if path == "" {
-		return nil, noKeyError(displayDefaultConfigPath())
+		return nil, config.NoKeyError(config.DisplayDefaultPath())
 	}
 	key, err := secret.Load(path)
 	if err != nil {
-		return nil, settingErr{err, "key-file"}
+		return nil, config.SettingError{Err: err, Setting: "key-file"}
 	}
 	logf("key file fingerprint %s (the other machine must show the same)", secret.Fingerprint(key))
 	return key, nil

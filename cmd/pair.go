@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/udpsock"
 	"github.com/keyrelay/keyrelay/pair"
 	"github.com/keyrelay/keyrelay/peers"
@@ -80,38 +81,38 @@ on each machine does the same with the keys 'keyrelay id' prints.`,
 	f.StringVar(&o.From, "from", "", "without HOST: take a pairing request only from this machine (a host name or IP address); required with --scripted")
 	registerIdentityFlag(f, &idPath)
 	registerPeersFlag(f, &peersPath)
-	registerConfigFlag(f)
+	config.AddFlag(f)
 	return c
 }
 
 func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 	if o.Timeout <= 0 {
-		return badValue("timeout", "a positive duration", fmt.Sprintf("--timeout %v: give a positive duration (2m)", o.Timeout))
+		return config.BadValue("timeout", "a positive duration", fmt.Sprintf("--timeout %v: give a positive duration (2m)", o.Timeout))
 	}
 	for _, n := range []struct{ flag, v string }{{"name", o.Name}, {"as", o.As}} {
 		if n.v != "" {
 			if err := peers.CheckName(n.v); err != nil {
-				return badValue(n.flag, err.Error(), "--"+n.flag+": "+err.Error())
+				return config.BadValue(n.flag, err.Error(), "--"+n.flag+": "+err.Error())
 			}
 		}
 	}
 	if o.Port < 0 || o.Port > 65535 {
-		return badValue("port", "a port 1..65535", fmt.Sprintf("--port %d is no port (1..65535)", o.Port))
+		return config.BadValue("port", "a port 1..65535", fmt.Sprintf("--port %d is no port (1..65535)", o.Port))
 	}
 	if !o.Scripted && !stdinTerminal(stdio.In) {
-		return usagef("standard input is not a terminal: no person is there to compare the codes, so nothing would be stored; run pair in a terminal, or give --scripted if a script answers (and, on the machine that waits, --from ADDR: the only machine whose request it takes); 'keyrelay peers add' on each machine pairs without a prompt")
+		return config.Usagef("standard input is not a terminal: no person is there to compare the codes, so nothing would be stored; run pair in a terminal, or give --scripted if a script answers (and, on the machine that waits, --from ADDR: the only machine whose request it takes); 'keyrelay peers add' on each machine pairs without a prompt")
 	}
 	var target *net.UDPAddr
 	hostport := ""
 	if len(args) == 1 {
 		if c.Flags().Changed("listen") {
-			return usagef("--listen is for the machine that waits ('keyrelay pair' without HOST); the one that asks (HOST given) needs none")
+			return config.Usagef("--listen is for the machine that waits ('keyrelay pair' without HOST); the one that asks (HOST given) needs none")
 		}
 		if o.From != "" {
-			return usagef("--from is for the machine that waits ('keyrelay pair' without HOST): the one that asks talks to HOST only")
+			return config.Usagef("--from is for the machine that waits ('keyrelay pair' without HOST): the one that asks talks to HOST only")
 		}
 		if err := peers.CheckAddr(args[0]); err != nil {
-			return usagef("HOST %v", err)
+			return config.Usagef("HOST %v", err)
 		}
 		hostport = transport.WithDefaultPort(args[0], DefaultPort)
 		var err error
@@ -123,7 +124,7 @@ func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 	var accept func(string) bool
 	if target == nil {
 		if o.Scripted && o.From == "" {
-			return usagef("--scripted without a terminal takes the first request from anyone: give --from ADDR, the machine to pair with")
+			return config.Usagef("--scripted without a terminal takes the first request from anyone: give --from ADDR, the machine to pair with")
 		}
 		if o.From != "" {
 			var err error
@@ -133,7 +134,7 @@ func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 		}
 	}
 
-	idPath, err := sharedPath(c, "identity", identity.FileName)
+	idPath, err := config.SharedPath(c.Flags(), configSchema(), "identity", identity.FileName)
 	if err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func runPair(c *cobra.Command, stdio IO, o *PairOptions, args []string) error {
 			return err
 		}
 		if peers.CheckName(name) != nil {
-			return usagef("this machine's host name %q cannot name it in a peers file: give --name NAME", name)
+			return config.Usagef("this machine's host name %q cannot name it in a peers file: give --name NAME", name)
 		}
 	}
 
@@ -242,7 +243,7 @@ func acceptFrom(ctx context.Context, from string) (func(string) bool, error) {
 		addrs = []netip.Addr{a.Unmap()}
 	} else {
 		if err := peers.CheckAddr(from); err != nil {
-			return nil, badValue("from", "a host name or IP address", "--from "+err.Error())
+			return nil, config.BadValue("from", "a host name or IP address", "--from "+err.Error())
 		}
 		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", from)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/sender"
@@ -22,7 +23,7 @@ import (
 func loadIdentity(path, who string, logf func(string, ...any)) (*identity.Identity, error) {
 	id, created, err := identity.LoadOrCreate(path)
 	if err != nil {
-		return nil, settingErr{err, "identity"}
+		return nil, config.SettingError{Err: err, Setting: "identity"}
 	}
 	if created {
 		logf("made a new identity at %s", path)
@@ -35,7 +36,7 @@ func loadIdentity(path, who string, logf func(string, ...any)) (*identity.Identi
 func loadPeersAt(path string) (*peers.List, error) {
 	l, err := peers.Load(path)
 	if err != nil {
-		return nil, settingErr{err, "peers"}
+		return nil, config.SettingError{Err: err, Setting: "peers"}
 	}
 	return l, nil
 }
@@ -71,7 +72,7 @@ func resolveDests(to []string, list *peers.List, own *identity.Identity, oneWay,
 		p, byName := peerNamed(list, a)
 		if byName {
 			if p.Addr == "" {
-				errs = append(errs, usagef("--to %s: the peer %s has no address in the peers file: give it one with 'keyrelay peers add %s KEY --addr HOST' (or --to HOST)", a, p.Name, p.Name))
+				errs = append(errs, config.Usagef("--to %s: the peer %s has no address in the peers file: give it one with 'keyrelay peers add %s KEY --addr HOST' (or --to HOST)", a, p.Name, p.Name))
 				continue
 			}
 			target = p.Addr
@@ -82,7 +83,7 @@ func resolveDests(to []string, list *peers.List, own *identity.Identity, oneWay,
 		ua, err := transport.Resolve(target, DefaultPort)
 		switch {
 		case errors.Is(err, transport.ErrPortZero):
-			errs = append(errs, usagef("--to %q: %v", a, err))
+			errs = append(errs, config.Usagef("--to %q: %v", a, err))
 			continue
 		case err != nil:
 			errs = append(errs, fmt.Errorf("unable to resolve --to %q: %w%s", a, err, peerHint(list, hostOf(a))))
@@ -103,7 +104,7 @@ func resolveDests(to []string, list *peers.List, own *identity.Identity, oneWay,
 		case ua.IP.IsLoopback() && own != nil:
 			d.key = own.Public()
 		default:
-			errs = append(errs, usagef("not paired with %s: run 'keyrelay pair' there and 'keyrelay pair %s' here (or 'keyrelay peers add NAME KEY --addr %s' with the key 'keyrelay id' prints there)", a, hostOf(a), hostOf(a)))
+			errs = append(errs, config.Usagef("not paired with %s: run 'keyrelay pair' there and 'keyrelay pair %s' here (or 'keyrelay peers add NAME KEY --addr %s' with the key 'keyrelay id' prints there)", a, hostOf(a), hostOf(a)))
 			continue
 		}
 		out = append(out, d)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/transport"
 )
@@ -54,7 +55,7 @@ accepts none until it loads again. send reaches a NAME at its address.`,
 	}
 	// Persistent: add and remove take them too.
 	registerPeersFlag(c.PersistentFlags(), &path)
-	registerConfigFlag(c.PersistentFlags())
+	config.AddFlag(c.PersistentFlags())
 	c.AddCommand(newCmdPeersAdd(stdio), newCmdPeersRemove(stdio))
 	return c
 }
@@ -75,29 +76,29 @@ A name (case ignored) or a key already in the file is refused, and so is this
 machine's own key.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 2 {
-				return usagef("peers add takes a NAME and a KEY, got %d argument(s): keyrelay peers add NAME KEY (KEY is what 'keyrelay id' prints on that machine)", len(args))
+				return config.Usagef("peers add takes a NAME and a KEY, got %d argument(s): keyrelay peers add NAME KEY (KEY is what 'keyrelay id' prints on that machine)", len(args))
 			}
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			name, text := args[0], args[1]
 			if err := peers.CheckName(name); err != nil {
-				return usagef("%v", err)
+				return config.Usagef("%v", err)
 			}
 			key, err := identity.ParsePublic(text)
 			if err != nil {
-				return usagef("KEY %v", err)
+				return config.Usagef("KEY %v", err)
 			}
 			if c.Flags().Changed("addr") {
 				if err := peers.CheckAddr(addr); err != nil {
-					return badValue("addr", err.Error(), "--addr: "+err.Error())
+					return config.BadValue("addr", err.Error(), "--addr: "+err.Error())
 				}
 				addr = transport.WithDefaultPort(addr, DefaultPort)
 			}
 			if own, ok, err := ownKey(c); err != nil {
 				return err
 			} else if ok && own == key {
-				return usagef("KEY %s is this machine's own (keyrelay id): give the key 'keyrelay id' prints on the other machine", text)
+				return config.Usagef("KEY %s is this machine's own (keyrelay id): give the key 'keyrelay id' prints on the other machine", text)
 			}
 			p, l, err := loadPeers(c)
 			if err != nil {
@@ -132,7 +133,7 @@ func newCmdPeersRemove(stdio IO) *cobra.Command {
 		Short:   "Unpair a machine: remove it from the peers file",
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usagef("peers remove takes one NAME, got %d argument(s) ('keyrelay peers' lists the names)", len(args))
+				return config.Usagef("peers remove takes one NAME, got %d argument(s) ('keyrelay peers' lists the names)", len(args))
 			}
 			return nil
 		},
@@ -156,7 +157,7 @@ func newCmdPeersRemove(stdio IO) *cobra.Command {
 
 // loadPeers finds and loads the peers file.
 func loadPeers(c *cobra.Command) (string, *peers.List, error) {
-	p, err := sharedPath(c, "peers", peers.FileName)
+	p, err := config.SharedPath(c.Flags(), configSchema(), "peers", peers.FileName)
 	if err != nil {
 		return "", nil, err
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/config"
+	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/internal/udpsock"
 	"github.com/keyrelay/keyrelay/internal/wake"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
@@ -78,10 +80,10 @@ What each injector needs and does, and every flag: man keyrelay-recv.`,
 				return runF(c.Context(), opts)
 			}
 			var err error
-			if opts.identityPath, err = sharedPath(c, "identity", identity.FileName); err != nil {
+			if opts.identityPath, err = config.SharedPath(c.Flags(), configSchema(), "identity", identity.FileName); err != nil {
 				return err
 			}
-			if opts.peersPath, err = sharedPath(c, "peers", peers.FileName); err != nil {
+			if opts.peersPath, err = config.SharedPath(c.Flags(), configSchema(), "peers", peers.FileName); err != nil {
 				return err
 			}
 			return runRecv(c.Context(), stdio, opts)
@@ -105,7 +107,7 @@ What each injector needs and does, and every flag: man keyrelay-recv.`,
 	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys a session holds, a key that failed to type): passwords typed included; without, counts only (command line only)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
-	registerConfigFlag(f)
+	config.AddFlag(f)
 	configurable(c)
 	manual(c, `Receive key events from senders and inject them. Each sender session is
 tracked on its own: stale and duplicate packets change nothing, a session
@@ -139,15 +141,15 @@ exits 0.`)
 
 func (o *RecvOptions) validate() error {
 	if o.LogFormat != "text" && o.LogFormat != "json" {
-		return badValue("log-format", "unknown format (choose text or json)", fmt.Sprintf("unknown --log-format %q (choose text or json)", o.LogFormat))
+		return config.BadValue("log-format", "unknown format (choose text or json)", fmt.Sprintf("unknown --log-format %q (choose text or json)", o.LogFormat))
 	}
 	if o.MaxSkew <= 0 {
-		return badValue("max-skew", "must be positive", "--max-skew must be positive")
+		return config.BadValue("max-skew", "must be positive", "--max-skew must be positive")
 	}
 	if o.Timeout < 10*time.Millisecond {
-		return badValue("timeout", "too short (minimum 10ms)", fmt.Sprintf("--timeout %v is too short (minimum 10ms)", o.Timeout))
+		return config.BadValue("timeout", "too short (minimum 10ms)", fmt.Sprintf("--timeout %v is too short (minimum 10ms)", o.Timeout))
 	}
-	listen, err := listenAddr(o.Listen)
+	listen, err := config.ListenAddr(o.Listen)
 	if err != nil {
 		return err
 	}
@@ -157,7 +159,7 @@ func (o *RecvOptions) validate() error {
 		return err
 	}
 	if o.Key.Insecure && len(allow) == 0 && !loopbackListen(listen) {
-		return involving(fmt.Errorf("--insecure with --listen %s and no --allow would let anyone who can reach this port type on this machine (and read what is typed): with --insecure, listen on loopback only (--listen 127.0.0.1:%s, for tests or behind a tunnel) or accept only the senders named with --allow ADDR or CIDR; or use a key (keyrelay keygen) and drop --insecure", listen, DefaultPort), "insecure", "listen", "allow")
+		return config.Involving(fmt.Errorf("--insecure with --listen %s and no --allow would let anyone who can reach this port type on this machine (and read what is typed): with --insecure, listen on loopback only (--listen 127.0.0.1:%s, for tests or behind a tunnel) or accept only the senders named with --allow ADDR or CIDR; or use a key (keyrelay keygen) and drop --insecure", listen, DefaultPort), "insecure", "listen", "allow")
 	}
 	if err := checkInjectorDevice(o.Inject, o.Device); err != nil {
 		return err
@@ -169,8 +171,8 @@ func (o *RecvOptions) validate() error {
 	if slices.Contains(names, o.Inject) {
 		return nil
 	}
-	want := fmt.Sprintf("unknown injector (choose one of: %s)%s", strings.Join(names, ", "), suggest(o.Inject, names))
-	return badValue("inject", want, fmt.Sprintf("unknown --inject %q (choose one of: %s)%s", o.Inject, strings.Join(names, ", "), suggest(o.Inject, names)))
+	want := fmt.Sprintf("unknown injector (choose one of: %s)%s", strings.Join(names, ", "), spell.Suggest(o.Inject, names))
+	return config.BadValue("inject", want, fmt.Sprintf("unknown --inject %q (choose one of: %s)%s", o.Inject, strings.Join(names, ", "), spell.Suggest(o.Inject, names)))
 }
 
 // loopbackListen reports whether listen (HOST:PORT, from listenAddr) is on
@@ -253,7 +255,7 @@ func parseAllow(vals []string) ([]netip.Prefix, error) {
 		a, err := netip.ParseAddr(v)
 		if err != nil {
 			want := fmt.Sprintf("%q is not a network (192.168.1.0/24) or an address", v)
-			return nil, badValue("allow", want, "--allow "+want)
+			return nil, config.BadValue("allow", want, "--allow "+want)
 		}
 		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 	}
@@ -335,7 +337,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 		// A misspelt layout is a usage error, said before anything else
 		// (the identity, the peers); newInjector loads it for real.
 		if _, err := xkblayout.Load(os.DirFS(xkblayout.Dir), o.Layout, nil); errors.Is(err, xkblayout.ErrUnknown) {
-			return involving(fmt.Errorf("--layout: %w", err), "layout")
+			return config.Involving(fmt.Errorf("--layout: %w", err), "layout")
 		}
 	}
 	logfAll, logger := newLogf(stdio.Err, "recv", o.LogFormat)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
+	"github.com/keyrelay/keyrelay/internal/config"
 )
 
 // Exit codes.
@@ -34,42 +35,7 @@ const (
 
 // DefaultPort is the UDP port recv listens on and send sends to when an
 // address has no port.
-const DefaultPort = "7575"
-
-// usageError marks errors in how the command was called.
-//
-// A mistake in one setting's value also names the setting (its flag) and
-// says what is wanted without the flag's words, so that when the value
-// came from the config file or the environment the error can name the
-// file's line or the variable instead (attribute, issue 13 must-have 4).
-// also lists the other settings a mistake involves (two that exclude
-// each other), whose sources are added to the message.
-type usageError struct {
-	err     error
-	setting string // the flag whose value is wrong ("" for other mistakes)
-	want    string // what is wrong and wanted, without the flag's name
-	also    []string
-}
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return usageError{err: fmt.Errorf(format, args...)}
-}
-
-// badValue is the usage error for a wrong value of setting: flagMsg is
-// how it reads when the value came from the command line, want what is
-// wrong and wanted whatever the source ("out of range 1..80").
-func badValue(setting, want, flagMsg string) error {
-	return usageError{err: errors.New(flagMsg), setting: setting, want: want}
-}
-
-// involving is a usage error about how several settings go together:
-// the sources of those not from the command line are named with it.
-func involving(err error, settings ...string) error {
-	return usageError{err: err, also: settings}
-}
+const DefaultPort = config.DefaultPort
 
 // IO is where commands read and write; tests replace it.
 type IO struct {
@@ -111,7 +77,7 @@ first try on one machine to a Raspberry Pi typing into any computer.`)
 	root.SetOut(stdio.Out)
 	root.SetErr(stdio.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{err: fmt.Errorf("%w%s\nRun '%s --help' for usage.", err, flagHint(c, err), c.CommandPath())}
+		return config.UsageError{Err: fmt.Errorf("%w%s\nRun '%s --help' for usage.", err, config.FlagHint(c.Flags(), err), c.CommandPath())}
 	})
 	root.AddCommand(NewCmdSend(stdio, nil), NewCmdRecv(stdio, nil), NewCmdVersion(stdio), NewCmdImpair(stdio, nil), NewCmdKeys(stdio), NewCmdKeygen(stdio), NewCmdDoctor(stdio), NewCmdConfig(stdio), NewCmdID(stdio), NewCmdPeers(stdio), NewCmdPair(stdio), NewCmdGadget(stdio), NewCmdSwitch(stdio), NewCmdStatus(stdio), NewCmdAutostart(stdio))
 	// A help topic (no Run): `keyrelay help script` prints it.
@@ -158,7 +124,7 @@ func Run(args []string, stdio IO) int {
 		return ExitOK
 	}
 	fmt.Fprintf(stdio.Err, "keyrelay: %v\n", err)
-	var ue usageError
+	var ue config.UsageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return ExitUsage
 	}

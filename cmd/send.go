@@ -16,6 +16,8 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/config"
+	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/internal/wake"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/peers"
@@ -99,10 +101,10 @@ handshake, one-way use, every flag): man keyrelay-send.`,
 				return runF(c.Context(), opts)
 			}
 			var err error
-			if opts.identityPath, err = sharedPath(c, "identity", identity.FileName); err != nil {
+			if opts.identityPath, err = config.SharedPath(c.Flags(), configSchema(), "identity", identity.FileName); err != nil {
 				return err
 			}
-			if opts.peersPath, err = sharedPath(c, "peers", peers.FileName); err != nil {
+			if opts.peersPath, err = config.SharedPath(c.Flags(), configSchema(), "peers", peers.FileName); err != nil {
 				return err
 			}
 			return runSend(c.Context(), stdio, opts)
@@ -134,7 +136,7 @@ handshake, one-way use, every flag): man keyrelay-send.`,
 	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys held, a press the queue dropped): passwords typed included; without, counts only (command line only)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing but errors (no status lines)")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log lines as text or json (status lines too, when not on a terminal)")
-	registerConfigFlag(f)
+	config.AddFlag(f)
 	configurable(c)
 	manual(c, `Send key events to every --to address: the whole balanced queue goes out in
 one UDP packet on every key event and every --interval.
@@ -337,9 +339,9 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout t
 // validateSettings checks the options that flags alone cannot, without
 // looking at this machine: send runs it first, doctor alone.
 func (o *SendOptions) validateSettings() error {
-	o.To = splitList(o.To) // --to a:1,b:2, like KEYRELAY_SEND_TO
+	o.To = config.SplitList(o.To) // --to a:1,b:2, like KEYRELAY_SEND_TO
 	if len(o.To) == 0 && len(o.toTables) == 0 {
-		return usagef("no destination: give --to HOST[:PORT] (the receiver runs 'keyrelay recv', default port %s)", DefaultPort)
+		return config.Usagef("no destination: give --to HOST[:PORT] (the receiver runs 'keyrelay recv', default port %s)", DefaultPort)
 	}
 	dests, err := namedDests(o.To, o.toTables)
 	if err != nil {
@@ -352,7 +354,7 @@ func (o *SendOptions) validateSettings() error {
 		}
 	}
 	if !o.Feedback && !o.OneWay {
-		return involving(errors.New("--feedback=false is one-way and needs --one-way: "+oneWayCost), "feedback", "one-way")
+		return config.Involving(errors.New("--feedback=false is one-way and needs --one-way: "+oneWayCost), "feedback", "one-way")
 	}
 	// The values first, then what they need of this machine (a terminal,
 	// an X display): a mistake in the settings is reported as such.
@@ -362,17 +364,17 @@ func (o *SendOptions) validateSettings() error {
 	}
 	o.hotkey = hk
 	if o.LogFormat != "text" && o.LogFormat != "json" {
-		return badValue("log-format", "unknown format (choose text or json)", fmt.Sprintf("unknown --log-format %q (choose text or json)", o.LogFormat))
+		return config.BadValue("log-format", "unknown format (choose text or json)", fmt.Sprintf("unknown --log-format %q (choose text or json)", o.LogFormat))
 	}
 	if o.Queue < 1 || o.Queue > wire.MaxSafeEvents {
 		want := fmt.Sprintf("out of range 1..%d (a longer queue might not fit in one packet)", wire.MaxSafeEvents)
-		return badValue("queue", want, fmt.Sprintf("--queue %d %s", o.Queue, want))
+		return config.BadValue("queue", want, fmt.Sprintf("--queue %d %s", o.Queue, want))
 	}
 	if o.Interval < time.Millisecond {
-		return badValue("interval", "too short (minimum 1ms)", fmt.Sprintf("--interval %v is too short (minimum 1ms)", o.Interval))
+		return config.BadValue("interval", "too short (minimum 1ms)", fmt.Sprintf("--interval %v is too short (minimum 1ms)", o.Interval))
 	}
 	if o.Timeout < 10*time.Millisecond {
-		return badValue("timeout", "too short (minimum 10ms)", fmt.Sprintf("--timeout %v is too short (minimum 10ms)", o.Timeout))
+		return config.BadValue("timeout", "too short (minimum 10ms)", fmt.Sprintf("--timeout %v is too short (minimum 10ms)", o.Timeout))
 	}
 	// --timeout alone raises --outage with it: a receiver is owed keys
 	// at least as long as it counts as live, and one that asked for a
@@ -383,13 +385,13 @@ func (o *SendOptions) validateSettings() error {
 	}
 	if o.Outage < o.Timeout {
 		want := fmt.Sprintf("shorter than --timeout %v: a receiver is owed keys at least as long as it counts as live; set outage to %v or more, or leave it unset (it follows --timeout)", o.Timeout, o.Timeout)
-		return badValue("outage", want, fmt.Sprintf("--outage %v is shorter than --timeout %v: a receiver is owed keys at least as long as it counts as live; raise --outage to %v or more, or leave it unset (it follows --timeout)", o.Outage, o.Timeout, o.Timeout))
+		return config.BadValue("outage", want, fmt.Sprintf("--outage %v is shorter than --timeout %v: a receiver is owed keys at least as long as it counts as live; raise --outage to %v or more, or leave it unset (it follows --timeout)", o.Outage, o.Timeout, o.Timeout))
 	}
 	if o.Wait < 0 {
-		return badValue("wait", "negative (0: start at once)", fmt.Sprintf("--wait %v is negative (0: start at once)", o.Wait))
+		return config.BadValue("wait", "negative (0: start at once)", fmt.Sprintf("--wait %v is negative (0: start at once)", o.Wait))
 	}
 	if o.Wait > 0 && !o.Feedback {
-		return involving(errors.New("--wait needs feedback: with --feedback=false no receiver answers, so there is nothing to wait for (drop --wait, or --feedback=false)"), "wait", "feedback")
+		return config.Involving(errors.New("--wait needs feedback: with --feedback=false no receiver answers, so there is nothing to wait for (drop --wait, or --feedback=false)"), "wait", "feedback")
 	}
 	switch {
 	case o.Input == "" && o.Script != "":
@@ -400,17 +402,17 @@ func (o *SendOptions) validateSettings() error {
 	b, ok := capture.LookupSource(o.Input)
 	if !ok {
 		choose, all := "choose "+joinOr(capture.SourceNames(false)), capture.SourceNames(true)
-		return badValue("input", "unknown key source ("+choose+")"+suggest(o.Input, all),
-			fmt.Sprintf("unknown --input %q (%s)%s", o.Input, choose, suggest(o.Input, all)))
+		return config.BadValue("input", "unknown key source ("+choose+")"+spell.Suggest(o.Input, all),
+			fmt.Sprintf("unknown --input %q (%s)%s", o.Input, choose, spell.Suggest(o.Input, all)))
 	}
 	switch {
 	case b.Caps.Script && o.Script == "":
-		return involving(fmt.Errorf("--input %s needs --script FILE (or --script - for standard input)", o.Input), "input")
+		return config.Involving(fmt.Errorf("--input %s needs --script FILE (or --script - for standard input)", o.Input), "input")
 	case !b.Caps.Script && o.Script != "":
-		return involving(fmt.Errorf("--script and --input %s exclude each other", o.Input), "script", "input")
+		return config.Involving(fmt.Errorf("--script and --input %s exclude each other", o.Input), "script", "input")
 	}
 	if o.Grab && !b.Caps.Grab {
-		return involving(fmt.Errorf("--grab needs %s (--input %s has no keyboard to own)", sourcesWith(func(c capture.SourceCaps) bool { return c.Grab }), o.Input), "grab", "input")
+		return config.Involving(fmt.Errorf("--grab needs %s (--input %s has no keyboard to own)", sourcesWith(func(c capture.SourceCaps) bool { return c.Grab }), o.Input), "grab", "input")
 	}
 	// A hotkey is checked against its source now, not when the source
 	// starts: a usage error at once, not a failure seconds into a session.
@@ -418,7 +420,7 @@ func (o *SendOptions) validateSettings() error {
 	// runs that grab, and is not refused without --grab; one on the
 	// command line without --grab would do nothing.
 	if o.hotkeyGiven && !o.Grab {
-		return involving(fmt.Errorf("--hotkey needs --grab: without it the keyboard is not owned, every key acts here and is relayed, and there is nothing to switch (add --grab with %s)", sourcesWith(func(c capture.SourceCaps) bool { return c.Grab })), "hotkey", "grab")
+		return config.Involving(fmt.Errorf("--hotkey needs --grab: without it the keyboard is not owned, every key acts here and is relayed, and there is nothing to switch (add --grab with %s)", sourcesWith(func(c capture.SourceCaps) bool { return c.Grab })), "hotkey", "grab")
 	}
 	if o.Grab {
 		if err := capture.CheckHotkey(o.hotkey, o.Input); err != nil {
@@ -435,17 +437,17 @@ func (o *SendOptions) validateSettings() error {
 			continue
 		}
 		if o.Grab && d.Hotkey.String() == o.hotkey.String() {
-			return involving(fmt.Errorf("destination %q's hotkey %v is --hotkey, which switches between relaying and local use: give the destination another", d.Name, d.Hotkey), "to", "hotkey")
+			return config.Involving(fmt.Errorf("destination %q's hotkey %v is --hotkey, which switches between relaying and local use: give the destination another", d.Name, d.Hotkey), "to", "hotkey")
 		}
 		if err := capture.CheckHotkey(d.Hotkey, o.Input); err != nil {
-			return involving(fmt.Errorf("destination %q's hotkey: %w (a hotkey is %s)", d.Name, err, capture.HotkeyForm), "to", "input")
+			return config.Involving(fmt.Errorf("destination %q's hotkey: %w (a hotkey is %s)", d.Name, err, capture.HotkeyForm), "to", "input")
 		}
 	}
 	if err := o.validateKeys(b); err != nil {
 		return err
 	}
 	if len(o.Devices) > 0 && !b.Caps.Devices {
-		return involving(errors.New("--device needs "+sourcesWith(func(c capture.SourceCaps) bool { return c.Devices })), "device", "input")
+		return config.Involving(errors.New("--device needs "+sourcesWith(func(c capture.SourceCaps) bool { return c.Devices })), "device", "input")
 	}
 	return nil
 }
@@ -460,7 +462,7 @@ func (o *SendOptions) validate() error {
 	if b.Ready != nil {
 		if err := b.Ready(o.sourceOptions()); err != nil {
 			if b.ReadyIsUsage {
-				return usageError{err: err}
+				return config.UsageError{Err: err}
 			}
 			return err
 		}
@@ -487,7 +489,7 @@ func (o *SendOptions) sourceOptions() capture.SourceOptions {
 // valid form.
 func badHotkey(err error) error {
 	want := fmt.Sprintf("%v (a hotkey is %s)", err, capture.HotkeyForm)
-	return badValue("hotkey", want, "--hotkey: "+want)
+	return config.BadValue("hotkey", want, "--hotkey: "+want)
 }
 
 func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
@@ -548,7 +550,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		return err
 	}
 	if o.Wait > 0 && !answersAny(dests) {
-		return involving(fmt.Errorf("--wait: --to %s is broadcast or multicast, which no receiver answers (one-way): nothing to wait for (drop --wait)", joinAddrs(dests)), "wait", "to")
+		return config.Involving(fmt.Errorf("--wait: --to %s is broadcast or multicast, which no receiver answers (one-way): nothing to wait for (drop --wait)", joinAddrs(dests)), "wait", "to")
 	}
 	if o.routed() {
 		return runGroup(ctx, stdio, o, b, src, sopts, resolved, key, id, logf, errf, board, showStatus)
@@ -568,7 +570,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		StopWhenSilent: o.Input == "script",
 	}
 	if o.Wait > 0 && !answersAny(dests) {
-		return involving(fmt.Errorf("--wait: --to %s is broadcast or multicast, which no receiver answers (one-way): nothing to wait for (drop --wait)", joinAddrs(dests)), "wait", "to")
+		return config.Involving(fmt.Errorf("--wait: --to %s is broadcast or multicast, which no receiver answers (one-way): nothing to wait for (drop --wait)", joinAddrs(dests)), "wait", "to")
 	}
 	if o.Feedback {
 		cfg.Feedback = conn.Sockets()
@@ -686,7 +688,7 @@ func checkOneWay(o *SendOptions, dests []net.Addr) error {
 			if ua.IP.IsMulticast() {
 				kind = "a multicast group"
 			}
-			return involving(fmt.Errorf("--to %v is %s, which is one-way and needs --one-way: %s", ua, kind, oneWayCost), "to", "one-way")
+			return config.Involving(fmt.Errorf("--to %v is %s, which is one-way and needs --one-way: %s", ua, kind, oneWayCost), "to", "one-way")
 		}
 	}
 	return nil
@@ -882,7 +884,7 @@ func resolveAll(to []string) ([]net.Addr, error) {
 		ua, err := transport.Resolve(a, DefaultPort)
 		switch {
 		case errors.Is(err, transport.ErrPortZero):
-			errs = append(errs, usagef("--to %q: %v", a, err))
+			errs = append(errs, config.Usagef("--to %q: %v", a, err))
 		case err != nil:
 			errs = append(errs, fmt.Errorf("unable to resolve --to %q: %w", a, err))
 		default:

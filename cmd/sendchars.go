@@ -7,6 +7,8 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/internal/charmode"
+	"github.com/keyrelay/keyrelay/internal/config"
+	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
 )
 
@@ -37,19 +39,19 @@ func (o *SendOptions) validateKeys(b capture.SourceBackend) error {
 			o.dests[i].Characters = true
 		}
 	default:
-		want := `unknown (choose "physical" or "characters")` + suggest(o.Keys, []string{"physical", "characters"})
-		return badValue("keys", want, fmt.Sprintf("--keys %q: %s", o.Keys, want))
+		want := `unknown (choose "physical" or "characters")` + spell.Suggest(o.Keys, []string{"physical", "characters"})
+		return config.BadValue("keys", want, fmt.Sprintf("--keys %q: %s", o.Keys, want))
 	}
 	if o.Layout != "" {
 		if err := xkblayout.CheckName(o.Layout); err != nil {
-			return badValue("layout", err.Error(), "--layout: "+err.Error())
+			return config.BadValue("layout", err.Error(), "--layout: "+err.Error())
 		}
 		if !o.characters() {
-			return involving(errors.New(`--layout names this keyboard's layout for characters mode, and no destination gets characters: add --keys characters (or keys = "characters" to a [[send.to]]), or drop --layout`), "layout", "keys")
+			return config.Involving(errors.New(`--layout names this keyboard's layout for characters mode, and no destination gets characters: add --keys characters (or keys = "characters" to a [[send.to]]), or drop --layout`), "layout", "keys")
 		}
 	}
 	if o.characters() && o.Layout == "" && b.Keymap == nil {
-		return involving(fmt.Errorf("characters mode with --input %s needs this keyboard's layout, which the source cannot tell: add --layout LAYOUT (the XKB layout the keyboard is used with, e.g. --layout de; setxkbmap -query shows it on X)", b.Name), "layout", "keys")
+		return config.Involving(fmt.Errorf("characters mode with --input %s needs this keyboard's layout, which the source cannot tell: add --layout LAYOUT (the XKB layout the keyboard is used with, e.g. --layout de; setxkbmap -query shows it on X)", b.Name), "layout", "keys")
 	}
 	return nil
 }

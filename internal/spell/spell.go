@@ -2,6 +2,8 @@
 // probably meant: the config file's settings, a flag, a peer's name.
 package spell
 
+import "fmt"
+
 // Closest is the name in known nearest to a misspelt one, "" when none is
 // within two edits (more is not a typo). Of equally near names the first
 // wins.
@@ -35,4 +37,14 @@ func Distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// Suggest is the hint for a misspelt name: ` (did you mean "NAME"?)` with
+// the closest known name, "" when none is near.
+func Suggest(k string, known []string) string {
+	best := Closest(k, known)
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
 }

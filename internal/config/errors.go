@@ -1,8 +1,8 @@
-package cmd
+package config
 
 // Every mistake in a setting gets the setting, its source (the config
-// file's line, the environment variable, the flag) and what is wanted
-// (issue 13 must-have 4). This file holds what makes that so: the line of
+// file's line, the environment variable, the flag) and what is wanted.
+// This file holds what makes that so: the line of
 // a key in the config file, hints for TOML syntax errors, the rewriting of
 // a command's usage error about a flag into one about the file's line or
 // the variable the value came from, warnings for unknown KEYRELAY_
@@ -11,7 +11,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -19,40 +19,22 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/secret"
-	"github.com/keyrelay/keyrelay/transport"
 )
 
-// configurable makes c read its settings from the environment and the
-// config file before it runs (configure), and name, in a usage error about
-// a setting, where that setting's value came from.
-func configurable(c *cobra.Command) {
-	var settings []Setting
-	var cf *configFile
-	c.PreRunE = func(c *cobra.Command, _ []string) (err error) {
-		settings, cf, err = configure(c)
-		return err
-	}
-	run := c.RunE
-	c.RunE = func(c *cobra.Command, args []string) error {
-		return attribute(run(c, args), settings, cf)
-	}
-}
-
-// attribute rewrites err, when it is about a setting that did not come
+// Attribute rewrites err, when it is about a setting that did not come
 // from the command line, to name the setting's source: "config.toml:4:
 // queue = 200 in [send]: out of range 1..80" instead of "--queue 200 out
 // of range". The no-key error names the config file actually read.
-func attribute(err error, settings []Setting, cf *configFile) error {
+func Attribute(err error, settings []Setting, cf *File) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, secret.ErrNoKey) && cf != nil && cf.Explicit {
-		return noKeyError(cf.Path)
+		return NoKeyError(cf.Path)
 	}
 	source := func(name string) *Setting {
 		for i := range settings {
@@ -62,80 +44,69 @@ func attribute(err error, settings []Setting, cf *configFile) error {
 		}
 		return nil
 	}
-	var ue usageError
+	var ue UsageError
 	if !errors.As(err, &ue) {
-		var se settingErr
+		var se SettingError
 		if errors.As(err, &se) {
-			if s := source(se.setting); s != nil && s.rank != rankFlag && s.rank != rankDefault {
+			if s := source(se.Setting); s != nil && s.Rank != RankFlag && s.Rank != RankDefault {
 				return fmt.Errorf("%w (%s)", err, s.describe(cf))
 			}
 		}
 		return err
 	}
-	if s := source(ue.setting); s != nil && ue.want != "" {
+	if s := source(ue.Setting); s != nil && ue.Want != "" {
 		// A want that quotes the wrong element of a list ("x:0": port
 		// 0 ...) need not when the value is that one element.
-		switch s.rank {
-		case rankFile:
-			want := ue.want
+		switch s.Rank {
+		case RankFile:
+			want := ue.Want
 			if str, ok := s.raw.(string); ok {
 				want = strings.TrimPrefix(want, strconv.Quote(str)+": ")
 			}
-			return usageError{err: fmt.Errorf("%s%s = %s%s: %s", cf.where(s.section, s.Name), s.Name, tomlLiteral(s.raw), s.inTable(), want)}
-		case rankEnv:
-			return usageError{err: fmt.Errorf("%s=%q: %s", s.env, s.envValue, strings.TrimPrefix(ue.want, strconv.Quote(s.envValue)+": "))}
+			return UsageError{Err: fmt.Errorf("%s%s = %s%s: %s", cf.where(s.Section, s.Name), s.Name, tomlLiteral(s.raw), s.inTable(), want)}
+		case RankEnv:
+			return UsageError{Err: fmt.Errorf("%s=%q: %s", s.Env, s.envValue, strings.TrimPrefix(ue.Want, strconv.Quote(s.envValue)+": "))}
 		}
 	}
 	var notes []string
-	for _, name := range ue.also {
-		if s := source(name); s != nil && s.rank != rankFlag && s.rank != rankDefault {
+	for _, name := range ue.Also {
+		if s := source(name); s != nil && s.Rank != RankFlag && s.Rank != RankDefault {
 			notes = append(notes, s.describe(cf)+s.turnOff())
 		}
 	}
 	if len(notes) == 0 {
 		return err
 	}
-	return usageError{err: fmt.Errorf("%w (%s)", ue.err, strings.Join(notes, "; "))}
+	return UsageError{Err: fmt.Errorf("%w (%s)", ue.Err, strings.Join(notes, "; "))}
 }
-
-// settingErr marks an error (not a usage error) that is about one
-// setting's value, such as a key file that cannot be read: attribute adds
-// where the value came from.
-type settingErr struct {
-	err     error
-	setting string
-}
-
-func (e settingErr) Error() string { return e.err.Error() }
-func (e settingErr) Unwrap() error { return e.err }
 
 // describe says where a setting's value came from: "key-file from
 // config.toml:2", "input from KEYRELAY_SEND_INPUT".
-func (s *Setting) describe(cf *configFile) string {
-	switch s.rank {
-	case rankFile:
-		return fmt.Sprintf("%s = %s from %s", s.Name, tomlLiteral(s.raw), strings.TrimSuffix(cf.where(s.section, s.Name), ": ")+s.inTable())
-	case rankEnv:
-		return fmt.Sprintf("%s from %s=%q", s.Name, s.env, s.envValue)
+func (s *Setting) describe(cf *File) string {
+	switch s.Rank {
+	case RankFile:
+		return fmt.Sprintf("%s = %s from %s", s.Name, tomlLiteral(s.raw), strings.TrimSuffix(cf.where(s.Section, s.Name), ": ")+s.inTable())
+	case RankEnv:
+		return fmt.Sprintf("%s from %s=%q", s.Name, s.Env, s.envValue)
 	}
 	return s.Source
 }
 
-// origin says where a setting's value came from, for a person to find and
+// Origin says where a setting's value came from, for a person to find and
 // change it: "--to", "KEYRELAY_SEND_TO", "[send] to in config.toml:3",
 // "key-file in config.toml:1", or "default".
-func (s *Setting) origin(cf *configFile) string {
-	switch s.rank {
-	case rankFlag:
+func (s *Setting) Origin(cf *File) string {
+	switch s.Rank {
+	case RankFlag:
 		return "--" + s.Name
-	case rankEnv:
-		return s.env
-	case rankFile:
-		at := strings.TrimSuffix(cf.where(s.section, s.Name), ": ")
-		if s.section == "" {
+	case RankEnv:
+		return s.Env
+	case RankFile:
+		at := strings.TrimSuffix(cf.where(s.Section, s.Name), ": ")
+		if s.Section == "" {
 			return s.Name + " in " + at
 		}
-		return "[" + s.section + "] " + s.Name + " in " + at
+		return "[" + s.Section + "] " + s.Name + " in " + at
 	}
 	return "default"
 }
@@ -160,21 +131,21 @@ func (s *Setting) turnOff() string {
 }
 
 func (s *Setting) inTable() string {
-	if s.section == "" {
+	if s.Section == "" {
 		return ""
 	}
-	return " in [" + s.section + "]"
+	return " in [" + s.Section + "]"
 }
 
-// noKeyError is the error of send and recv without a key, naming the
+// NoKeyError is the error of send and recv without a key, naming the
 // config file a key-file setting would go in.
-func noKeyError(configPath string) error {
-	return usageError{err: fmt.Errorf("%w: one-way use (--one-way) seals its packets with it: make one with 'keyrelay keygen --out keyrelay.key', copy it to both machines, then pass --key-file keyrelay.key (or set %s, or key-file in %s); --insecure relays in plaintext", secret.ErrNoKey, secret.Env, configPath)}
+func NoKeyError(configPath string) error {
+	return UsageError{Err: fmt.Errorf("%w: one-way use (--one-way) seals its packets with it: make one with 'keyrelay keygen --out keyrelay.key', copy it to both machines, then pass --key-file keyrelay.key (or set %s, or key-file in %s); --insecure relays in plaintext", secret.ErrNoKey, secret.Env, configPath)}
 }
 
 // where is the place of a key in the config file: "PATH:LINE: ", or
 // "PATH: " when the line is not found (an inline table).
-func (cf *configFile) where(section, key string) string {
+func (cf *File) where(section, key string) string {
 	if n := cf.lineOf(section, key); n > 0 {
 		return fmt.Sprintf("%s:%d: ", cf.Path, n)
 	}
@@ -200,7 +171,7 @@ func tomlPath(k string) []string {
 // reads the file line by line, which is enough for the files keyrelay
 // reads: a line inside a multi-line string or list that looks like a key
 // is not one it looks for.
-func (cf *configFile) lineOf(section, key string) int {
+func (cf *File) lineOf(section, key string) int {
 	want := []string{section, key}
 	switch {
 	case key == "":
@@ -227,7 +198,7 @@ func (cf *configFile) lineOf(section, key string) int {
 }
 
 // tableAt is the table a line (from 1) is in: "" at the top level.
-func (cf *configFile) tableAt(line int) string {
+func (cf *File) tableAt(line int) string {
 	table := ""
 	for i := 0; i < line-1 && i < len(cf.lines); i++ {
 		if m := tomlTable.FindStringSubmatch(cf.lines[i]); m != nil {
@@ -241,7 +212,7 @@ func (cf *configFile) tableAt(line int) string {
 // setting to an unquoted value (interval = 100ms, to = 127.0.0.1:47601)
 // it says what the setting wants, with the line as it should be;
 // otherwise the parser's words, at the line and column.
-func (cf *configFile) parseError(pe toml.ParseError) error {
+func (cf *File) parseError(pe toml.ParseError) error {
 	n := pe.Position.Line
 	if n >= 1 && n <= len(cf.lines) {
 		if m := tomlKey.FindStringSubmatch(cf.lines[n-1]); m != nil {
@@ -251,8 +222,8 @@ func (cf *configFile) parseError(pe toml.ParseError) error {
 				section, path = path[0], path[1:]
 			}
 			raw := strings.TrimSpace(m[2])
-			if hint := valueHint(section, path[len(path)-1], raw); len(path) == 1 && hint != "" {
-				return usagef("%s:%d: %s = %s: %s", cf.Path, n, path[0], raw, hint)
+			if hint := cf.schema.valueHint(section, path[len(path)-1], raw); len(path) == 1 && hint != "" {
+				return Usagef("%s:%d: %s = %s: %s", cf.Path, n, path[0], raw, hint)
 			}
 		}
 	}
@@ -260,12 +231,12 @@ func (cf *configFile) parseError(pe toml.ParseError) error {
 	if strings.HasPrefix(pe.Message, "expected value but found") {
 		hint = "text, addresses and durations must be in quotes; " + hint
 	}
-	return usagef("%s:%d:%d: %s (%s)", cf.Path, n, pe.Position.Col, pe.Message, hint)
+	return Usagef("%s:%d:%d: %s (%s)", cf.Path, n, pe.Position.Col, pe.Message, hint)
 }
 
 // valueHint says what setting key of a table wants, for a raw value TOML
 // could not read; "" when keyrelay has no such setting or cannot tell.
-func valueHint(section, key, raw string) string {
+func (schema Schema) valueHint(section, key, raw string) string {
 	if i := strings.Index(raw, "#"); i >= 0 && !strings.ContainsAny(raw[:i], `"'`) {
 		raw = strings.TrimSpace(raw[:i]) // a comment after an unquoted value
 	}
@@ -275,29 +246,29 @@ func valueHint(section, key, raw string) string {
 	var f *pflag.Flag
 	switch {
 	case section == "" && slices.Contains(sharedSettings, key):
-		f = newConfigurable("send", IO{}).Flags().Lookup(key)
+		f = schema.Flags("send").Lookup(key)
 	case configSections[section] != nil:
-		f = newConfigurable(section, IO{}).Flags().Lookup(key)
+		f = schema.Flags(section).Lookup(key)
 	}
 	if f == nil || slices.Contains(notConfigurable, key) {
 		return ""
 	}
 	switch f.Value.Type() {
 	case "duration":
-		return fmt.Sprintf("a duration must be quoted: %s = %s", key, tomlString(raw))
+		return fmt.Sprintf("a duration must be quoted: %s = %s", key, Quote(raw))
 	case "stringArray", "stringSlice":
 		if strings.HasPrefix(raw, "[") {
 			var items []string
 			for _, e := range strings.Split(strings.Trim(raw, "[] "), ",") {
 				if e = strings.TrimSpace(e); e != "" {
-					items = append(items, tomlString(strings.Trim(e, `"'`)))
+					items = append(items, Quote(strings.Trim(e, `"'`)))
 				}
 			}
 			return fmt.Sprintf("a list of strings, each quoted: %s = [%s]", key, strings.Join(items, ", "))
 		}
-		return fmt.Sprintf("%s must be quoted: %s = %s (several: %s = [\"…\", \"…\"])", what(key), key, tomlString(raw), key)
+		return fmt.Sprintf("%s must be quoted: %s = %s (several: %s = [\"…\", \"…\"])", what(key), key, Quote(raw), key)
 	case "string":
-		return fmt.Sprintf("%s must be quoted: %s = %s", what(key), key, tomlString(raw))
+		return fmt.Sprintf("%s must be quoted: %s = %s", what(key), key, Quote(raw))
 	case "int", "int64", "uint", "uint64", "int32":
 		return fmt.Sprintf("want a whole number, without quotes: %s = %s", key, f.DefValue)
 	case "bool":
@@ -319,49 +290,28 @@ func what(key string) string {
 	return "text"
 }
 
-// tomlLiteral writes a value read from the config file as it reads there.
-func tomlLiteral(v any) string {
-	switch v := v.(type) {
-	case string:
-		return tomlString(v)
-	case []any:
-		items := make([]string, len(v))
-		for i, e := range v {
-			items[i] = tomlLiteral(e)
-		}
-		return "[" + strings.Join(items, ", ") + "]"
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case bool:
-		return strconv.FormatBool(v)
-	}
-	return fmt.Sprint(v)
-}
-
-// knownEnv is every KEYRELAY_ variable keyrelay reads.
-func knownEnv() map[string]bool {
-	known := map[string]bool{ConfigEnv: true, "KEYRELAY_REPORT": true, secret.Env: true}
+// KnownEnv is every KEYRELAY_ variable keyrelay reads.
+func (schema Schema) KnownEnv() map[string]bool {
+	known := map[string]bool{Env: true, "KEYRELAY_REPORT": true, secret.Env: true}
 	for _, name := range sortedKeys(configSections) {
-		newConfigurable(name, IO{}).Flags().VisitAll(func(f *pflag.Flag) {
-			known[envName(name, f.Name)] = true
+		schema.Flags(name).VisitAll(func(f *pflag.Flag) {
+			known[EnvName(name, f.Name)] = true
 		})
 	}
 	for _, s := range sharedSettings {
-		known[envName("", s)] = true
+		known[EnvName("", s)] = true
 	}
 	return known
 }
 
-// warnUnknownEnv warns, for command c, about KEYRELAY_ variables it would
-// read but that are no setting: KEYRELAY_<C>_… ones for its own name, and
+// WarnUnknownEnv warns on w, for command, about KEYRELAY_ variables it
+// would read but that are no setting: KEYRELAY_<COMMAND>_… ones, and
 // those without a command's name (KEYRELAY_KEYFILE). A variable named for
 // another command is that command's to warn about. A warning, not an
 // error: the variable may be meant for another version of keyrelay.
-func warnUnknownEnv(c *cobra.Command) {
-	known := knownEnv()
-	prefix := envName(c.Name(), "")
+func (schema Schema) WarnUnknownEnv(w io.Writer, command string) {
+	known := schema.KnownEnv()
+	prefix := EnvName(command, "")
 	var own []string
 	for k := range known {
 		if strings.HasPrefix(k, prefix) {
@@ -377,18 +327,18 @@ func warnUnknownEnv(c *cobra.Command) {
 		}
 		var msg string
 		if strings.HasPrefix(k, prefix) {
-			msg = fmt.Sprintf("%s is not a setting of %s", k, c.Name())
+			msg = fmt.Sprintf("%s is not a setting of %s", k, command)
 			if s := spell.Closest(k, own); s != "" {
 				msg += "; did you mean " + s + "?"
-			} else if others := whereElse(strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, prefix), "_", "-"))); others != "" {
+			} else if others := schema.whereElse(strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, prefix), "_", "-"))); others != "" {
 				msg += others
 			} else {
-				msg += " ('keyrelay config " + c.Name() + "' lists the settings)"
+				msg += " ('keyrelay config " + command + "' lists the settings)"
 			}
 		} else {
 			other := false
 			for sec := range configSections {
-				other = other || strings.HasPrefix(k, envName(sec, ""))
+				other = other || strings.HasPrefix(k, EnvName(sec, ""))
 			}
 			if other {
 				continue
@@ -400,28 +350,28 @@ func warnUnknownEnv(c *cobra.Command) {
 				msg += " ('keyrelay config --help' explains the names)"
 			}
 		}
-		fmt.Fprintf(c.ErrOrStderr(), "keyrelay %s: warning: %s (ignored)\n", c.Name(), msg)
+		fmt.Fprintf(w, "keyrelay %s: warning: %s (ignored)\n", command, msg)
 	}
 }
 
 // pflagInvalid matches pflag's error for a value its flag cannot parse.
 var pflagInvalid = regexp.MustCompile(`^invalid argument ".*" for "(?:-., )?--([^"]+)" flag`)
 
-// flagHint adds to a flag parsing error what would be right: the flag
-// meant by a misspelt one (--too: did you mean --to?), what a flag's
+// FlagHint adds to an error parsing the flags fs what would be right: the
+// flag meant by a misspelt one (--too: did you mean --to?), what a flag's
 // value must be.
-func flagHint(c *cobra.Command, err error) string {
+func FlagHint(fs *pflag.FlagSet, err error) string {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
 		var names []string
-		c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+		fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 		if s := spell.Closest(name, names); s != "" {
 			return "; did you mean --" + s + "?"
 		}
 		return ""
 	}
 	if m := pflagInvalid.FindStringSubmatch(msg); m != nil {
-		if f := c.Flags().Lookup(m[1]); f != nil {
+		if f := fs.Lookup(m[1]); f != nil {
 			if w := wantOf(f); w != "" {
 				return "; --" + f.Name + " wants " + w
 			}
@@ -441,75 +391,4 @@ func wantOf(f *pflag.Flag) string {
 		return "true or false"
 	}
 	return ""
-}
-
-// splitList splits comma-separated values of a repeatable flag (--to
-// a:1,b:2, like KEYRELAY_SEND_TO), dropping empty ones.
-func splitList(vals []string) []string {
-	var out []string
-	for _, v := range vals {
-		for _, e := range strings.Split(v, ",") {
-			if e = strings.TrimSpace(e); e != "" {
-				out = append(out, e)
-			}
-		}
-	}
-	return out
-}
-
-// checkPort checks the port of a HOST:PORT (a number in lo..65535, or a
-// service name the system knows) and returns what is wrong, or "".
-func checkPort(port string, lo int) string {
-	if n, err := strconv.Atoi(port); err == nil {
-		if n < lo || n > 65535 {
-			return fmt.Sprintf("port %d out of range %d..65535", n, lo)
-		}
-		return ""
-	}
-	if _, err := net.LookupPort("udp", port); err != nil {
-		return fmt.Sprintf("port %q is not a number %d..65535", port, lo)
-	}
-	return ""
-}
-
-// checkTo checks a --to address before anything is resolved: a wrong
-// port is a usage error, whatever the host.
-func checkTo(a string) error {
-	_, port, err := net.SplitHostPort(transport.WithDefaultPort(a, DefaultPort))
-	want := ""
-	switch {
-	case err != nil:
-		want = "want HOST[:PORT]: a host name, an IPv4 address or an [IPv6] address, with a UDP port 1..65535 (default " + DefaultPort + ")"
-	case port == "0":
-		want = "port 0 is not a receiver's port (want 1..65535; without a port, " + DefaultPort + ")"
-	default:
-		want = checkPort(port, 1)
-		if want != "" {
-			want += " (a receiver's UDP port; without one, " + DefaultPort + ")"
-		}
-	}
-	if want == "" {
-		return nil
-	}
-	return badValue("to", fmt.Sprintf("%q: %s", a, want), fmt.Sprintf("--to %q: %s", a, want))
-}
-
-// listenAddr reads recv's --listen: [HOST]:PORT, or a bare port, which
-// listens on every address.
-func listenAddr(given string) (string, error) {
-	v := given
-	if _, err := strconv.Atoi(v); err == nil {
-		v = ":" + v
-	}
-	_, port, err := net.SplitHostPort(v)
-	want := ""
-	if err != nil {
-		want = "want [HOST]:PORT, like :" + DefaultPort + " (every address), 127.0.0.1:" + DefaultPort + " or [::1]:" + DefaultPort + ", or a bare port"
-	} else if want = checkPort(port, 0); want != "" {
-		want += " (0: any free port)"
-	}
-	if want != "" {
-		return "", badValue("listen", want, fmt.Sprintf("--listen %q: %s", given, want))
-	}
-	return v, nil
 }

@@ -1,11 +1,12 @@
-package cmd
-
-// Settings come, for each flag of send, recv and doctor, from the first of:
-// the command line, the environment, the config file, the flag's default.
-// The mechanism is generic over the commands' pflag sets, so a new flag is
-// configurable without touching this file, and a value from the
+// Package config is keyrelay's settings layer: for each flag of send,
+// recv and doctor, the first of the command line, the environment
+// (KEYRELAY_<COMMAND>_<FLAG>), the TOML config file and the flag's
+// default. It works on the commands' pflag sets (a Schema gives them), so
+// a new flag is configurable with no line here, and a value from the
 // environment or the file goes through the flag's own Set: the same
-// parsing and the same errors as on the command line.
+// parsing and the same errors as on the command line. Every mistake names
+// its setting and where its value came from (Attribute).
+package config
 
 import (
 	"errors"
@@ -16,10 +17,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/BurntSushi/toml"
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/keyrelay/keyrelay/capture"
@@ -27,8 +26,16 @@ import (
 	"github.com/keyrelay/keyrelay/secret"
 )
 
-// ConfigEnv names the environment variable that can give the config file.
-const ConfigEnv = "KEYRELAY_CONFIG"
+// Env names the environment variable that can give the config file.
+const Env = "KEYRELAY_CONFIG"
+
+// Schema is what the config layer knows of the configurable commands
+// (send, recv, doctor): their flags are their settings.
+type Schema struct {
+	// Flags returns a fresh flag set of the command named, on which
+	// values can be set and thrown away.
+	Flags func(command string) *pflag.FlagSet
+}
 
 // sharedSettings may also be set once, at the top of the config file or as
 // KEYRELAY_<FLAG>, for every command that has them. Only settings that mean
@@ -84,7 +91,7 @@ func refuseLeftOn(f *pflag.Flag, where, from, left string) error {
 		return nil
 	}
 	_ = f.Value.Set(f.DefValue) // the flag's own default parses back
-	return usagef("%s: %s is refused from %s, only taken on the command line: %s %s", where, f.Name, from, left, does)
+	return Usagef("%s: %s is refused from %s, only taken on the command line: %s %s", where, f.Name, from, left, does)
 }
 
 // pathSettings are file paths: "~/" is the home directory, and a relative
@@ -95,24 +102,10 @@ var pathSettings = []string{"key-file", "script", "identity", "peers"}
 // notConfigurable are flags that only make sense on a command line.
 var notConfigurable = []string{"help", "config"}
 
-// newConfigurable builds a fresh command of the given name, for validating
-// a section of the file and for printing effective settings.
-func newConfigurable(name string, stdio IO) *cobra.Command {
-	switch name {
-	case "send":
-		return NewCmdSend(stdio, nil)
-	case "recv":
-		return NewCmdRecv(stdio, nil)
-	case "doctor":
-		return NewCmdDoctor(stdio)
-	}
-	panic("newConfigurable: no command " + name) // a programming error: the names are this file's constants
-}
-
-// DefaultConfigPath is where keyrelay looks for its config file without
+// DefaultPath is where keyrelay looks for its config file without
 // --config or $KEYRELAY_CONFIG: $XDG_CONFIG_HOME/keyrelay/config.toml
 // (~/.config/keyrelay/config.toml) on Linux, os.UserConfigDir elsewhere.
-func DefaultConfigPath() (string, error) {
+func DefaultPath() (string, error) {
 	dir, err := os.UserConfigDir()
 	if err != nil {
 		return "", err
@@ -120,11 +113,13 @@ func DefaultConfigPath() (string, error) {
 	return filepath.Join(dir, "keyrelay", "config.toml"), nil
 }
 
-// configFile is a loaded, validated config file.
-type configFile struct {
+// File is a loaded, validated config file, or the absence of one (Found
+// false).
+type File struct {
 	Path     string
 	Explicit bool // named by --config or $KEYRELAY_CONFIG, so it must exist
 	Found    bool
+	schema   Schema
 	top      map[string]any
 	sections map[string]map[string]any
 	lines    []string // the file's text, to name the line of a mistake
@@ -133,20 +128,40 @@ type configFile struct {
 // dir is the absolute directory of the file, which relative paths in it
 // are relative to (not the working directory, which differs between a
 // shell and a service).
-func (cf *configFile) dir() string {
+func (cf *File) dir() string {
 	if abs, err := filepath.Abs(cf.Path); err == nil {
 		return filepath.Dir(abs)
 	}
 	return filepath.Dir(cf.Path)
 }
 
-// registerConfigFlag adds --config to a configurable command.
-func registerConfigFlag(f *pflag.FlagSet) {
-	f.String("config", "", "settings file (default $"+ConfigEnv+", else "+displayDefaultConfigPath()+"); see 'keyrelay config'")
+// Lookup is the value the file gives key in table section, as read.
+func (cf *File) Lookup(section, key string) (any, bool) {
+	if cf == nil || !cf.Found {
+		return nil, false
+	}
+	v, ok := cf.sections[section][key]
+	return v, ok
 }
 
-func displayDefaultConfigPath() string {
-	if p, err := DefaultConfigPath(); err == nil {
+// HasTable reports whether the file has the table [section].
+func (cf *File) HasTable(section string) bool {
+	if cf == nil || !cf.Found {
+		return false
+	}
+	_, ok := cf.sections[section]
+	return ok
+}
+
+// AddFlag adds --config to a command that reads the file.
+func AddFlag(f *pflag.FlagSet) {
+	f.String("config", "", "settings file (default $"+Env+", else "+DisplayDefaultPath()+"); see 'keyrelay config'")
+}
+
+// DisplayDefaultPath is DefaultPath as help shows it: "~/" for the home
+// directory.
+func DisplayDefaultPath() string {
+	if p, err := DefaultPath(); err == nil {
 		if home, err := os.UserHomeDir(); err == nil && strings.HasPrefix(p, home+string(filepath.Separator)) {
 			return "~" + p[len(home):]
 		}
@@ -165,16 +180,18 @@ func checkConfigPlace(path string) error {
 	return nil
 }
 
-// loadConfig finds and reads the config file: --config, then
-// $KEYRELAY_CONFIG, then the default path (which may be absent).
-func loadConfig(c *cobra.Command) (*configFile, error) {
-	cf := &configFile{}
-	if f := c.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
-		cf.Path, cf.Explicit = f.Value.String(), true
-	} else if p := os.Getenv(ConfigEnv); p != "" {
+// Load finds and reads the config file: path (--config) when not empty,
+// then $KEYRELAY_CONFIG, then the default path (which may be absent). Every
+// value in it is checked against schema's flags, so that a mistake anywhere
+// in the file stops whichever command runs.
+func Load(path string, schema Schema) (*File, error) {
+	cf := &File{schema: schema}
+	if path != "" {
+		cf.Path, cf.Explicit = path, true
+	} else if p := os.Getenv(Env); p != "" {
 		cf.Path, cf.Explicit = p, true
 	} else {
-		p, err := DefaultConfigPath()
+		p, err := DefaultPath()
 		if err != nil {
 			// No home directory (a bare service): nothing to read.
 			return cf, nil
@@ -194,15 +211,15 @@ func loadConfig(c *cobra.Command) (*configFile, error) {
 	case errors.Is(err, fs.ErrNotExist) && !cf.Explicit:
 		return cf, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, usagef("config file %s does not exist (named by --config or $%s); 'keyrelay config' prints a starting point", cf.Path, ConfigEnv)
+		return nil, Usagef("config file %s does not exist (named by --config or $%s); 'keyrelay config' prints a starting point", cf.Path, Env)
 	case errors.Is(err, secret.ErrUnprotected):
-		return nil, usagef("%v", err)
+		return nil, Usagef("%v", err)
 	case err != nil:
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			return nil, cf.parseError(pe)
 		}
-		return nil, usagef("config file %s: %v", cf.Path, err)
+		return nil, Usagef("config file %s: %v", cf.Path, err)
 	}
 	cf.Found = true
 	cf.sections = map[string]map[string]any{}
@@ -211,7 +228,7 @@ func loadConfig(c *cobra.Command) (*configFile, error) {
 		if _, ok := configSections[k]; ok {
 			m, ok := v.(map[string]any)
 			if !ok {
-				return nil, usagef("%s%s must be a table ([%s])", cf.where("", k), k, k)
+				return nil, Usagef("%s%s must be a table ([%s])", cf.where("", k), k, k)
 			}
 			cf.sections[k] = m
 			continue
@@ -225,22 +242,22 @@ func loadConfig(c *cobra.Command) (*configFile, error) {
 			if cf.lineOf(k, "") == 0 {
 				at = cf.where("", k) // k = {...}
 			}
-			return nil, usagef("%sunknown table [%s]%s (the tables are [doctor], [recv] and [send])", at, k, hint)
+			return nil, Usagef("%sunknown table [%s]%s (the tables are [doctor], [recv] and [send])", at, k, hint)
 		}
 		if !slices.Contains(sharedSettings, k) {
-			return nil, usagef("%sunknown top-level setting %q: the top level holds %s and the tables [send], [recv], [doctor]%s",
-				cf.where("", k), k, strings.Join(sharedSettings, ", "), whereElse(k))
+			return nil, Usagef("%sunknown top-level setting %q: the top level holds %s and the tables [send], [recv], [doctor]%s",
+				cf.where("", k), k, strings.Join(sharedSettings, ", "), schema.whereElse(k))
 		}
 		cf.top[k] = v
 	}
 	// Check every value now, by setting it on a fresh command, so a mistake
 	// anywhere in the file is reported whichever command runs.
 	for _, name := range sortedKeys(configSections) {
-		fresh := newConfigurable(name, IO{})
-		if err := cf.applyAll(fresh.Flags(), name, cf.top, "the top level"); err != nil {
+		fresh := schema.Flags(name)
+		if err := cf.applyAll(fresh, name, cf.top, "the top level"); err != nil {
 			return nil, err
 		}
-		if err := cf.applyAll(fresh.Flags(), name, cf.sections[name], "["+name+"]"); err != nil {
+		if err := cf.applyAll(fresh, name, cf.sections[name], "["+name+"]"); err != nil {
 			return nil, err
 		}
 	}
@@ -248,10 +265,10 @@ func loadConfig(c *cobra.Command) (*configFile, error) {
 }
 
 // whereElse suggests the section(s) a misplaced setting belongs in.
-func whereElse(key string) string {
+func (schema Schema) whereElse(key string) string {
 	var in []string
 	for _, name := range []string{"send", "recv", "doctor"} {
-		if f := newConfigurable(name, IO{}).Flags().Lookup(key); f != nil {
+		if f := schema.Flags(name).Lookup(key); f != nil {
 			in = append(in, "["+name+"]")
 		}
 	}
@@ -269,7 +286,7 @@ func tableOf(where, section string) string {
 	return section
 }
 
-func (cf *configFile) applyAll(fs *pflag.FlagSet, section string, values map[string]any, where string) error {
+func (cf *File) applyAll(fs *pflag.FlagSet, section string, values map[string]any, where string) error {
 	for _, k := range sortedKeys(values) {
 		f := fs.Lookup(k)
 		if f == nil || slices.Contains(notConfigurable, k) {
@@ -282,25 +299,25 @@ func (cf *configFile) applyAll(fs *pflag.FlagSet, section string, values map[str
 					known = append(known, f.Name)
 				}
 			})
-			return usagef("%sunknown setting %q in %s%s; %s has: %s", cf.where(tableOf(where, section), k), k, where, suggest(k, known), section, strings.Join(known, ", "))
+			return Usagef("%sunknown setting %q in %s%s; %s has: %s", cf.where(tableOf(where, section), k), k, where, spell.Suggest(k, known), section, strings.Join(known, ", "))
 		}
 		if err := cf.set(f, values[k]); err != nil {
-			return placed(err, usagef("%s%s in %s: %v", cf.where(tableOf(where, section), k), k, where, err))
+			return placed(err, Usagef("%s%s in %s: %v", cf.where(tableOf(where, section), k), k, where, err))
 		}
 	}
 	return nil
 }
 
 // set gives flag f a TOML value, converted to what the flag parses.
-func (cf *configFile) set(f *pflag.Flag, v any) error {
-	if tv, ok := f.Value.(toValue); ok && hasTables(v) {
-		return cf.setDests(tv, v)
+func (cf *File) set(f *pflag.Flag, v any) error {
+	if tv, ok := f.Value.(TableValue); ok && hasTables(v) {
+		return cf.setTables(f.Name, tv, v)
 	}
 	typ := f.Value.Type()
 	str := func(v any) (string, error) {
 		s, ok := v.(string)
 		if !ok {
-			return "", fmt.Errorf("want a string, got %s", tomlType(v))
+			return "", fmt.Errorf("want a string, got %s", TypeOf(v))
 		}
 		if slices.Contains(pathSettings, f.Name) {
 			s = expandPath(s, cf.dir())
@@ -329,19 +346,19 @@ func (cf *configFile) set(f *pflag.Flag, v any) error {
 	case "bool":
 		b, ok := v.(bool)
 		if !ok {
-			return fmt.Errorf("want true or false (no quotes), got %s", tomlType(v))
+			return fmt.Errorf("want true or false (no quotes), got %s", TypeOf(v))
 		}
 		return f.Value.Set(strconv.FormatBool(b))
 	case "int", "int64", "uint", "uint64", "int32":
 		n, ok := v.(int64)
 		if !ok {
-			return fmt.Errorf("want a whole number (no quotes), got %s", tomlType(v))
+			return fmt.Errorf("want a whole number (no quotes), got %s", TypeOf(v))
 		}
 		return f.Value.Set(strconv.FormatInt(n, 10))
 	case "duration":
 		s, ok := v.(string)
 		if !ok {
-			return fmt.Errorf(`want a duration as a string with a unit, like "100ms" or "2s", got %s`, tomlType(v))
+			return fmt.Errorf(`want a duration as a string with a unit, like "100ms" or "2s", got %s`, TypeOf(v))
 		}
 		return f.Value.Set(s)
 	default:
@@ -351,26 +368,6 @@ func (cf *configFile) set(f *pflag.Flag, v any) error {
 		}
 		return f.Value.Set(s)
 	}
-}
-
-func tomlType(v any) string {
-	switch v := v.(type) {
-	case string:
-		return strconv.Quote(v)
-	case int64:
-		return "the number " + strconv.FormatInt(v, 10)
-	case float64:
-		return "the number " + strconv.FormatFloat(v, 'g', -1, 64)
-	case bool:
-		return strconv.FormatBool(v)
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a table"
-	case time.Time:
-		return "a date"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // expandPath expands a leading "~/" and, when base is not empty, makes a
@@ -387,15 +384,6 @@ func expandPath(p, base string) string {
 	return p
 }
 
-// suggest names the known setting closest to a misspelt one.
-func suggest(k string, known []string) string {
-	best := spell.Closest(k, known)
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -405,9 +393,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// envName is the environment variable for a setting: KEYRELAY_SEND_TO,
+// EnvName is the environment variable for a setting: KEYRELAY_SEND_TO,
 // KEYRELAY_RECV_MAX_SKEW, or with section "" KEYRELAY_KEY_FILE.
-func envName(section, flag string) string {
+func EnvName(section, flag string) string {
 	name := "KEYRELAY_"
 	if section != "" {
 		name += strings.ToUpper(section) + "_"
@@ -415,12 +403,16 @@ func envName(section, flag string) string {
 	return name + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-// Source ranks: a setting from a higher rank wins.
+// Rank is where a setting's value came from: a value from a higher rank
+// wins.
+type Rank int
+
+// The ranks, lowest first.
 const (
-	rankDefault = iota
-	rankFile
-	rankEnv
-	rankFlag
+	RankDefault Rank = iota
+	RankFile
+	RankEnv
+	RankFlag
 )
 
 // Setting is one flag's effective value and where it came from.
@@ -428,100 +420,92 @@ type Setting struct {
 	Name   string
 	Flag   *pflag.Flag
 	Source string // "flag --to", "env KEYRELAY_SEND_TO", "file PATH [send]", "default"
-	rank   int
+	Rank   Rank
+	// Env is the variable the value came from (RankEnv), Section the
+	// file's table ("" for the top level; RankFile).
+	Env, Section string
 
-	// Where exactly, to name it in an error about the value (attribute).
-	env, envValue string // from the environment: the variable and its value
-	section       string // from the file: the table ("" for the top level)
-	raw           any    // from the file: the value as read
+	// Where exactly, to name it in an error about the value (Attribute).
+	envValue string // from the environment: the value
+	raw      any    // from the file: the value as read
 }
 
-// configure fills every flag of c the command line left unset from the
-// environment, then the config file; it returns each flag's source.
-func configure(c *cobra.Command) ([]Setting, *configFile, error) {
-	cf, err := loadConfig(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	warnUnknownEnv(c)
-	settings, err := configureFrom(c, cf)
-	return settings, cf, err
-}
-
-// configureFrom is configure with the config file already loaded, so
-// 'keyrelay config' reads and checks it once for all three commands.
-func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
-	sections := configSections[c.Name()]
+// Apply fills every flag of fs, the flags of command, that the command
+// line left unset from the environment, then the file; it returns each
+// flag's setting: its value's source. A setting overridden by one that
+// excludes it (--insecure over a key file) goes back to its default.
+func (cf *File) Apply(command string, fs *pflag.FlagSet) ([]Setting, error) {
+	sections := configSections[command]
 	// The flags of each section's command, to know which
 	// KEYRELAY_<SECTION>_<FLAG> names exist: built once, not per flag.
 	sectionFlags := make([]*pflag.FlagSet, len(sections))
 	for i, sec := range sections {
-		sectionFlags[i] = newConfigurable(sec, IO{}).Flags()
+		sectionFlags[i] = cf.schema.Flags(sec)
 	}
 	var settings []Setting
 	var firstErr error
-	c.Flags().VisitAll(func(f *pflag.Flag) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		if firstErr != nil || slices.Contains(notConfigurable, f.Name) {
 			return
 		}
-		s := Setting{Name: f.Name, Flag: f, Source: "default", rank: rankDefault}
+		s := Setting{Name: f.Name, Flag: f, Source: "default", Rank: RankDefault}
 		if f.Changed {
-			s.Source, s.rank = "flag --"+f.Name, rankFlag
+			s.Source, s.Rank = "flag --"+f.Name, RankFlag
 			settings = append(settings, s)
 			return
 		}
 		envs := make([]string, 0, len(sections)+1)
 		for i, sec := range sections {
-			if sectionFlags[i].Lookup(f.Name) != nil && slices.Contains(sectionsFor(c.Name(), f.Name), sec) {
-				envs = append(envs, envName(sec, f.Name))
+			if sectionFlags[i].Lookup(f.Name) != nil && slices.Contains(sectionsFor(command, f.Name), sec) {
+				envs = append(envs, EnvName(sec, f.Name))
 			}
 		}
 		if slices.Contains(sharedSettings, f.Name) {
-			envs = append(envs, envName("", f.Name))
+			envs = append(envs, EnvName("", f.Name))
 		}
 		for _, env := range envs {
 			if v, ok := os.LookupEnv(env); ok && v != "" {
 				if err := setFromEnv(f, v); err != nil {
-					firstErr = usagef("%s=%q: %v", env, v, err)
+					firstErr = Usagef("%s=%q: %v", env, v, err)
 					return
 				}
 				if err := refuseLeftOn(f, fmt.Sprintf("%s=%q", env, v), "the environment", "a variable left set (in a shell profile, a service unit)"); err != nil {
 					firstErr = err
 					return
 				}
-				s.Source, s.rank = "env "+env, rankEnv
-				s.env, s.envValue = env, v
+				s.Source, s.Rank = "env "+env, RankEnv
+				s.Env, s.envValue = env, v
 				settings = append(settings, s)
 				return
 			}
 		}
 		if cf.Found {
-			for _, sec := range sectionsFor(c.Name(), f.Name) {
+			for _, sec := range sectionsFor(command, f.Name) {
 				if v, ok := cf.sections[sec][f.Name]; ok {
 					if err := cf.set(f, v); err != nil {
-						firstErr = placed(err, usagef("%s%s in [%s]: %v", cf.where(sec, f.Name), f.Name, sec, err))
+						firstErr = placed(err, Usagef("%s%s in [%s]: %v", cf.where(sec, f.Name), f.Name, sec, err))
 						return
 					}
 					if err := refuseLeftOn(f, fmt.Sprintf("%s%s = %s in [%s]", cf.where(sec, f.Name), f.Name, tomlLiteral(v), sec), "the config file", "a config file left with "+f.Name+" = true"); err != nil {
 						firstErr = err
 						return
 					}
-					s.Source, s.rank = "file "+cf.Path+" ["+sec+"]", rankFile
-					s.section, s.raw = sec, v
+					s.Source, s.Rank = "file "+cf.Path+" ["+sec+"]", RankFile
+					s.Section, s.raw = sec, v
 					settings = append(settings, s)
 					return
 				}
 			}
 			if v, ok := cf.top[f.Name]; ok && slices.Contains(sharedSettings, f.Name) {
 				if err := cf.set(f, v); err != nil {
-					firstErr = placed(err, usagef("%s%s: %v", cf.where("", f.Name), f.Name, err))
+					firstErr = placed(err, Usagef("%s%s: %v", cf.where("", f.Name), f.Name, err))
 					return
 				}
 				if err := refuseLeftOn(f, fmt.Sprintf("%s%s = %s", cf.where("", f.Name), f.Name, tomlLiteral(v)), "the config file", "a config file left with "+f.Name+" = true"); err != nil {
 					firstErr = err
 					return
 				}
-				s.Source, s.rank = "file "+cf.Path, rankFile
+				s.Source, s.Rank = "file "+cf.Path, RankFile
 				s.raw = v
 			}
 		}
@@ -532,21 +516,21 @@ func configureFrom(c *cobra.Command, cf *configFile) ([]Setting, error) {
 	}
 	resolveExclusive(settings, "insecure", "key-file")
 	resolveExclusive(settings, "input", "script")
-	dropWithSource(settings, sourceSetAt(c.Name(), cf))
+	dropWithSource(settings, sourceSetAt(command, cf))
 	return settings, nil
 }
 
 // sourceSetAt reports, for command cmd, whether a key source (input or
 // script) was set at a rank below the command line: in the environment or
 // the config file.
-func sourceSetAt(cmd string, cf *configFile) func(rank int) bool {
-	return func(rank int) bool {
+func sourceSetAt(cmd string, cf *File) func(rank Rank) bool {
+	return func(rank Rank) bool {
 		for _, sec := range sectionsFor(cmd, "input") {
 			for _, n := range []string{"input", "script"} {
 				switch {
-				case rank == rankEnv && os.Getenv(envName(sec, n)) != "":
+				case rank == RankEnv && os.Getenv(EnvName(sec, n)) != "":
 					return true
-				case rank == rankFile && cf.Found && cf.sections[sec][n] != nil:
+				case rank == RankFile && cf.Found && cf.sections[sec][n] != nil:
 					return true
 				}
 			}
@@ -571,7 +555,7 @@ var sourceBound = map[string]func(capture.SourceCaps) bool{
 // a source it went with (setAt: a source was set at its rank) goes; one
 // given at the source's rank or higher (--grab on the command line), or
 // with no source beside it, stays, and send reports what does not fit.
-func dropWithSource(settings []Setting, setAt func(rank int) bool) {
+func dropWithSource(settings []Setting, setAt func(rank Rank) bool) {
 	at := func(name string) int {
 		return slices.IndexFunc(settings, func(s Setting) bool { return s.Name == name })
 	}
@@ -581,20 +565,20 @@ func dropWithSource(settings []Setting, setAt func(rank int) bool) {
 	}
 	// The source as send picks it (SendOptions.validateSettings), and
 	// the rank of what picked it.
-	name, rank, by := settings[in].Flag.Value.String(), settings[in].rank, settings[in].Source
-	if sc >= 0 && settings[sc].Flag.Value.String() != "" && settings[sc].rank > rank {
-		name, rank, by = "script", settings[sc].rank, settings[sc].Source
+	name, rank, by := settings[in].Flag.Value.String(), settings[in].Rank, settings[in].Source
+	if sc >= 0 && settings[sc].Flag.Value.String() != "" && settings[sc].Rank > rank {
+		name, rank, by = "script", settings[sc].Rank, settings[sc].Source
 	}
 	if name == "" {
 		name = "terminal"
 	}
 	b, ok := capture.LookupSource(name)
-	if !ok || rank == rankDefault {
+	if !ok || rank == RankDefault {
 		return // an unknown source is send's to report
 	}
 	for _, n := range sortedKeys(sourceBound) {
 		i := at(n)
-		if i < 0 || settings[i].rank == rankDefault || settings[i].rank >= rank || sourceBound[n](b.Caps) || !setAt(settings[i].rank) {
+		if i < 0 || settings[i].Rank == RankDefault || settings[i].Rank >= rank || sourceBound[n](b.Caps) || !setAt(settings[i].Rank) {
 			continue
 		}
 		s := &settings[i]
@@ -604,7 +588,7 @@ func dropWithSource(settings []Setting, setAt func(rank int) bool) {
 			_ = s.Flag.Value.Set(s.Flag.DefValue) // the default's string form parses back
 		}
 		s.Source = "default (the " + s.Source + " went with the input it was set with: " + by + " picks --input " + name + ", which takes no " + n + ")"
-		s.rank = rankDefault
+		s.Rank = RankDefault
 	}
 }
 
@@ -616,18 +600,18 @@ func dropWithSource(settings []Setting, setAt func(rank int) bool) {
 func resolveExclusive(settings []Setting, a, b string) {
 	ia := slices.IndexFunc(settings, func(s Setting) bool { return s.Name == a })
 	ib := slices.IndexFunc(settings, func(s Setting) bool { return s.Name == b })
-	if ia < 0 || ib < 0 || settings[ia].rank == rankDefault || settings[ib].rank == rankDefault || settings[ia].rank == settings[ib].rank {
+	if ia < 0 || ib < 0 || settings[ia].Rank == RankDefault || settings[ib].Rank == RankDefault || settings[ia].Rank == settings[ib].Rank {
 		return
 	}
 	lo, hi := ia, ib
-	if settings[ia].rank > settings[ib].rank {
+	if settings[ia].Rank > settings[ib].Rank {
 		lo, hi = ib, ia
 	}
 	// Back to the default: the flag's Value has no "unset", but its
 	// default's string form parses back to it.
 	_ = settings[lo].Flag.Value.Set(settings[lo].Flag.DefValue)
 	settings[lo].Source = "default (the " + settings[lo].Source + " is overridden by " + settings[hi].Source + ")"
-	settings[lo].rank = rankDefault
+	settings[lo].Rank = RankDefault
 }
 
 // setFromEnv gives flag f a value from the environment: a list is
@@ -665,4 +649,42 @@ func setFromEnv(f *pflag.Flag, v string) error {
 		return err
 	}
 	return nil
+}
+
+// SharedPath is the file a shared path setting (identity, peers) names
+// for a command that reads it outside Apply (id, peers, pair, and send's
+// and recv's own look): its flag in fs, else $KEYRELAY_<SETTING>, else the
+// setting at the top of the config file (fs's --config, ...), else file
+// in the config file's directory.
+func SharedPath(fs *pflag.FlagSet, schema Schema, setting, file string) (string, error) {
+	if f := fs.Lookup(setting); f != nil && f.Changed {
+		if f.Value.String() == "" {
+			return "", BadValue(setting, "an empty path", "--"+setting+" is empty: give a file")
+		}
+		return f.Value.String(), nil
+	}
+	env := EnvName("", setting)
+	if v := os.Getenv(env); v != "" {
+		return expandPath(v, ""), nil
+	}
+	path := ""
+	if f := fs.Lookup("config"); f != nil {
+		path = f.Value.String()
+	}
+	cf, err := Load(path, schema)
+	if err != nil {
+		return "", err
+	}
+	if v, ok := cf.top[setting]; ok {
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return "", Usagef("%s%s: want a file's path in quotes, got %s", cf.where("", setting), setting, TypeOf(v))
+		}
+		return expandPath(s, cf.dir()), nil
+	}
+	p, err := DefaultPath()
+	if err != nil {
+		return "", Usagef("no config directory to keep the %s in (%v): give --%s FILE or set %s", setting, err, setting, env)
+	}
+	return filepath.Join(filepath.Dir(p), file), nil
 }
