@@ -44,21 +44,6 @@ func TestRecvFlagDefaults(t *testing.T) {
 	}
 }
 
-// TestResolveAll: send's --to addresses resolve through transport.Resolve,
-// and the errors name the flag.
-func TestResolveAll(t *testing.T) {
-	as, err := resolveAll([]string{"127.0.0.1", "[::1]:9000", "localhost:7"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if as[0].String() != "127.0.0.1:7575" || as[1].String() != "[::1]:9000" || as[2].(*net.UDPAddr).Port != 7 {
-		t.Errorf("resolved %v", as)
-	}
-	if _, err := resolveAll([]string{"127.0.0.1:0"}); err == nil || err.Error() != `--to "127.0.0.1:0": port 0 is not a receiver's port` {
-		t.Errorf("port 0: %v", err)
-	}
-}
-
 // TestExitCodes: usage errors exit 2 with a hint, runtime errors 1.
 func TestExitCodes(t *testing.T) {
 	for _, tc := range []struct {

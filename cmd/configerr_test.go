@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -194,7 +195,7 @@ func TestToCommaList(t *testing.T) {
 	if s := strings.Join(got.To, " "); s != "a:1 b:2 [::1]:9 [fd00::7] c" {
 		t.Errorf("--to gave %q", s)
 	}
-	as, err := resolveAll(got.To[2:4])
+	as, err := dest.ResolveAll(got.To[2:4])
 	if err != nil || as[0].String() != "[::1]:9" || as[1].String() != "[fd00::7]:7575" {
 		t.Errorf("resolved %v, %v", as, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/internal/config"
+	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -63,49 +62,6 @@ local-keys = ["AudioVolumeUp"]
 	}
 }
 
-// FuzzNamedDests: --to's text (comma lists, NAME=HOST[:PORT]) never
-// panics, and what it accepts has a name and an address for each
-// destination, names unique (case ignored).
-func FuzzNamedDests(f *testing.F) {
-	for _, s := range []string{"a=127.0.0.1:1,b=[::1]:2", "mac.lan", "=x", "a=", "local=h", "a=h,a=i", "a b=h"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		ds, err := namedDests(config.SplitList([]string{s}), nil)
-		if err != nil {
-			return
-		}
-		seen := map[string]bool{}
-		for _, d := range ds {
-			if d.Name == "" || d.Addr == "" || seen[strings.ToLower(d.Name)] {
-				t.Fatalf("%q gave %+v", s, ds)
-			}
-			seen[strings.ToLower(d.Name)] = true
-		}
-	})
-}
-
-// FuzzDestTable: a [[send.to]] table of any TOML never panics, and one
-// it accepts has a usable name and an address.
-func FuzzDestTable(f *testing.F) {
-	f.Add("name = \"mac\"\naddr = \"mac.lan\"\nhotkey = \"ControlRight+Digit1\"\nmap = { MetaLeft = \"ControlLeft\" }\nlocal-keys = [\"AudioVolumeUp\"]\n")
-	f.Add("name = \"x\"\naddr = 1\n")
-	f.Add("name = \"x\"\naddr = \"h\"\nmap = { MetaLeft = 3 }\n")
-	f.Fuzz(func(t *testing.T, text string) {
-		var m map[string]any
-		if _, err := toml.Decode(text, &m); err != nil {
-			return
-		}
-		d, _, err := parseDestTable(m)
-		if err != nil {
-			return
-		}
-		if d.Name == "" || d.Addr == "" || checkDestName(d.Name) != nil {
-			t.Fatalf("%q accepted as %+v", text, d)
-		}
-	})
-}
-
 // TestConfigPrintsDestinationTables: keyrelay config prints [[send.to]]
 // tables whole (inline), and its output reads back as the same
 // destinations.
@@ -132,9 +88,13 @@ keys = "characters"
 	if _, err := toml.Decode("to = "+line, &m); err != nil {
 		t.Fatal(err)
 	}
-	d, _, err := parseDestTable(m["to"].([]any)[0].(map[string]any))
-	if err != nil || d.Name != "mac" || d.Map[keys.AltLeft] != keys.MetaLeft || len(d.Local) != 2 || !d.Characters {
-		t.Errorf("read back as %+v, %v", d, err)
+	var tables []dest.Spec
+	_, err := dest.Flag{To: new([]string), Tables: &tables}.SetTable(m["to"].([]any)[0].(map[string]any))
+	if err != nil || len(tables) != 1 {
+		t.Fatalf("read back as %+v, %v", tables, err)
+	}
+	if d := tables[0]; d.Name != "mac" || d.Map[keys.AltLeft] != keys.MetaLeft || len(d.Local) != 2 || !d.Characters {
+		t.Errorf("read back as %+v", d)
 	}
 }
 
@@ -185,49 +145,6 @@ func TestSendKeysCharactersSettings(t *testing.T) {
 			// Router, which holds the translator.
 			if !slices.Equal(chars, tc.chars) || got.routed() != slices.Contains(tc.chars, true) {
 				t.Errorf("characters per destination %v (routed %v), want %v", chars, got.routed(), tc.chars)
-			}
-		})
-	}
-}
-
-// TestDefaultDestHotkeys: a switching send with --grab gives each
-// destination without a hotkey ControlRight+Digit1, +Digit2, … by its place
-// (README, "Several machines"), never one that is --hotkey or another
-// destination's own, and none past the ninth.
-func TestDefaultDestHotkeys(t *testing.T) {
-	hk := func(s string) capture.Hotkey {
-		h, err := capture.ParseHotkey(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
-	for _, tc := range []struct {
-		name   string
-		hotkey string
-		own    []string // each destination's own hotkey, "" for none
-		want   []string
-	}{
-		{"none given", capture.DefaultHotkey, []string{"", "", ""}, []string{"ControlRight+Digit1", "ControlRight+Digit2", "ControlRight+Digit3"}},
-		{"one given keeps it", capture.DefaultHotkey, []string{"", "ScrollLock", ""}, []string{"ControlRight+Digit1", "ScrollLock", "ControlRight+Digit3"}},
-		{"a default another has", capture.DefaultHotkey, []string{"ControlRight+Digit2", ""}, []string{"ControlRight+Digit2", ""}},
-		{"a default that is --hotkey", "ControlRight+Digit1", []string{"", ""}, []string{"", "ControlRight+Digit2"}},
-		{"ten destinations", capture.DefaultHotkey, make([]string, 10), []string{"ControlRight+Digit1", "ControlRight+Digit2", "ControlRight+Digit3", "ControlRight+Digit4", "ControlRight+Digit5", "ControlRight+Digit6", "ControlRight+Digit7", "ControlRight+Digit8", "ControlRight+Digit9", ""}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := &SendOptions{hotkey: hk(tc.hotkey)}
-			for i, own := range tc.own {
-				d := destSpec{Name: fmt.Sprint("d", i)}
-				if own != "" {
-					d.Hotkey = hk(own)
-				}
-				o.dests = append(o.dests, d)
-			}
-			o.defaultDestHotkeys()
-			for i, d := range o.dests {
-				if got := d.Hotkey.String(); got != tc.want[i] {
-					t.Errorf("destination %d: hotkey %q, want %q", i, got, tc.want[i])
-				}
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/config"
+	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/internal/udpsock"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -152,7 +153,7 @@ Every check, and what a probe does: man keyrelay-doctor.`,
 	f.StringArrayVar(&opts.Allow, "allow", nil, "recv's --allow (default [recv] allow): when it leaves out this machine, doctor's probe of a recv running here is dropped, and the port check says so instead of failing")
 	f.StringVar(&opts.KeyFile, "key-file", "", "the key file (default $"+secret.Env+")")
 	f.BoolVar(&opts.Insecure, "insecure", false, "send and recv run with --insecure: no key file needed, probes in plaintext")
-	f.Var(toValue{to: &opts.To, chars: &opts.charDests}, "to", "send's destinations, HOST[:PORT], a paired peer's name (NAME:PORT: its recv on another port) or NAME=HOST[:PORT] (repeatable or comma-separated; default [send] to or $KEYRELAY_SEND_TO): each is probed with the send role")
+	f.Var(dest.Flag{To: &opts.To, Chars: &opts.charDests}, "to", "send's destinations, HOST[:PORT], a paired peer's name (NAME:PORT: its recv on another port) or NAME=HOST[:PORT] (repeatable or comma-separated; default [send] to or $KEYRELAY_SEND_TO): each is probed with the send role")
 	f.Lookup("to").DefValue = ""
 	f.StringVar(&opts.Keys, "keys", "", `send's --keys: with "characters", doctor checks where this keyboard's layout comes from (default [send] keys; [[send.to]] tables with keys = "characters" are checked too)`)
 	f.StringVar(&opts.Layout, "layout", "", "send's --layout: this keyboard's XKB layout for characters mode, LAYOUT or LAYOUT(VARIANT), checked against this machine's XKB data (default [send] layout)")
@@ -300,11 +301,11 @@ func runDoctor(ctx context.Context, stdio IO, o *DoctorOptions) error {
 	for i, a := range o.To {
 		// The name is for people reading the checks; the probe needs
 		// the address.
-		o.toNames[i], o.To[i] = splitNamed(a)
+		o.toNames[i], o.To[i] = dest.SplitNamed(a)
 	}
 	if doSend && o.Peer == "" {
 		for _, a := range o.To {
-			if err := checkTo(a); err != nil {
+			if err := dest.CheckTo(a); err != nil {
 				return err
 			}
 		}
@@ -568,24 +569,24 @@ func (o *DoctorOptions) roundTrip(ctx context.Context, target, from string, key 
 		}
 		return []check{{name: name, needed: true, err: err, fix: fix + fixAddr}}
 	}
-	if d.name != "" {
+	if d.Name != "" {
 		// A paired machine: where its peers file says, which DNS
 		// need not know.
-		at := d.addr.String()
+		at := d.Addr.String()
 		if from != "" {
-			name = "round trip to " + target + " at " + at + " (paired machine " + d.name + ", " + from + ")"
+			name = "round trip to " + target + " at " + at + " (paired machine " + d.Name + ", " + from + ")"
 		} else {
-			name = "round trip to " + target + " at " + at + " (paired machine " + d.name + ")"
+			name = "round trip to " + target + " at " + at + " (paired machine " + d.Name + ")"
 		}
 	}
-	if from != "" && transport.IsBroadcast(d.addr.IP) {
+	if from != "" && transport.IsBroadcast(d.Addr.IP) {
 		kind := "a broadcast address"
-		if d.addr.IP.IsMulticast() {
+		if d.Addr.IP.IsMulticast() {
 			kind = "a multicast group"
 		}
 		return []check{{name: name, skipped: "not probed: " + kind + " is one-way (any number of receivers may answer, or none; send does not wait for their acks either)"}}
 	}
-	target = d.addr.String()
+	target = d.Addr.String()
 	port := portOf(target)
 	rtt, offset, err := o.probe(ctx, d, key)
 	fix := "start 'keyrelay recv' there, listening on port " + port + ", with the same key file (or none on both) or both --insecure; open UDP " + port + " in its firewall"
@@ -695,29 +696,29 @@ func localAddr(listen string) string {
 
 // dest resolves a destination as send does (resolveDests), with the
 // identity and peers file checkIdentity loaded.
-func (o *DoctorOptions) dest(target string) (destination, error) {
+func (o *DoctorOptions) dest(target string) (dest.Resolved, error) {
 	list := o.peerList
 	if list == nil {
 		list = &peers.List{}
 	}
-	ds, err := resolveDests([]string{target}, list, o.id, false, o.Insecure)
+	ds, err := dest.Resolve([]string{target}, list, o.id, false, o.Insecure)
 	if err != nil {
-		return destination{}, err
+		return dest.Resolved{}, err
 	}
 	return ds[0], nil
 }
 
 // probe runs one probe session with the recv at d, under d's key.
-func (o *DoctorOptions) probe(ctx context.Context, d destination, key []byte) (rtt, offset time.Duration, err error) {
+func (o *DoctorOptions) probe(ctx context.Context, d dest.Resolved, key []byte) (rtt, offset time.Duration, err error) {
 	timeout := o.probeTimeout
 	if timeout == 0 {
 		timeout = doctorProbeTimeout
 	}
-	pc := sender.ProbeConfig{PSK: key, Insecure: o.Insecure, Identity: o.id, PeerKey: d.key}
+	pc := sender.ProbeConfig{PSK: key, Insecure: o.Insecure, Identity: o.id, PeerKey: d.Key}
 	if o.Insecure {
 		pc.PSK = nil
 	}
-	return probePeer(ctx, d.addr.String(), pc, timeout)
+	return probePeer(ctx, d.Addr.String(), pc, timeout)
 }
 
 // checkIdentity checks this machine's identity file (its mode: the
@@ -756,7 +757,7 @@ func (o *DoctorOptions) checkIdentity() []check {
 // returns the RTT of the first packet acked and the receiver's clock minus
 // ours, or why nothing was acked.
 func probePeer(ctx context.Context, peer string, pc sender.ProbeConfig, timeout time.Duration) (rtt, offset time.Duration, err error) {
-	addrs, err := resolveAll([]string{peer})
+	addrs, err := dest.ResolveAll([]string{peer})
 	if err != nil {
 		return 0, 0, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keyrelay/keyrelay/internal/config"
+	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/transport"
 )
@@ -71,7 +72,7 @@ func runImpair(ctx context.Context, stdio IO, o *ImpairOptions) error {
 		return err
 	}
 	o.Listen = listen
-	if err := checkTo(o.To); err != nil {
+	if err := dest.CheckTo(o.To); err != nil {
 		return err
 	}
 	p := &netsim.Proxy{Listen: o.Listen, Target: transport.WithDefaultPort(o.To, DefaultPort), Forward: o.Link,

@@ -17,9 +17,9 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/config"
+	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/internal/wake"
-	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
@@ -54,8 +54,8 @@ type SendOptions struct {
 
 	// toTables are the config file's [[send.to]] tables; dests is every
 	// destination, named (validate).
-	toTables []destSpec
-	dests    []destSpec
+	toTables []dest.Spec
+	dests    []dest.Spec
 
 	hotkey      capture.Hotkey // --hotkey, parsed by validate
 	outageGiven bool           // --outage is set (command line, environment or config file)
@@ -111,7 +111,7 @@ handshake, one-way use, every flag): man keyrelay-send.`,
 		},
 	}
 	f := c.Flags()
-	f.Var(toValue{to: &opts.To, tables: &opts.toTables}, "to", "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+"), a paired peer's name (NAME:PORT: its recv on another port), or NAME=HOST[:PORT], named for keyrelay switch and status; [[send.to]] tables in the config file add a hotkey, a key map and local keys")
+	f.Var(dest.Flag{To: &opts.To, Tables: &opts.toTables}, "to", "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+"), a paired peer's name (NAME:PORT: its recv on another port), or NAME=HOST[:PORT], named for keyrelay switch and status; [[send.to]] tables in the config file add a hotkey, a key map and local keys")
 	f.Lookup("to").DefValue = "" // none, as a plain string list shows it
 	f.StringVar(&opts.Input, "input", "", "key source: "+joinOr(capture.SourceNames(false))+" ("+sourceAliases()+"default: script with --script, else terminal)")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
@@ -343,13 +343,13 @@ func (o *SendOptions) validateSettings() error {
 	if len(o.To) == 0 && len(o.toTables) == 0 {
 		return config.Usagef("no destination: give --to HOST[:PORT] (the receiver runs 'keyrelay recv', default port %s)", DefaultPort)
 	}
-	dests, err := namedDests(o.To, o.toTables)
+	dests, err := dest.Named(o.To, o.toTables)
 	if err != nil {
 		return err
 	}
 	o.dests = dests
 	for _, d := range o.dests {
-		if err := checkTo(d.Addr); err != nil {
+		if err := dest.CheckTo(d.Addr); err != nil {
 			return err
 		}
 	}
@@ -428,7 +428,7 @@ func (o *SendOptions) validateSettings() error {
 		}
 	}
 	if o.Grab && o.switching() {
-		o.defaultDestHotkeys()
+		dest.DefaultHotkeys(o.dests, o.hotkey)
 	}
 	// A destination's hotkey is caught by send while relaying: it must be
 	// one the source can report, and not --hotkey, which the source keeps.
@@ -533,17 +533,17 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 			return err
 		}
 	}
-	resolved, err := resolveDests(o.addrs(), list, id, !o.Feedback, o.Key.Insecure)
+	resolved, err := dest.Resolve(o.addrs(), list, id, !o.Feedback, o.Key.Insecure)
 	if err != nil {
 		return err
 	}
-	dests := addrsOf(resolved)
+	dests := dest.Addrs(resolved)
 	if err := checkOneWay(o, dests); err != nil {
 		return err
 	}
 	oneWay := false
 	for _, d := range resolved {
-		oneWay = oneWay || d.oneWay
+		oneWay = oneWay || d.OneWay
 	}
 	key, err := o.Key.load(logf, oneWay)
 	if err != nil {
@@ -562,7 +562,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	defer conn.Close()
 
 	cfg := sender.Config{
-		Conn: conn, Dests: senderDests(resolved), QueueLen: o.Queue, Interval: o.Interval,
+		Conn: conn, Dests: dest.SenderDests(resolved), QueueLen: o.Queue, Interval: o.Interval,
 		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
 		Identity: id, Insecure: o.Key.Insecure, Wait: o.Wait,
 		// A script plays on for no one once its receiver is gone: it stops
@@ -875,56 +875,10 @@ func clockNote(p sender.PeerStatus) string {
 	return "  clock " + describeOffset(p.ClockOffset.Round(100*time.Millisecond))
 }
 
-// resolveAll resolves every --to address, adding the default port where
-// there is none.
-func resolveAll(to []string) ([]net.Addr, error) {
-	var out []net.Addr
-	var errs []error
-	for _, a := range to {
-		ua, err := transport.Resolve(a, DefaultPort)
-		switch {
-		case errors.Is(err, transport.ErrPortZero):
-			errs = append(errs, config.Usagef("--to %q: %v", a, err))
-		case err != nil:
-			errs = append(errs, fmt.Errorf("unable to resolve --to %q: %w", a, err))
-		default:
-			out = append(out, ua)
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
 func joinAddrs(as []net.Addr) string {
 	s := make([]string, len(as))
 	for i, a := range as {
 		s[i] = a.String()
 	}
 	return strings.Join(s, ", ")
-}
-
-// defaultDestHotkeys gives each destination without a hotkey of its own the
-// default for its place when send switches with --grab: ControlRight+Digit1
-// for the first, ControlRight+Digit2 for the second, up to the ninth. The
-// right Control key alone with a digit is bound by no common desktop (they
-// bind Super+N and Ctrl+Alt+N), and every grabbing source can report it
-// (a modifier and one key: capture.CheckHotkey). A default that is --hotkey
-// or another destination's own hotkey is left out.
-func (o *SendOptions) defaultDestHotkeys() {
-	taken := map[string]bool{o.hotkey.String(): true}
-	for _, d := range o.dests {
-		if len(d.Hotkey) > 0 {
-			taken[d.Hotkey.String()] = true
-		}
-	}
-	for i := range o.dests {
-		if len(o.dests[i].Hotkey) > 0 || i >= 9 {
-			continue
-		}
-		h := capture.Hotkey{keys.ControlRight, keys.Digit1 + keys.Code(i)}
-		if taken[h.String()] {
-			continue
-		}
-		taken[h.String()] = true
-		o.dests[i].Hotkey = h
-	}
 }

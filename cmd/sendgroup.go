@@ -11,8 +11,8 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/charmode"
+	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
-	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
 )
@@ -48,21 +48,12 @@ func (o *SendOptions) switching() bool {
 	return false
 }
 
-// routes are the Router's routes, in the destinations' order.
-func (o *SendOptions) routes() []sender.Route {
-	out := make([]sender.Route, len(o.dests))
-	for i, d := range o.dests {
-		out[i] = sender.Route{Name: d.Name, Hotkey: []keys.Code(d.Hotkey), Map: d.Map, Local: d.Local, Characters: d.Characters}
-	}
-	return out
-}
-
 // groupRun is one destination of a routed send: its own socket and
 // Sender (its own balanced queue and session).
 type groupRun struct {
 	name  string
 	chars bool // gets characters (keys = "characters")
-	dest  destination
+	dest  dest.Resolved
 	conn  *transport.Conn
 	s     *sender.Sender
 }
@@ -79,7 +70,7 @@ func (r *groupRun) keys() string {
 // destination, the source's keys routed to them (sender.Group), and the
 // control socket for keyrelay switch and status.
 func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBackend, src sender.Source, sopts capture.SourceOptions,
-	resolved []destination, key []byte, id *identity.Identity, logf, errf func(string, ...any), board *statusBoard, showStatus bool) error {
+	resolved []dest.Resolved, key []byte, id *identity.Identity, logf, errf func(string, ...any), board *statusBoard, showStatus bool) error {
 	var runs []*groupRun
 	var cfgs []sender.Config
 	defer func() {
@@ -88,14 +79,14 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 		}
 	}()
 	for i, d := range resolved {
-		conn, err := transport.Open([]net.Addr{d.addr})
+		conn, err := transport.Open([]net.Addr{d.Addr})
 		if err != nil {
 			return err
 		}
 		r := &groupRun{name: o.dests[i].Name, chars: o.dests[i].Characters, dest: d, conn: conn}
 		runs = append(runs, r)
 		cfg := sender.Config{
-			Conn: conn, Dests: senderDests([]destination{d}), QueueLen: o.Queue, Interval: o.Interval,
+			Conn: conn, Dests: dest.SenderDests([]dest.Resolved{d}), QueueLen: o.Queue, Interval: o.Interval,
 			Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
 			Identity: id, Insecure: o.Key.Insecure, Wait: o.Wait,
 			// A script stops for every destination once any one is
@@ -109,7 +100,7 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	}
 	// Switching starts at the first destination, until a hotkey or
 	// keyrelay switch picks another; mirror's target is every one.
-	router := sender.NewRouter(o.routes(), !o.switching(), 0)
+	router := sender.NewRouter(dest.Routes(o.dests), !o.switching(), 0)
 	layoutNote := ""
 	var km charmode.Keymap
 	if o.characters() {
@@ -152,7 +143,7 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	}
 	var all []net.Addr
 	for _, r := range runs {
-		all = append(all, r.dest.addr)
+		all = append(all, r.dest.Addr)
 	}
 	if src == nil {
 		sopts.Label = joinAddrs(all)
@@ -182,7 +173,7 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 			if o.switching() && len(o.dests[i].Hotkey) > 0 {
 				keysNote += "; hotkey " + o.dests[i].Hotkey.String()
 			}
-			logf("session %016x: sending to %s (%s%s; queue %d, every %v)", r.s.Session(), r.name, r.dest.addr, keysNote, o.Queue, o.Interval)
+			logf("session %016x: sending to %s (%s%s; queue %d, every %v)", r.s.Session(), r.name, r.dest.Addr, keysNote, o.Queue, o.Interval)
 		}
 		logf("%s", mode)
 	}
@@ -190,7 +181,7 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	statusDone := make(chan struct{})
 	var statuses []func() ([]string, [][]any)
 	for _, r := range runs {
-		statuses = append(statuses, sendStatus(r.s, []net.Addr{r.dest.addr}, src, o.Timeout, o.Debug))
+		statuses = append(statuses, sendStatus(r.s, []net.Addr{r.dest.Addr}, src, o.Timeout, o.Debug))
 	}
 	// Each line starts with its destination's name, padded to the longest
 	// so that the columns of all destinations line up on a terminal.
@@ -281,7 +272,7 @@ func namedSilence(e *sender.SilentError, runs []*groupRun) *sender.SilentError {
 	named := &sender.SilentError{Outage: e.Outage}
 	for _, a := range e.Addrs {
 		for _, r := range runs {
-			if r.dest.addr.String() == a && r.name != a {
+			if r.dest.Addr.String() == a && r.name != a {
 				a = fmt.Sprintf("%s (%s)", r.name, a)
 				break
 			}
@@ -317,7 +308,7 @@ func (h *groupControl) Status() controlAnswer {
 		ans.Switch += "; the grab follows"
 	}
 	for _, r := range h.runs {
-		d := destStatus{Name: r.name, Addr: r.dest.addr.String(), Keys: r.keys()}
+		d := destStatus{Name: r.name, Addr: r.dest.Addr.String(), Keys: r.keys()}
 		d.State, d.Live = destState(r.s, d.Addr)
 		ans.Dests = append(ans.Dests, d)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/identity"
+	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -141,7 +142,7 @@ func TestRecvStatusNamesOtherVersion(t *testing.T) {
 // nothing was delivered: both versions, exit status 3.
 func TestSendNamesOtherVersion(t *testing.T) {
 	addr := fake.OtherVersion(t, wire.Version+1)
-	dests, err := resolveAll([]string{addr})
+	dests, err := dest.ResolveAll([]string{addr})
 	if err != nil {
 		t.Fatal(err)
 	}

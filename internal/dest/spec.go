@@ -1,4 +1,4 @@
-package cmd
+package dest
 
 import (
 	"fmt"
@@ -11,13 +11,14 @@ import (
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
 )
 
-// destSpec is one named destination of send: from --to NAME=HOST[:PORT],
+// Spec is one named destination of send: from --to NAME=HOST[:PORT],
 // or a [[send.to]] table of the config file, which may also give its
 // switch hotkey, its key map and the keys that never go to it.
-type destSpec struct {
+type Spec struct {
 	Name   string
 	Addr   string // HOST[:PORT], or a paired peer's name
 	Hotkey capture.Hotkey
@@ -34,70 +35,70 @@ type destSpec struct {
 // destFields are the settings of a [[send.to]] table.
 var destFields = []string{"name", "addr", "hotkey", "map", "local-keys", "keys"}
 
-// toValue is send's and doctor's --to: HOST[:PORT], a peer's name or
+// Flag is send's and doctor's --to: HOST[:PORT], a peer's name or
 // NAME=HOST[:PORT], repeatable and comma-separated, as strings; in the
-// config file also [[send.to]] tables (setTable), kept whole for send.
-type toValue struct {
-	to     *[]string
-	tables *[]destSpec // nil: doctor, which needs only the addresses
-	// chars (doctor) gets the names of the tables with keys =
+// config file also [[send.to]] tables (SetTable), kept whole for send.
+type Flag struct {
+	To     *[]string
+	Tables *[]Spec // nil: doctor, which needs only the addresses
+	// Chars (doctor) gets the names of the tables with keys =
 	// "characters", whose layout doctor checks.
-	chars *[]string
+	Chars *[]string
 }
 
-func (v toValue) String() string { return "[" + strings.Join(v.GetSlice(), ",") + "]" }
-func (v toValue) Set(s string) error {
-	*v.to = append(*v.to, s)
+func (v Flag) String() string { return "[" + strings.Join(v.GetSlice(), ",") + "]" }
+func (v Flag) Set(s string) error {
+	*v.To = append(*v.To, s)
 	return nil
 }
-func (v toValue) Type() string { return "stringArray" }
+func (v Flag) Type() string { return "stringArray" }
 
 // GetSlice lists the destinations as --to takes them: a table as
 // NAME=ADDR (keyrelay config prints them so; a table's hotkey, map and
 // local keys are not in it).
-func (v toValue) GetSlice() []string {
-	out := slices.Clone(*v.to)
-	if v.tables != nil {
-		for _, d := range *v.tables {
+func (v Flag) GetSlice() []string {
+	out := slices.Clone(*v.To)
+	if v.Tables != nil {
+		for _, d := range *v.Tables {
 			out = append(out, d.Name+"="+d.Addr)
 		}
 	}
 	return out
 }
-func (v toValue) Append(s string) error { return v.Set(s) }
-func (v toValue) Replace(s []string) error {
-	*v.to = slices.Clone(s)
-	if v.tables != nil {
-		*v.tables = nil
+func (v Flag) Append(s string) error { return v.Set(s) }
+func (v Flag) Replace(s []string) error {
+	*v.To = slices.Clone(s)
+	if v.Tables != nil {
+		*v.Tables = nil
 	}
-	if v.chars != nil {
-		*v.chars = nil
+	if v.Chars != nil {
+		*v.Chars = nil
 	}
 	return nil
 }
 
 // SetTable takes one [[send.to]] table. Its errors name the setting at
 // fault; the caller adds the file and line.
-func (v toValue) SetTable(m map[string]any) (string, error) {
-	d, bad, err := parseDestTable(m)
+func (v Flag) SetTable(m map[string]any) (string, error) {
+	d, bad, err := parseTable(m)
 	if err != nil {
 		return bad, err
 	}
-	if v.tables != nil {
-		*v.tables = append(*v.tables, d)
+	if v.Tables != nil {
+		*v.Tables = append(*v.Tables, d)
 	} else {
-		*v.to = append(*v.to, d.Name+"="+d.Addr)
-		if d.Characters && v.chars != nil {
-			*v.chars = append(*v.chars, d.Name)
+		*v.To = append(*v.To, d.Name+"="+d.Addr)
+		if d.Characters && v.Chars != nil {
+			*v.Chars = append(*v.Chars, d.Name)
 		}
 	}
 	return "", nil
 }
 
-// parseDestTable reads a [[send.to]] table; on error it also returns the
+// parseTable reads a [[send.to]] table; on error it also returns the
 // key at fault ("" for the table as a whole).
-func parseDestTable(m map[string]any) (destSpec, string, error) {
-	var d destSpec
+func parseTable(m map[string]any) (Spec, string, error) {
+	var d Spec
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(destFields, k) {
 			return d, k, fmt.Errorf("unknown setting %q in [[send.to]]%s; a destination has: %s", k, spell.Suggest(k, destFields), strings.Join(destFields, ", "))
@@ -124,7 +125,7 @@ func parseDestTable(m map[string]any) (destSpec, string, error) {
 	if d.Name == "" {
 		return d, "", fmt.Errorf(`a [[send.to]] destination needs a name (name = "mac"): switch and status name it`)
 	}
-	if err := checkDestName(d.Name); err != nil {
+	if err := checkName(d.Name); err != nil {
 		return d, "name", err
 	}
 	if d.Addr == "" {
@@ -188,10 +189,10 @@ func parseDestTable(m map[string]any) (destSpec, string, error) {
 	return d, "", nil
 }
 
-// checkDestName refuses a destination name that would read as something
+// checkName refuses a destination name that would read as something
 // else: "local" (in any case) is keyrelay switch's word for this machine,
 // and a name is one word so that it can be typed after keyrelay switch.
-func checkDestName(n string) error {
+func checkName(n string) error {
 	if strings.EqualFold(n, "local") {
 		return fmt.Errorf(`name "local" is taken: 'keyrelay switch local' returns to local use; pick another name`)
 	}
@@ -203,35 +204,35 @@ func checkDestName(n string) error {
 	return nil
 }
 
-// splitNamed splits a --to entry NAME=HOST[:PORT] into its name and
+// SplitNamed splits a --to entry NAME=HOST[:PORT] into its name and
 // address; an entry without = has no name.
-func splitNamed(a string) (name, addr string) {
+func SplitNamed(a string) (name, addr string) {
 	if n, rest, ok := strings.Cut(a, "="); ok {
 		return strings.TrimSpace(n), strings.TrimSpace(rest)
 	}
 	return "", a
 }
 
-// namedDests merges the --to strings (HOST[:PORT], a peer's name, or
+// Named merges the --to strings (HOST[:PORT], a peer's name, or
 // NAME=HOST[:PORT]) and the config file's [[send.to]] tables into one
 // list, each with a name (its address or the peer's name when not given),
 // and checks that names are unique and that no two hotkeys are the same.
-func namedDests(to []string, tables []destSpec) ([]destSpec, error) {
-	var out []destSpec
+func Named(to []string, tables []Spec) ([]Spec, error) {
+	var out []Spec
 	for _, a := range to {
-		name, addr := splitNamed(a)
+		name, addr := SplitNamed(a)
 		if name != "" || strings.Contains(a, "=") {
 			if name == "" || addr == "" {
 				return nil, config.BadValue("to", fmt.Sprintf("%q: want NAME=HOST[:PORT]", a), fmt.Sprintf("--to %q: want NAME=HOST[:PORT] (both parts)", a))
 			}
-			if err := checkDestName(name); err != nil {
+			if err := checkName(name); err != nil {
 				return nil, config.BadValue("to", fmt.Sprintf("%q: %v", a, err), fmt.Sprintf("--to %q: %v", a, err))
 			}
 		}
 		if name == "" {
 			name = addr
 		}
-		out = append(out, destSpec{Name: name, Addr: addr})
+		out = append(out, Spec{Name: name, Addr: addr})
 	}
 	out = append(out, tables...)
 	// Names ignore case, as peers' do and keyrelay switch does: "pc"
@@ -261,15 +262,15 @@ func namedDests(to []string, tables []destSpec) ([]destSpec, error) {
 // TOML writes the destinations as a TOML list when there are tables:
 // strings as given, tables inline with everything they set, so that
 // keyrelay config's output reads back the same.
-func (v toValue) TOML() (string, bool) {
-	if v.tables == nil || len(*v.tables) == 0 {
+func (v Flag) TOML() (string, bool) {
+	if v.Tables == nil || len(*v.Tables) == 0 {
 		return "", false
 	}
 	var items []string
-	for _, s := range *v.to {
+	for _, s := range *v.To {
 		items = append(items, config.Quote(s))
 	}
-	for _, d := range *v.tables {
+	for _, d := range *v.Tables {
 		parts := []string{"name = " + config.Quote(d.Name), "addr = " + config.Quote(d.Addr)}
 		if len(d.Hotkey) > 0 {
 			parts = append(parts, "hotkey = "+config.Quote(d.Hotkey.String()))
@@ -296,20 +297,20 @@ func (v toValue) TOML() (string, bool) {
 	return "[" + strings.Join(items, ", ") + "]", true
 }
 
-// checkTo checks a --to address before anything is resolved: a wrong
+// CheckTo checks a --to address before anything is resolved: a wrong
 // port is a usage error, whatever the host.
-func checkTo(a string) error {
-	_, port, err := net.SplitHostPort(transport.WithDefaultPort(a, DefaultPort))
+func CheckTo(a string) error {
+	_, port, err := net.SplitHostPort(transport.WithDefaultPort(a, config.DefaultPort))
 	want := ""
 	switch {
 	case err != nil:
-		want = "want HOST[:PORT]: a host name, an IPv4 address or an [IPv6] address, with a UDP port 1..65535 (default " + DefaultPort + ")"
+		want = "want HOST[:PORT]: a host name, an IPv4 address or an [IPv6] address, with a UDP port 1..65535 (default " + config.DefaultPort + ")"
 	case port == "0":
-		want = "port 0 is not a receiver's port (want 1..65535; without a port, " + DefaultPort + ")"
+		want = "port 0 is not a receiver's port (want 1..65535; without a port, " + config.DefaultPort + ")"
 	default:
 		want = config.CheckPort(port, 1)
 		if want != "" {
-			want += " (a receiver's UDP port; without one, " + DefaultPort + ")"
+			want += " (a receiver's UDP port; without one, " + config.DefaultPort + ")"
 		}
 	}
 	if want == "" {
@@ -319,4 +320,40 @@ func checkTo(a string) error {
 }
 
 // --to takes [[send.to]] tables from the config file.
-var _ config.TableValue = toValue{}
+var _ config.TableValue = Flag{}
+
+// DefaultHotkeys gives each destination without a hotkey of its own the
+// default for its place when send switches with --grab: ControlRight+Digit1
+// for the first, ControlRight+Digit2 for the second, up to the ninth. The
+// right Control key alone with a digit is bound by no common desktop (they
+// bind Super+N and Ctrl+Alt+N), and every grabbing source can report it
+// (a modifier and one key: capture.CheckHotkey). A default that is hotkey
+// (send's --hotkey) or another destination's own hotkey is left out.
+func DefaultHotkeys(dests []Spec, hotkey capture.Hotkey) {
+	taken := map[string]bool{hotkey.String(): true}
+	for _, d := range dests {
+		if len(d.Hotkey) > 0 {
+			taken[d.Hotkey.String()] = true
+		}
+	}
+	for i := range dests {
+		if len(dests[i].Hotkey) > 0 || i >= 9 {
+			continue
+		}
+		h := capture.Hotkey{keys.ControlRight, keys.Digit1 + keys.Code(i)}
+		if taken[h.String()] {
+			continue
+		}
+		taken[h.String()] = true
+		dests[i].Hotkey = h
+	}
+}
+
+// Routes are the sender.Router's routes to dests, in their order.
+func Routes(dests []Spec) []sender.Route {
+	out := make([]sender.Route, len(dests))
+	for i, d := range dests {
+		out[i] = sender.Route{Name: d.Name, Hotkey: []keys.Code(d.Hotkey), Map: d.Map, Local: d.Local, Characters: d.Characters}
+	}
+	return out
+}
