@@ -266,7 +266,7 @@ func (f *charsControl) Status() controlAnswer {
 // none, it says so without failing.
 func TestDoctorShowsTheRunningSend(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
-	if c := runningSend(); c.skipped == "" || c.err != nil {
+	if c := runningSend(); c.Skipped == "" || c.Err != nil {
 		t.Errorf("no send running: %+v, want skipped", c)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -276,7 +276,7 @@ func TestDoctorShowsTheRunningSend(t *testing.T) {
 	}
 	c := runningSend()
 	want := "target mac; destinations mac 127.0.0.1:1 (live, characters), pc 127.0.0.1:2 (no answer yet)"
-	if c.err != nil || c.ok != want {
+	if c.Err != nil || c.OK != want {
 		t.Errorf("running send: %+v\nwant ok %q", c, want)
 	}
 }

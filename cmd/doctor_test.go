@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/doctor"
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/config"
@@ -84,7 +84,7 @@ func TestDoctorClockOffset(t *testing.T) {
 	} {
 		peer := skewedRecv(t, key, tc.shift)
 		var out bytes.Buffer
-		err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, &DoctorOptions{
+		err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, &doctor.Options{
 			Inject: "log", Input: "script", Listen: "127.0.0.1:0", KeyFile: keyFile, Peer: peer})
 		text := out.String()
 		if err != nil {
@@ -157,7 +157,7 @@ func TestDoctorEvdev(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "event5")
 	for _, input := range []string{"evdev", "script"} {
 		var out bytes.Buffer
-		err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, &DoctorOptions{
+		err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, &doctor.Options{
 			Inject: "log", Input: input, Listen: "127.0.0.1:0", KeyFile: "none", Devices: []string{missing}})
 		text := out.String()
 		line := "keyboards under /dev/input (--input evdev): evdev keyboard input unavailable: " + missing + " does not exist"
@@ -176,7 +176,7 @@ func TestDoctorEvdev(t *testing.T) {
 func doctorCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	c := newCmdDoctor(IO{Out: &out, Err: &out}, &DoctorOptions{probeTimeout: time.Second})
+	c := newCmdDoctor(IO{Out: &out, Err: &out}, &doctor.Options{ProbeTimeout: time.Second})
 	c.SilenceErrors, c.SilenceUsage = true, true
 	c.SetOut(&out)
 	c.SetErr(&out)
@@ -450,15 +450,6 @@ func machineID(t *testing.T) *identity.Identity {
 	return id
 }
 
-// probeAs is how probePeer reaches a recv made by serveRecv with key
-// (plaintext if nil) and identity id.
-func probeAs(key []byte, id *identity.Identity) sender.ProbeConfig {
-	if key == nil {
-		return sender.ProbeConfig{Insecure: true}
-	}
-	return sender.ProbeConfig{PSK: key, Identity: id, PeerKey: id.Public()}
-}
-
 // recvOn runs a real receiver on listen (PSK key, plaintext if nil) until
 // the returned stop; after stop the test owns the receiver.
 func recvOn(t *testing.T, listen string, key []byte, inj inject.Injector) (addr string, r *receiver.Receiver, stop func()) {
@@ -477,7 +468,7 @@ func serveRecv(t *testing.T, listen string, cfg receiver.Config, shift time.Dura
 	}
 	cfg.Conn = conn
 	if cfg.PSK == nil && cfg.Identity == nil {
-		cfg.Insecure = true // plaintext, as probePeer without a key
+		cfg.Insecure = true // plaintext, as doctor probes without a key
 	}
 	if !cfg.Insecure && cfg.Identity == nil {
 		cfg.Identity = machineID(t)
@@ -546,7 +537,7 @@ func TestDoctorPortInUse(t *testing.T) {
 		{"a recv with another key", theirs, false, "FAIL  UDP port for recv: " + theirs + " is in use by a program that does not answer a keyrelay probe under this key", true},
 		{"another program", silent.LocalAddr().String(), false, "FAIL  UDP port for recv: " + silent.LocalAddr().String() + " is in use", true},
 	} {
-		o := &DoctorOptions{Role: roleRecv, Inject: "log", Input: "terminal", Listen: tc.listen, KeyFile: keyFile, probeTimeout: 300 * time.Millisecond}
+		o := &doctor.Options{Role: doctor.RoleRecv, Inject: "log", Input: "terminal", Listen: tc.listen, KeyFile: keyFile, ProbeTimeout: 300 * time.Millisecond}
 		if tc.insecure {
 			o.KeyFile, o.Insecure = "", true
 		}
@@ -581,7 +572,7 @@ func TestDoctorPortHeldByRecvThatDropsTheProbe(t *testing.T) {
 		{"loopback left out", []string{"192.168.1.0/24"}, "--    UDP port for recv: not checked: " + held + " is in use, and recv's allow (192.168.1.0/24) leaves out 127.0.0.1, where doctor's probe comes from: a recv running there drops it unread (add 127.0.0.1/32 to allow to let doctor check it"},
 		{"no allow", nil, "FAIL  UDP port for recv: " + held + " is in use by a program that does not answer a keyrelay probe"},
 	} {
-		o := &DoctorOptions{Role: roleRecv, Inject: "log", Input: "terminal", Listen: held, Allow: tc.allow, KeyFile: keyFile, probeTimeout: 300 * time.Millisecond}
+		o := &doctor.Options{Role: doctor.RoleRecv, Inject: "log", Input: "terminal", Listen: held, Allow: tc.allow, KeyFile: keyFile, ProbeTimeout: 300 * time.Millisecond}
 		var out bytes.Buffer
 		err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, o)
 		if text := out.String(); !strings.Contains(text, tc.want) || (err != nil) != (tc.allow == nil) {
@@ -604,72 +595,12 @@ func TestDoctorPeerFixNamesPort(t *testing.T) {
 	peer := silent.LocalAddr().String()
 	port := portOf(peer)
 	var out bytes.Buffer
-	err = runDoctor(context.Background(), IO{Out: &out, Err: &out}, &DoctorOptions{
-		Role: roleSend, Inject: "log", Input: "script", Listen: "127.0.0.1:0", KeyFile: keyFile, Peer: peer, probeTimeout: 300 * time.Millisecond})
+	err = runDoctor(context.Background(), IO{Out: &out, Err: &out}, &doctor.Options{
+		Role: doctor.RoleSend, Inject: "log", Input: "script", Listen: "127.0.0.1:0", KeyFile: keyFile, Peer: peer, ProbeTimeout: 300 * time.Millisecond})
 	text := out.String()
 	if err == nil || !strings.Contains(text, "FAIL  round trip to "+peer+": no answer within 300ms (no recv on port "+port+" there") ||
 		!strings.Contains(text, "open UDP "+port+" in its firewall") || strings.Contains(text, DefaultPort) {
 		t.Errorf("err %v; want the failure and its fix naming port %s, never %s\n%s", err, port, DefaultPort, text)
-	}
-}
-
-// TestDoctorProbeHoldsNoKey (issue 13 must-have 3: doctor's "probe does
-// not look like a lost session on the receiver"): the probe is a session
-// of none entries, so when it falls silent the receiver releases nothing:
-// it ended, nothing was lost (recv logs such a session as ended, not timed
-// out).
-func TestDoctorProbeHoldsNoKey(t *testing.T) {
-	key, _ := secret.Generate()
-	var inj fake.Recorder
-	var logs []string
-	id := machineID(t)
-	addr, r, stop := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: &inj, PSK: key, Identity: id,
-		Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}, 0)
-	if _, _, err := probePeer(context.Background(), addr, probeAs(key, id), time.Second); err != nil {
-		t.Fatal(err)
-	}
-	stop() // the receiver is ours now
-	if s := r.Stats(); s.Accepted < 1 || s.Sessions != 1 {
-		t.Fatalf("the probe did not reach the receiver as one session: %v", s)
-	}
-	pressed, held := len(inj.Events()), r.Held()
-	r.Expire(time.Now().Add(time.Minute))
-	if pressed != 0 || len(held) != 0 || len(inj.Events()) != pressed {
-		t.Errorf("the probe typed %d key events and held %v; its silence released %d more; want none", pressed, held, len(inj.Events())-pressed)
-	}
-	if l := strings.Join(logs, "\n"); !strings.Contains(l, "this machine") {
-		t.Errorf("receiver log:\n%s", l)
-	}
-}
-
-// TestDoctorProbeIsHandshaken (doctor checks what send does): the probe
-// starts with the handshake as send does (PROTOCOL.md §8.3), so a recv
-// that takes only handshaken senders (the default) answers it, with a
-// key file and without; one that answers the handshake but acks nothing
-// (--acks=false) is named as such, not as absent; one whose peers list
-// lacks this machine is no answer.
-func TestDoctorProbeIsHandshaken(t *testing.T) {
-	key, _ := secret.Generate()
-	id := machineID(t)
-	for _, psk := range [][]byte{key, nil} {
-		addr, r, stop := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: psk, Identity: id}, 0)
-		if _, _, err := probePeer(context.Background(), addr, sender.ProbeConfig{PSK: psk, Identity: id, PeerKey: id.Public()}, time.Second); err != nil {
-			t.Errorf("key %v: a recv did not answer the probe: %v", psk != nil, err)
-		}
-		stop()
-		if s := r.Stats(); s.Sessions != 1 || s.Refused != 0 || s.Responses == 0 {
-			t.Errorf("key %v: receiver stats %+v, want one handshaken session and nothing refused", psk != nil, s)
-		}
-	}
-	stranger, _ := identity.Generate()
-	addr, _, _ := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, Identity: id}, 0)
-	if _, _, err := probePeer(context.Background(), addr, sender.ProbeConfig{PSK: key, Identity: stranger, PeerKey: id.Public()}, 600*time.Millisecond); err == nil || !strings.Contains(err.Error(), "not paired there") {
-		t.Errorf("probe from an unpaired machine: %v", err)
-	}
-	addr, _, _ = serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, NoAcks: true, Identity: id}, 0)
-	_, _, err := probePeer(context.Background(), addr, probeAs(key, id), 600*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "answered the handshake but acked nothing") || !strings.Contains(err.Error(), "--acks=false") {
-		t.Errorf("probe of a recv --acks=false: %v", err)
 	}
 }
 
@@ -698,26 +629,8 @@ func TestDoctorNamesTheConfigRead(t *testing.T) {
 	}
 }
 
-// TestDoctorMakesTheIdentityRecvUses: with no identity yet, doctor makes it
-// as send and recv do on first use, so its probe of this machine's own
-// recv, started at the same moment and making the same file, is made under
-// the identity that recv accepts (PROTOCOL.md §8.1: a machine accepts its
-// own identity). A throwaway identity in its place made the README's
-// doctor example fail whenever doctor looked before recv had written the
-// file.
-func TestDoctorMakesTheIdentityRecvUses(t *testing.T) {
-	dir := isolate(t)
-	path := filepath.Join(dir, identity.FileName)
-	var out bytes.Buffer
-	o := &DoctorOptions{Role: roleRecv, Inject: "log", Input: "terminal", Listen: "127.0.0.1:0", identityPath: path, peersPath: filepath.Join(dir, "peers.toml"), probeTimeout: 300 * time.Millisecond}
-	if err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, o); err != nil {
-		t.Fatalf("doctor: %v\n%s", err, out.String())
-	}
-	id, err := identity.Load(path)
-	if err != nil {
-		t.Fatalf("doctor made no identity at %s: %v\n%s", path, err, out.String())
-	}
-	if !strings.Contains(out.String(), "identity: made now at "+path) || o.id == nil || o.id.Public() != id.Public() {
-		t.Errorf("doctor did not say it made the identity, or probes under another one\n%s", out.String())
-	}
+// portOf is the port of HOST:PORT.
+func portOf(hostport string) string {
+	_, port, _ := net.SplitHostPort(hostport)
+	return port
 }

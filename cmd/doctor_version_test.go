@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyrelay/keyrelay/doctor"
 	"github.com/keyrelay/keyrelay/internal/fake"
 	"github.com/keyrelay/keyrelay/wire"
 )
@@ -20,8 +21,8 @@ func TestDoctorNamesVersionMismatch(t *testing.T) {
 	_, keyFile := newKeyFile(t, "")
 	peer := fake.OtherVersion(t, wire.Version+1)
 	var out bytes.Buffer
-	err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, &DoctorOptions{
-		Role: roleSend, Inject: "log", Input: "script", Listen: "127.0.0.1:0", KeyFile: keyFile, Peer: peer, probeTimeout: 2 * time.Second})
+	err := runDoctor(context.Background(), IO{Out: &out, Err: &out}, &doctor.Options{
+		Role: doctor.RoleSend, Inject: "log", Input: "script", Listen: "127.0.0.1:0", KeyFile: keyFile, Peer: peer, ProbeTimeout: 2 * time.Second})
 	text := out.String()
 	want := fmt.Sprintf("FAIL  round trip to %s: the recv there speaks keyrelay protocol version %d; this keyrelay speaks %d", peer, wire.Version+1, wire.Version)
 	if err == nil || !strings.Contains(text, want) || !strings.Contains(text, "install the same keyrelay release on both machines") || strings.Contains(text, "no answer within") {

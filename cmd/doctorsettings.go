@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/doctor"
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -23,11 +25,11 @@ import (
 // command line.
 
 // doctorShared are doctor's flags that mean the same setting of send
-// (roleSend) or recv (roleRecv): doctor's --device and --layout are
+// (doctor.RoleSend) or recv (doctor.RoleRecv): doctor's --device and --layout are
 // send's (flagSections).
 var doctorShared = map[string][]string{
-	roleRecv: {"inject", "listen", "allow", "key-file", "insecure", "identity", "peers"},
-	roleSend: {"input", "device", "to", "keys", "layout", "key-file", "insecure", "identity", "peers"},
+	doctor.RoleRecv: {"inject", "listen", "allow", "key-file", "insecure", "identity", "peers"},
+	doctor.RoleSend: {"input", "device", "to", "keys", "layout", "key-file", "insecure", "identity", "peers"},
 }
 
 // givenToDoctor are the values of doctor's settings that the command line,
@@ -55,19 +57,21 @@ func givenToDoctor(settings []config.Setting) map[string][]string {
 // settingsCheck reads and validates the settings of command role (send or
 // recv) as that command does, with doctor's given settings on its command
 // line (cf: the config file doctor read, so that the command reads the
-// same one). For send it also returns the options as send validated them
-// (nil if they are not valid): its other checks follow them (--grab).
-func settingsCheck(role string, given map[string][]string, cf *config.File) (check, *SendOptions) {
+// same one). For send it also returns the key source's options as send
+// validated them (nil if they are not valid): its other checks follow
+// them (--grab).
+func settingsCheck(role string, given map[string][]string, cf *config.File) (doctor.Check, *capture.SourceOptions) {
 	var c *cobra.Command
-	var sendOpts *SendOptions
+	var source *capture.SourceOptions
 	switch role {
-	case roleRecv:
+	case doctor.RoleRecv:
 		c = NewCmdRecv(IO{}, func(_ context.Context, o *RecvOptions) error { return o.validate() })
 	default:
 		c = NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error {
 			err := o.validateSettings()
 			if err == nil {
-				sendOpts = o
+				so := o.sourceOptions()
+				source = &so
 			}
 			return err
 		})
@@ -78,16 +82,16 @@ func settingsCheck(role string, given map[string][]string, cf *config.File) (che
 	args := doctorArgs(role, given, cf)
 	fix := "correct it ('keyrelay config " + role + "' shows each setting and where it came from)"
 	if err := c.ParseFlags(args); err != nil {
-		return check{needed: true, err: err, fix: fix}, nil
+		return doctor.Check{Needed: true, Err: err, Fix: fix}, nil
 	}
 	err := c.PreRunE(c, nil)
 	if err == nil {
 		err = c.RunE(c, nil)
 	}
 	if err != nil {
-		return check{needed: true, err: err, fix: fix}, nil
+		return doctor.Check{Needed: true, Err: err, Fix: fix}, nil
 	}
-	return check{ok: "each one valid, as 'keyrelay " + role + "' reads them ('keyrelay config " + role + "' lists them)"}, sendOpts
+	return doctor.Check{OK: "each one valid, as 'keyrelay " + role + "' reads them ('keyrelay config " + role + "' lists them)"}, source
 }
 
 // doctorArgs is the command line doctor gives send or recv: its given
@@ -107,7 +111,7 @@ func doctorArgs(role string, given map[string][]string, cf *config.File) []strin
 	if cf != nil && cf.Explicit {
 		args = append(args, "--config="+cf.Path)
 	}
-	if role != roleSend {
+	if role != doctor.RoleSend {
 		return args
 	}
 	inSend := func(name string) bool {

@@ -154,7 +154,7 @@ func (o *RecvOptions) validate() error {
 		return err
 	}
 	o.Listen = listen
-	allow, err := parseAllow(o.Allow)
+	allow, err := config.ParseAllow(o.Allow)
 	if err != nil {
 		return err
 	}
@@ -242,24 +242,6 @@ func recvStatus(r *receiver.Receiver, timeout time.Duration, debug bool) func() 
 // silence its keys are released.
 func allowanceNote(s receiver.SessionStatus) string {
 	return fmt.Sprintf("  %.0f%% lost: released after %v silent", 100*s.Loss, s.Allowance.Round(10*time.Millisecond))
-}
-
-// parseAllow reads --allow values: networks, or single addresses.
-func parseAllow(vals []string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, v := range vals {
-		if p, err := netip.ParsePrefix(v); err == nil {
-			out = append(out, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(v)
-		if err != nil {
-			want := fmt.Sprintf("%q is not a network (192.168.1.0/24) or an address", v)
-			return nil, config.BadValue("allow", want, "--allow "+want)
-		}
-		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-	}
-	return out, nil
 }
 
 // hangingIndent wraps text at width after the head, indenting the lines
@@ -376,7 +358,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 		}
 		logfAll("accepts %d %s (keyrelay peers) and this one", n, machines)
 	}
-	allow, err := parseAllow(o.Allow)
+	allow, err := config.ParseAllow(o.Allow)
 	if err != nil {
 		return err
 	}

@@ -872,7 +872,7 @@ func clockNote(p sender.PeerStatus) string {
 	if !p.ClockKnown || (p.ClockOffset < time.Second && p.ClockOffset > -time.Second) {
 		return ""
 	}
-	return "  clock " + describeOffset(p.ClockOffset.Round(100*time.Millisecond))
+	return "  clock " + sender.DescribeOffset(p.ClockOffset.Round(100*time.Millisecond))
 }
 
 func joinAddrs(as []net.Addr) string {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -106,7 +107,7 @@ func (r receiverSummary) text(start time.Time) string {
 	default:
 		clock := ""
 		if r.p.ClockKnown {
-			clock = fmt.Sprintf(", its clock %s", describeOffset(r.p.ClockOffset))
+			clock = fmt.Sprintf(", its clock %s", sender.DescribeOffset(r.p.ClockOffset))
 		}
 		parts = append(parts, fmt.Sprintf("rtt %v (±%v), %s, last heard %v ago%s",
 			r.p.SRTT.Round(time.Microsecond), r.p.RTTVar.Round(time.Microsecond), lossText(r.p), time.Since(r.p.LastHeard).Round(time.Millisecond), clock))
@@ -135,7 +136,7 @@ func checkDelivery(o *SendOptions, rep sender.Report, fp string, logf func(strin
 			oneWay++
 			continue
 		}
-		port := portOf(d.Addr)
+		_, port, _ := net.SplitHostPort(d.Addr)
 		n := len(missing)
 		switch d.Outcome {
 		case sender.OtherVersion:
@@ -199,17 +200,6 @@ func undeliveredSpan(d sender.Delivery, start time.Time) string {
 // than this sender (its version notice, PROTOCOL.md §10), and what to do.
 func otherVersionState(p sender.PeerStatus) string {
 	return fmt.Sprintf("speaks keyrelay protocol %s; this sender speaks %d: install the same keyrelay release on both machines", wire.DescribeVersions(p.Speaks), wire.Version)
-}
-
-// describeOffset says how far a receiver's clock is from ours.
-func describeOffset(d time.Duration) string {
-	switch {
-	case d > 0:
-		return fmt.Sprintf("%v ahead of ours", d)
-	case d < 0:
-		return fmt.Sprintf("%v behind ours", -d)
-	}
-	return "within 1ms of ours"
 }
 
 // lossText is a receiver's loss in send's summary: measured over the

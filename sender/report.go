@@ -1,6 +1,7 @@
 package sender
 
 import (
+	"fmt"
 	"net"
 	"time"
 
@@ -140,4 +141,16 @@ func report(dests []Dest, final uint64, peers []PeerStatus, deliveries []Deliver
 func isBroadcast(a net.Addr) bool {
 	ua, ok := a.(*net.UDPAddr)
 	return ok && transport.IsBroadcast(ua.IP)
+}
+
+// DescribeOffset says how far a receiver's clock (PeerStatus.ClockOffset)
+// is from ours: "1.5s ahead of ours", "within 1ms of ours".
+func DescribeOffset(d time.Duration) string {
+	switch {
+	case d > 0:
+		return fmt.Sprintf("%v ahead of ours", d)
+	case d < 0:
+		return fmt.Sprintf("%v behind ours", -d)
+	}
+	return "within 1ms of ours"
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -58,4 +59,22 @@ func ListenAddr(given string) (string, error) {
 		return "", BadValue("listen", want, fmt.Sprintf("--listen %q: %s", given, want))
 	}
 	return v, nil
+}
+
+// ParseAllow reads recv's --allow values: networks, or single addresses.
+func ParseAllow(vals []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range vals {
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			want := fmt.Sprintf("%q is not a network (192.168.1.0/24) or an address", v)
+			return nil, BadValue("allow", want, "--allow "+want)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }

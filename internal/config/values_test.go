@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/keyrelay/keyrelay/identity"
@@ -31,5 +32,20 @@ func TestListenBarePort(t *testing.T) {
 		if _, err := ListenAddr(bad); err == nil {
 			t.Errorf("ListenAddr(%q) accepted", bad)
 		}
+	}
+}
+
+// TestParseAllow: recv's --allow takes networks and single addresses
+// (a host's prefix), masked; anything else is refused.
+func TestParseAllow(t *testing.T) {
+	got, err := ParseAllow([]string{"192.168.1.7/24", "10.0.0.7", "::1", "fd00::/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[192.168.1.0/24 10.0.0.7/32 ::1/128 fd00::/8]" {
+		t.Errorf("parsed %v", got)
+	}
+	if _, err := ParseAllow([]string{"lan"}); err == nil {
+		t.Error("--allow lan accepted")
 	}
 }
