@@ -552,29 +552,64 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	if o.Wait > 0 && !answersAny(dests) {
 		return config.Involving(fmt.Errorf("--wait: --to %s is broadcast or multicast, which no receiver answers (one-way): nothing to wait for (drop --wait)", joinAddrs(dests)), "wait", "to")
 	}
+	ss := &sendSession{stdio: stdio, o: o, source: b, src: src, sopts: sopts, resolved: resolved, key: key, id: id,
+		logf: logf, errf: errf, board: board, showStatus: showStatus}
 	if o.routed() {
-		return runGroup(ctx, stdio, o, b, src, sopts, resolved, key, id, logf, errf, board, showStatus)
+		return ss.runGroup(ctx)
 	}
+	return ss.run(ctx)
+}
+
+// sendSession is a send set up to run: its options, its key source (made
+// already when early, a script; else made once the senders are), the
+// destinations resolved, the key and identity, and where it logs and
+// shows its status. run sends every key to every destination in one
+// queue; runGroup routes them to a Sender per destination.
+type sendSession struct {
+	stdio      IO
+	o          *SendOptions
+	source     capture.SourceBackend
+	src        sender.Source
+	sopts      capture.SourceOptions
+	resolved   []dest.Resolved
+	key        []byte
+	id         *identity.Identity
+	logf, errf func(string, ...any) // errf is said even with --quiet
+	board      *statusBoard
+	showStatus bool
+}
+
+// config is the configuration of a Sender to ds over conn.
+func (ss *sendSession) config(conn *transport.Conn, ds []dest.Resolved) sender.Config {
+	o := ss.o
+	cfg := sender.Config{
+		Conn: conn, Dests: dest.SenderDests(ds), QueueLen: o.Queue, Interval: o.Interval,
+		Linger: o.Linger, Logf: ss.logf, PSK: ss.key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
+		Identity: ss.id, Insecure: o.Key.Insecure, Wait: o.Wait,
+		// A script plays on for no one once its receiver is gone: it stops
+		// (exit 3) instead; with several destinations, for every one once
+		// any one is silent past --outage (sender.Group.Run says why). A
+		// person typing sees the status and decides.
+		StopWhenSilent: o.Input == "script",
+	}
+	if o.Feedback {
+		cfg.Feedback = conn.Sockets()
+	}
+	return cfg
+}
+
+// run sends every key to every destination in one queue (one
+// destination, or mirror): one Sender.
+func (ss *sendSession) run(ctx context.Context) error {
+	o, b, src, logf, errf := ss.o, ss.source, ss.src, ss.logf, ss.errf
+	dests := dest.Addrs(ss.resolved)
 	conn, err := transport.Open(dests)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 
-	cfg := sender.Config{
-		Conn: conn, Dests: dest.SenderDests(resolved), QueueLen: o.Queue, Interval: o.Interval,
-		Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
-		Identity: id, Insecure: o.Key.Insecure, Wait: o.Wait,
-		// A script plays on for no one once its receiver is gone: it stops
-		// (exit 3) instead. A person typing sees the status and decides.
-		StopWhenSilent: o.Input == "script",
-	}
-	if o.Wait > 0 && !answersAny(dests) {
-		return config.Involving(fmt.Errorf("--wait: --to %s is broadcast or multicast, which no receiver answers (one-way): nothing to wait for (drop --wait)", joinAddrs(dests)), "wait", "to")
-	}
-	if o.Feedback {
-		cfg.Feedback = conn.Sockets()
-	}
+	cfg := ss.config(conn, ss.resolved)
 	// The loop's timer fires through the network poller where there is a
 	// timerfd: a runtime timer also wakes the runtime's monitor thread at
 	// every resend (package wake). Run closes it.
@@ -589,15 +624,15 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		return err
 	}
 	if !b.Early {
-		sopts.Label = joinAddrs(dests)
+		ss.sopts.Label = joinAddrs(dests)
 		if !o.Quiet {
-			sopts.Status = stdio.Err
+			ss.sopts.Status = ss.stdio.Err
 		}
 		if !o.Quiet && b.Caps.Terminal {
-			// Its status line is send's only one (showStatus).
-			sopts.Liveness = liveness(s, dests, o.Feedback, o.Timeout)
+			// Its status line is send's only one (ss.showStatus).
+			ss.sopts.Liveness = liveness(s, dests, o.Feedback, o.Timeout)
 		}
-		if src, err = b.New(sopts); err != nil {
+		if src, err = b.New(ss.sopts); err != nil {
 			return err
 		}
 	}
@@ -628,8 +663,8 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
 	status := sendStatus(s, dests, src, o.Timeout, o.Debug)
-	if showStatus {
-		go func() { defer close(statusDone); board.run(statusCtx, status) }()
+	if ss.showStatus {
+		go func() { defer close(statusDone); ss.board.run(statusCtx, status) }()
 	} else {
 		close(statusDone)
 	}
@@ -637,11 +672,11 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	// --timeout will likely never answer (issue 13 must-have 1).
 	var silent *time.Timer
 	if o.Feedback && !b.Caps.Terminal {
-		silent = time.AfterFunc(o.Wait+o.Timeout, func() { warnSilent(dests, s, o.Timeout, fingerprintOf(id), errf) })
+		silent = time.AfterFunc(o.Wait+o.Timeout, func() { warnSilent(dests, s, o.Timeout, fingerprintOf(ss.id), errf) })
 	}
 	stats, err := s.Run(ctx, src)
 	if na, ok := errors.AsType[*sender.NoAnswerError](err); ok {
-		err = noAnswer(na, fingerprintOf(id), s)
+		err = noAnswer(na, fingerprintOf(ss.id), s)
 	}
 	silenced, _ := errors.AsType[*sender.SilentError](err)
 	if silenced != nil {
@@ -652,13 +687,13 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	}
 	stopStatus()
 	<-statusDone
-	if showStatus {
+	if ss.showStatus {
 		text, _ := status()
-		board.finish(text)
+		ss.board.finish(text)
 	}
 	rep := s.Report()
 	if err == nil {
-		err = checkDelivery(o, rep, fingerprintOf(id), logf)
+		err = checkDelivery(o, rep, fingerprintOf(ss.id), logf)
 	}
 	if silenced != nil {
 		// checkDelivery names what the receiver missed of what was
@@ -666,7 +701,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		err = undeliveredError{fmt.Errorf("%v (exit status %d); %w", silenced, ExitUndelivered, cmp.Or(err, error(errNothingMissed)))}
 	}
 	if !o.Quiet || err != nil {
-		summarize(o, logger, errf, logf, rep, stats, err == nil)
+		summarize(o, ss.board.logger, errf, logf, rep, stats, err == nil)
 	}
 	return err
 }

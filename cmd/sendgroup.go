@@ -8,8 +8,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/keyrelay/keyrelay/capture"
-	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
@@ -66,11 +64,11 @@ func (r *groupRun) keys() string {
 	return "physical"
 }
 
-// runGroup is runSend's end for routed destinations: a Sender per
-// destination, the source's keys routed to them (sender.Group), and the
-// control socket for keyrelay switch and status.
-func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBackend, src sender.Source, sopts capture.SourceOptions,
-	resolved []dest.Resolved, key []byte, id *identity.Identity, logf, errf func(string, ...any), board *statusBoard, showStatus bool) error {
+// runGroup routes the source's keys to a Sender per destination
+// (sender.Group): switching, a destination's own key map or local keys,
+// or characters mode.
+func (ss *sendSession) runGroup(ctx context.Context) error {
+	o, b, src, logf, errf := ss.o, ss.source, ss.src, ss.logf, ss.errf
 	var runs []*groupRun
 	var cfgs []sender.Config
 	defer func() {
@@ -78,25 +76,14 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 			r.conn.Close()
 		}
 	}()
-	for i, d := range resolved {
+	for i, d := range ss.resolved {
 		conn, err := transport.Open([]net.Addr{d.Addr})
 		if err != nil {
 			return err
 		}
 		r := &groupRun{name: o.dests[i].Name, chars: o.dests[i].Characters, dest: d, conn: conn}
 		runs = append(runs, r)
-		cfg := sender.Config{
-			Conn: conn, Dests: dest.SenderDests([]dest.Resolved{d}), QueueLen: o.Queue, Interval: o.Interval,
-			Linger: o.Linger, Logf: logf, PSK: key, PeerTimeout: o.Timeout, Outage: o.Outage, Debug: o.Debug,
-			Identity: id, Insecure: o.Key.Insecure, Wait: o.Wait,
-			// A script stops for every destination once any one is
-			// silent past --outage (sender.Group.Run says why).
-			StopWhenSilent: o.Input == "script",
-		}
-		if o.Feedback {
-			cfg.Feedback = conn.Sockets()
-		}
-		cfgs = append(cfgs, cfg)
+		cfgs = append(cfgs, ss.config(conn, []dest.Resolved{d}))
 	}
 	// Switching starts at the first destination, until a hotkey or
 	// keyrelay switch picks another; mirror's target is every one.
@@ -146,11 +133,11 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 		all = append(all, r.dest.Addr)
 	}
 	if src == nil {
-		sopts.Label = joinAddrs(all)
+		ss.sopts.Label = joinAddrs(all)
 		if !o.Quiet {
-			sopts.Status = stdio.Err
+			ss.sopts.Status = ss.stdio.Err
 		}
-		if src, err = b.New(sopts); err != nil {
+		if src, err = b.New(ss.sopts); err != nil {
 			return err
 		}
 	}
@@ -209,8 +196,8 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 		}
 		return text, attrs
 	}
-	if showStatus {
-		go func() { defer close(statusDone); board.run(statusCtx, status) }()
+	if ss.showStatus {
+		go func() { defer close(statusDone); ss.board.run(statusCtx, status) }()
 	} else {
 		close(statusDone)
 	}
@@ -218,7 +205,7 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	if na, ok := errors.AsType[*sender.NoAnswerError](err); ok {
 		for _, r := range runs {
 			if len(r.s.Unanswered()) > 0 || len(r.s.Peers()) == 0 {
-				err = noAnswer(na, fingerprintOf(id), r.s)
+				err = noAnswer(na, fingerprintOf(ss.id), r.s)
 				break
 			}
 		}
@@ -229,18 +216,18 @@ func runGroup(ctx context.Context, stdio IO, o *SendOptions, b capture.SourceBac
 	}
 	stopStatus()
 	<-statusDone
-	if showStatus {
+	if ss.showStatus {
 		text, _ := status()
-		board.finish(text)
+		ss.board.finish(text)
 	}
-	logger := board.logger
+	logger := ss.board.logger
 	var errs []error
 	for i, r := range runs {
 		logf("destination %s:", r.name)
 		rep := r.s.Report()
 		var derr error
 		if err == nil {
-			derr = checkDelivery(o, rep, fingerprintOf(id), logf)
+			derr = checkDelivery(o, rep, fingerprintOf(ss.id), logf)
 		}
 		if !o.Quiet || derr != nil || err != nil || silenced != nil {
 			summarize(o, logger, errf, logf, rep, stats[i], err == nil && derr == nil && silenced == nil)
