@@ -19,6 +19,7 @@ import (
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/spell"
+	"github.com/keyrelay/keyrelay/internal/statusboard"
 	"github.com/keyrelay/keyrelay/internal/udpsock"
 	"github.com/keyrelay/keyrelay/internal/wake"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
@@ -322,13 +323,13 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 			return config.Involving(fmt.Errorf("--layout: %w", err), "layout")
 		}
 	}
-	logfAll, logger := newLogf(stdio.Err, "recv", o.LogFormat)
+	logfAll, logger := statusboard.NewLogf(stdio.Err, "recv", o.LogFormat)
 	// Status: one line per session, redrawn on a terminal, logged every
 	// 10 s elsewhere. Not with --inject log on a terminal: the key log is
 	// on the same screen.
-	showStatus := !o.Quiet && !(writesStdout(o.Inject) && isTerminal(stdio.Out))
-	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger, width: termWidth(stdio.Err)}
-	logfAll = board.wrap(logfAll)
+	showStatus := !o.Quiet && !(writesStdout(o.Inject) && statusboard.IsTerminal(stdio.Out))
+	board := &statusboard.Board{W: stdio.Err, Term: showStatus && statusboard.IsTerminal(stdio.Err) && o.LogFormat != "json", Logger: logger, Width: statusboard.TermWidth(stdio.Err)}
+	logfAll = board.Wrap(logfAll)
 	if o.Debug {
 		logfAll(debugNote) // even with --quiet: what the log holds must be known
 	}
@@ -397,9 +398,9 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	statusCtx, stopStatus := context.WithCancel(ctx)
 	statusDone := make(chan struct{})
 	status := recvStatus(r, o.Timeout, o.Debug)
-	shown := showStatus && !writesStdout(name) || showStatus && !isTerminal(stdio.Out)
+	shown := showStatus && !writesStdout(name) || showStatus && !statusboard.IsTerminal(stdio.Out)
 	if shown {
-		go func() { defer close(statusDone); board.run(statusCtx, status) }()
+		go func() { defer close(statusDone); board.Run(statusCtx, status) }()
 	} else {
 		close(statusDone)
 	}
@@ -408,7 +409,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 	<-statusDone
 	if shown {
 		text, _ := status()
-		board.finish(text)
+		board.Finish(text)
 	}
 	logf("%v%s", stats, unfocusedNote(inj))
 	return err

@@ -19,6 +19,7 @@ import (
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/internal/spell"
+	"github.com/keyrelay/keyrelay/internal/statusboard"
 	"github.com/keyrelay/keyrelay/internal/wake"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/sender"
@@ -508,13 +509,13 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 			return err
 		}
 	}
-	logf, logger := newLogf(stdio.Err, "send", o.LogFormat)
+	logf, logger := statusboard.NewLogf(stdio.Err, "send", o.LogFormat)
 	// Status: one line per destination, redrawn on a terminal (not with the
 	// terminal source, which owns the terminal), logged every 10 s
 	// elsewhere.
 	showStatus := !o.Quiet && !b.Caps.Terminal
-	board := &statusBoard{w: stdio.Err, term: showStatus && isTerminal(stdio.Err) && o.LogFormat != "json", logger: logger, width: termWidth(stdio.Err)}
-	logf = board.wrap(logf)
+	board := &statusboard.Board{W: stdio.Err, Term: showStatus && statusboard.IsTerminal(stdio.Err) && o.LogFormat != "json", Logger: logger, Width: statusboard.TermWidth(stdio.Err)}
+	logf = board.Wrap(logf)
 	errf := logf
 	if o.Quiet {
 		logf = func(string, ...any) {}
@@ -575,7 +576,7 @@ type sendSession struct {
 	key        []byte
 	id         *identity.Identity
 	logf, errf func(string, ...any) // errf is said even with --quiet
-	board      *statusBoard
+	board      *statusboard.Board
 	showStatus bool
 }
 
@@ -664,7 +665,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 	statusDone := make(chan struct{})
 	status := sendStatus(s, dests, src, o.Timeout, o.Debug)
 	if ss.showStatus {
-		go func() { defer close(statusDone); ss.board.run(statusCtx, status) }()
+		go func() { defer close(statusDone); ss.board.Run(statusCtx, status) }()
 	} else {
 		close(statusDone)
 	}
@@ -689,7 +690,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 	<-statusDone
 	if ss.showStatus {
 		text, _ := status()
-		ss.board.finish(text)
+		ss.board.Finish(text)
 	}
 	rep := s.Report()
 	if err == nil {
@@ -701,7 +702,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 		err = undeliveredError{fmt.Errorf("%v (exit status %d); %w", silenced, ExitUndelivered, cmp.Or(err, error(errNothingMissed)))}
 	}
 	if !o.Quiet || err != nil {
-		summarize(o, ss.board.logger, errf, logf, rep, stats, err == nil)
+		summarize(o, ss.board.Logger, errf, logf, rep, stats, err == nil)
 	}
 	return err
 }

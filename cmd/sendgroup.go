@@ -197,7 +197,7 @@ func (ss *sendSession) runGroup(ctx context.Context) error {
 		return text, attrs
 	}
 	if ss.showStatus {
-		go func() { defer close(statusDone); ss.board.run(statusCtx, status) }()
+		go func() { defer close(statusDone); ss.board.Run(statusCtx, status) }()
 	} else {
 		close(statusDone)
 	}
@@ -218,9 +218,9 @@ func (ss *sendSession) runGroup(ctx context.Context) error {
 	<-statusDone
 	if ss.showStatus {
 		text, _ := status()
-		ss.board.finish(text)
+		ss.board.Finish(text)
 	}
-	logger := ss.board.logger
+	logger := ss.board.Logger
 	var errs []error
 	for i, r := range runs {
 		logf("destination %s:", r.name)
