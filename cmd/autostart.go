@@ -1,26 +1,21 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/keyrelay/keyrelay/internal/autostart"
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/spf13/cobra"
 )
 
 // autostartCommands are the commands autostart starts at sign-in.
 var autostartCommands = []string{"recv", "send"}
-
-// errAutostartElsewhere is autostart's answer off Windows, where the
-// session's own service manager starts keyrelay.
-var errAutostartElsewhere = errors.New("keyrelay autostart sets up Windows' per-user Run entry; on Linux use the systemd user units (contrib/systemd, installed by make install and the release tarballs), on macOS the launchd agents (contrib/launchd)")
 
 // NewCmdAutostart builds `keyrelay autostart`: recv or send started when the
 // user signs in to Windows, as contrib/systemd's user units start them with
@@ -66,11 +61,11 @@ yourself, or sign out and in again.`,
 			if err != nil {
 				return fmt.Errorf("unable to find keyrelay.exe's own path: %w", err)
 			}
-			line := autostartLine(exe, name, flags)
-			if err := setRunEntry(runEntryName(name), line); err != nil {
+			line := autostart.Line(exe, name, flags)
+			if err := autostart.Set(runEntryName(name), line); err != nil {
 				return fmt.Errorf("unable to add the Run entry: %w", err)
 			}
-			log, _ := autostartLog(name)
+			log, _ := autostart.LogPath(name)
 			fmt.Fprintf(stdio.Err, "keyrelay autostart: %s starts at your next sign-in: %s\n(log: %s; keyrelay autostart remove %s takes it away)\n", name, line, log, name)
 			return nil
 		},
@@ -83,7 +78,7 @@ yourself, or sign out and in again.`,
 			if !slices.Contains(autostartCommands, args[0]) {
 				return config.Usagef("keyrelay autostart remove: %q is not recv or send", args[0])
 			}
-			found, err := deleteRunEntry(runEntryName(args[0]))
+			found, err := autostart.Delete(runEntryName(args[0]))
 			if err != nil {
 				return fmt.Errorf("unable to remove the Run entry: %w", err)
 			}
@@ -99,12 +94,12 @@ yourself, or sign out and in again.`,
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			for _, name := range autostartCommands {
-				line, found, err := runEntry(runEntryName(name))
+				line, found, err := autostart.Get(runEntryName(name))
 				if err != nil {
 					return fmt.Errorf("unable to read the Run entries: %w", err)
 				}
 				if found {
-					log, _ := autostartLog(name)
+					log, _ := autostart.LogPath(name)
 					fmt.Fprintf(stdio.Out, "%s\t%s\tlog %s\n", name, line, log)
 				}
 			}
@@ -120,17 +115,17 @@ yourself, or sign out and in again.`,
 			if !slices.Contains(autostartCommands, args[0]) {
 				return config.Usagef("keyrelay autostart run: %q is not recv or send", args[0])
 			}
-			path, err := autostartLog(args[0])
+			path, err := autostart.LogPath(args[0])
 			if err != nil {
 				return err
 			}
-			log, err := openAutostartLog(path)
+			log, err := autostart.OpenLog(path)
 			if err != nil {
 				return err
 			}
 			defer log.Close()
 			// The console Windows made for the entry: nobody reads it.
-			detachConsole()
+			autostart.DetachConsole()
 			fmt.Fprintf(log, "keyrelay autostart: %s starting: keyrelay %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))
 			code := Run(args, IO{In: strings.NewReader(""), Out: log, Err: log})
 			fmt.Fprintf(log, "keyrelay autostart: %s %s exited %d\n", time.Now().Format(time.RFC3339), args[0], code)
@@ -183,75 +178,3 @@ func checkFlags(name string, flags []string) error {
 
 // runEntryName is the Run key's value for command name.
 func runEntryName(name string) string { return "keyrelay " + name }
-
-// autostartLine is the Run entry's command line: exe running autostart run
-// with the command and its flags, each quoted as Windows' command-line
-// parsing (CommandLineToArgvW, Go's os.Args) reads it back.
-func autostartLine(exe, name string, flags []string) string {
-	args := append([]string{exe, "autostart", "run", name}, flags...)
-	for i, a := range args {
-		args[i] = windowsQuote(a)
-	}
-	return strings.Join(args, " ")
-}
-
-// windowsQuote quotes an argument as Windows' command-line parsing reads
-// it back (syscall.EscapeArg's rules, here on every system for the tests):
-// one with a space, tab or double quote, or empty, goes in double quotes,
-// a double quote in it escaped with a backslash, and the backslashes
-// before a double quote, or before the closing one, doubled.
-func windowsQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\"") {
-		return s
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	slashes := 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\':
-			slashes++
-		case '"':
-			b.WriteString(strings.Repeat(`\`, 2*slashes+1))
-			b.WriteByte('"')
-			slashes = 0
-		default:
-			b.WriteString(strings.Repeat(`\`, slashes))
-			b.WriteByte(c)
-			slashes = 0
-		}
-	}
-	b.WriteString(strings.Repeat(`\`, 2*slashes))
-	b.WriteByte('"')
-	return b.String()
-}
-
-// autostartLog is the log file of the command started at sign-in:
-// %LOCALAPPDATA%\keyrelay\NAME.log (os.UserCacheDir elsewhere).
-func autostartLog(name string) (string, error) {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no directory for the log: %w", err)
-	}
-	return filepath.Join(dir, "keyrelay", name+".log"), nil
-}
-
-// maxAutostartLog is how large a log may grow before the next start moves
-// it to NAME.log.old (one generation kept).
-const maxAutostartLog = 1 << 20
-
-// openAutostartLog opens path to append to, moving a log past
-// maxAutostartLog aside first.
-func openAutostartLog(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("unable to make the log's directory: %w", err)
-	}
-	if st, err := os.Stat(path); err == nil && st.Size() > maxAutostartLog {
-		os.Rename(path, path+".old")
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("unable to open the log: %w", err)
-	}
-	return f, nil
-}

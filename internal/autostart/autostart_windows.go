@@ -1,6 +1,6 @@
 //go:build windows
 
-package cmd
+package autostart
 
 import (
 	"errors"
@@ -14,7 +14,9 @@ import (
 // lines when the user signs in (Task Manager's Startup apps lists them).
 const runKey = `Software\Microsoft\Windows\CurrentVersion\Run`
 
-func setRunEntry(name, line string) error {
+// Set makes the Run entry name start line at every sign-in, replacing
+// one of that name.
+func Set(name, line string) error {
 	k, _, err := registry.CreateKey(registry.CURRENT_USER, runKey, registry.SET_VALUE)
 	if err != nil {
 		return err
@@ -23,8 +25,8 @@ func setRunEntry(name, line string) error {
 	return k.SetStringValue(name, line)
 }
 
-// deleteRunEntry removes the value name; found is false if there was none.
-func deleteRunEntry(name string) (found bool, err error) {
+// Delete removes the Run entry the value name; found is false if there was none.
+func Delete(name string) (found bool, err error) {
 	k, err := registry.OpenKey(registry.CURRENT_USER, runKey, registry.SET_VALUE)
 	if errors.Is(err, registry.ErrNotExist) {
 		return false, nil
@@ -40,8 +42,8 @@ func deleteRunEntry(name string) (found bool, err error) {
 	return err == nil, err
 }
 
-// runEntry reads the value name; found is false if there is none.
-func runEntry(name string) (line string, found bool, err error) {
+// Get reads the Run entry the value name; found is false if there is none.
+func Get(name string) (line string, found bool, err error) {
 	k, err := registry.OpenKey(registry.CURRENT_USER, runKey, registry.QUERY_VALUE)
 	if errors.Is(err, registry.ErrNotExist) {
 		return "", false, nil
@@ -63,11 +65,11 @@ var (
 	procFreeConsole           = kernel32.NewProc("FreeConsole")
 )
 
-// detachConsole leaves the console Windows made for a console program
+// DetachConsole leaves the console Windows made for a console program
 // started at sign-in, which closes its window; only when keyrelay is the
 // console's one process, so that 'autostart run' typed in a terminal
 // keeps that terminal.
-func detachConsole() {
+func DetachConsole() {
 	var pids [2]uint32
 	n, _, _ := procGetConsoleProcessList.Call(uintptr(unsafe.Pointer(&pids[0])), 2)
 	if n == 1 {
