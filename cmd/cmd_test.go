@@ -136,7 +136,7 @@ func TestVersionString(t *testing.T) {
 }
 
 // TestStopSignals: SIGHUP and SIGQUIT stop a command cleanly as SIGINT and
-// SIGTERM do (issue 15 must-have 5), but a SIGHUP ignored from the start
+// SIGTERM do (every key released), but a SIGHUP ignored from the start
 // (nohup) is left ignored: notifying it would re-enable it.
 func TestStopSignals(t *testing.T) {
 	if signal.Ignored(syscall.SIGHUP) {

@@ -1,6 +1,6 @@
 package cmd
 
-// Tests of issue 6, must-have 1: settings from flag, then environment
+// Tests of the commands' settings: from the flag, then the environment
 // (KEYRELAY_…), then the TOML config file, then the default; `keyrelay
 // config` prints each with its source.
 
@@ -79,9 +79,10 @@ func captureSources(c *cobra.Command) map[string]string {
 	return sources
 }
 
-// TestConfigPrecedence: issue 6 must-have 1, "Precedence: flag, then
-// environment, then file, then default", for a scalar (interval), a list
-// (to) and a shared setting (key-file), each from every source.
+// TestConfigPrecedence: a setting comes from the flag, then the
+// environment, then the file, then the default (keyrelay config --help),
+// for a scalar (interval), a list (to) and a shared setting (key-file),
+// each from every source.
 func TestConfigPrecedence(t *testing.T) {
 	const file = `
 key-file = "/file/top.key"

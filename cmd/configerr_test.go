@@ -1,7 +1,6 @@
 package cmd
 
-// Tests of issue 13 must-have 4, "every mistake gets its fix": every
-// mistake in a setting names the setting, its source (the config file and
+// Tests of the settings' errors: every mistake in a setting names the setting, its source (the config file and
 // line, the environment variable, the flag) and what is wanted, and exits
 // 2; unknown KEYRELAY_ variables are warned about by the command that
 // would read them; misspelt flags get a suggestion; --to takes comma
@@ -19,10 +18,9 @@ import (
 	"github.com/keyrelay/keyrelay/wire"
 )
 
-// TestEveryMistakeNamesItsSource is issue 13 must-have 4's table test:
-// each config mistake from the new user's trial (and the like), with the
-// exit status and the words that name the source (file:line, env var,
-// flag), the setting and what is wanted.
+// TestEveryMistakeNamesItsSource is the settings errors' table test: each
+// mistake, with the exit status and the words that name the source
+// (file:line, env var, flag), the setting and what is wanted.
 func TestEveryMistakeNamesItsSource(t *testing.T) {
 	const file = "@CONFIG@" // replaced by the config file's path
 	queueWant := fmt.Sprintf("out of range 1..%d", wire.MaxSafeEvents)
@@ -182,8 +180,8 @@ func TestEveryMistakeNamesItsSource(t *testing.T) {
 	}
 }
 
-// TestToCommaList: issue 13 must-have 4, --to takes a comma list like
-// KEYRELAY_SEND_TO, with [IPv6] addresses, and still repeats.
+// TestToCommaList: --to takes a comma list like KEYRELAY_SEND_TO, with
+// [IPv6] addresses, and still repeats.
 func TestToCommaList(t *testing.T) {
 	isolate(t)
 	var got *SendOptions

@@ -17,8 +17,8 @@ import (
 	"github.com/keyrelay/keyrelay/keys"
 )
 
-// TestNamedDestinationsFromFileAndFlags checks issue 27 must-have 1: the
-// config file's [[send.to]] tables (name, addr, hotkey, map, local-keys)
+// TestNamedDestinationsFromFileAndFlags (DESIGN.md, "Named
+// destinations"): the config file's [[send.to]] tables (name, addr, hotkey, map, local-keys)
 // and --to NAME=HOST[:PORT] next to plain addresses make one list of
 // named destinations, in order, plain ones named by their address.
 func TestNamedDestinationsFromFileAndFlags(t *testing.T) {
@@ -98,8 +98,8 @@ keys = "characters"
 	}
 }
 
-// TestSendKeysCharactersSettings checks issue 27 must-have 4's settings:
-// keys = "characters" in a [[send.to]] table, --keys for every
+// TestSendKeysCharactersSettings checks characters mode's settings: keys
+// = "characters" in a [[send.to]] table, --keys for every
 // destination, and --layout, which characters mode needs for a source
 // that cannot ask the keyboard's layout (evdev); mistakes are usage
 // errors that say what to write.

@@ -9,9 +9,9 @@ import (
 // TestDoctorValidatesSettingsAsTheCommandsDo: doctor reads and validates
 // send's and recv's settings as those commands do, so a value either
 // refuses fails doctor too, with the command's words and the setting's
-// place: inject = "x12" fails with its suggestion (it used to pass, each
-// injector "not needed for --inject x12"), as does doctor's own --inject
-// x12 or --input x12; a grab the source cannot take names --grab=false.
+// place: inject = "x12" fails with its suggestion (not every injector
+// "not needed for --inject x12"), as does doctor's own --inject x12 or
+// --input x12; a grab the source cannot take names --grab=false.
 // A command-line source takes the config's grab with it for doctor as for
 // send, and with a grab doctor checks what send --grab checks at start
 // (a display), not RECORD.

@@ -3,9 +3,9 @@ package cmd
 // Examples of each command's --help. Each block runs as written, in bash,
 // on one machine (127.0.0.1 stands for the receiver's address): the e2e
 // test TestHelpExamples runs every block in an empty directory and wants
-// exit status 0 (issue 13 must-have 5: help that teaches). No line is
-// longer than manpage.ExampleWidth (73 columns), so that the man pages
-// read at 80 columns do not cut them (TestManPagesFit80Columns).
+// exit status 0: help that teaches. No line is longer than
+// manpage.ExampleWidth, so that the man pages read at 80 columns do not
+// cut them (TestManPagesFit80Columns).
 const (
 	rootExample = `  # Try it on one machine: a receiver that prints the keys it would
   # type, and a sender playing a line of text to it

@@ -670,7 +670,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 		close(statusDone)
 	}
 	// Say it while it matters: a receiver that has not answered within
-	// --timeout will likely never answer (issue 13 must-have 1).
+	// --timeout will likely never answer.
 	var silent *time.Timer
 	if o.Feedback && !b.Caps.Terminal {
 		silent = time.AfterFunc(o.Wait+o.Timeout, func() { warnSilent(dests, s, o.Timeout, fingerprintOf(ss.id), errf) })

@@ -119,8 +119,8 @@ func TestSendNamesOtherVersion(t *testing.T) {
 	}
 }
 
-// TestRecvStatusShowsAllowance (issue 15 must-have 4): a session losing
-// packets says, in recv's status, after how long a silence its keys are
+// TestRecvStatusShowsAllowance (PROTOCOL.md §7.2, the allowance): a
+// session losing packets says, in recv's status, after how long a silence its keys are
 // released; one losing none says nothing more than before.
 func TestRecvStatusShowsAllowance(t *testing.T) {
 	r, err := receiver.New(receiver.Config{Insecure: true, Conn: nopConn{}, Injector: fake.Nop{}, Timeout: time.Second, NoAcks: true})

@@ -92,8 +92,8 @@ func serveRecv(t *testing.T, listen string, cfg receiver.Config, shift time.Dura
 	return conn.LocalAddr().String(), r, stop
 }
 
-// TestDoctorProbeHoldsNoKey (issue 13 must-have 3: doctor's "probe does
-// not look like a lost session on the receiver"): the probe is a session
+// TestDoctorProbeHoldsNoKey: doctor's probe does not look like a lost
+// session on the receiver: the probe is a session
 // of none entries, so when it falls silent the receiver releases nothing:
 // it ended, nothing was lost (recv logs such a session as ended, not timed
 // out).
@@ -156,9 +156,7 @@ func TestDoctorProbeIsHandshaken(t *testing.T) {
 // as send and recv do on first use, so its probe of this machine's own
 // recv, started at the same moment and making the same file, is made under
 // the identity that recv accepts (PROTOCOL.md §8.1: a machine accepts its
-// own identity). A throwaway identity in its place made the README's
-// doctor example fail whenever doctor looked before recv had written the
-// file.
+// own identity), whichever of the two writes the file first.
 func TestDoctorMakesTheIdentityRecvUses(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, identity.FileName)
