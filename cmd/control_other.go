@@ -19,7 +19,3 @@ func checkPrivateDir(dir string, fi fs.FileInfo) error {
 // processGone reports whether no process has the id pid: never known
 // here, so no socket is taken for dead.
 func processGone(int) bool { return false }
-
-// fileID is a file's identity for fileStamp: none here (its size,
-// modification time and mode tell a change).
-func fileID(fs.FileInfo) string { return "" }

@@ -26,12 +26,3 @@ func checkPrivateDir(dir string, fi fs.FileInfo) error {
 func processGone(pid int) bool {
 	return syscall.Kill(pid, 0) == syscall.ESRCH
 }
-
-// fileID is a file's device and inode, for fileStamp.
-func fileID(fi fs.FileInfo) string {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return ""
-	}
-	return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
-}

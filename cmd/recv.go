@@ -344,15 +344,15 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 		return err
 	}
 	var id *identity.Identity
-	var watch *peersWatch
+	var watch *peers.Watch
 	if !o.Key.Insecure {
 		if id, err = loadIdentity(o.identityPath, "recv", logfAll); err != nil {
 			return err
 		}
-		if watch, err = newPeersWatch(o.peersPath, logfAll, errf); err != nil {
-			return err
+		if watch, err = peers.NewWatch(o.peersPath, logfAll, errf); err != nil {
+			return config.SettingError{Err: err, Setting: "peers"}
 		}
-		n := watch.list.Len()
+		n := watch.Len()
 		machines := "paired machines"
 		if n == 1 {
 			machines = "paired machine"
@@ -388,7 +388,7 @@ func runRecv(ctx context.Context, stdio IO, o *RecvOptions) error {
 		Timer: pollTimer(),
 	}
 	if watch != nil {
-		rcfg.Peer, rcfg.Recheck = watch.lookup, watch.recheck
+		rcfg.Peer, rcfg.Recheck = watch.Lookup, watch.Recheck
 	}
 	r, err := receiver.New(rcfg)
 	if err != nil {

@@ -1,4 +1,4 @@
-package cmd
+package peers
 
 import (
 	"fmt"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/identity"
-	"github.com/keyrelay/keyrelay/peers"
 )
 
 // TestPeersWatchFollowsThePeersFile (PROTOCOL.md §8.1): recv reads its
@@ -24,30 +23,30 @@ func TestPeersWatchFollowsThePeersFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logged, errs []string
-	w, err := newPeersWatch(path, func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) },
+	w, err := NewWatch(path, func(f string, args ...any) { logged = append(logged, fmt.Sprintf(f, args...)) },
 		func(f string, args ...any) { errs = append(errs, fmt.Sprintf(f, args...)) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if _, ok := w.lookup(a.Public()); ok {
+	if _, ok := w.Lookup(a.Public()); ok {
 		t.Fatal("an empty peers file accepts a machine")
 	}
-	if w.recheck(now) {
+	if w.Recheck(now) {
 		t.Error("an unchanged file was taken for changed")
 	}
 
-	one := &peers.List{}
-	if err := one.Add(peers.Peer{Name: "keyboard", Key: a.Public()}); err != nil {
+	one := &List{}
+	if err := one.Add(Peer{Name: "keyboard", Key: a.Public()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := one.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	if !w.recheck(now) {
+	if !w.Recheck(now) {
 		t.Error("peers add: the change was not seen")
 	}
-	if name, ok := w.lookup(a.Public()); !ok || name != "keyboard" {
+	if name, ok := w.Lookup(a.Public()); !ok || name != "keyboard" {
 		t.Errorf("after peers add: %q, %v; want keyboard accepted", name, ok)
 	}
 
@@ -57,42 +56,42 @@ func TestPeersWatchFollowsThePeersFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := &peers.List{}
-	if err := other.Add(peers.Peer{Name: "keyboarx", Key: b.Public()}); err != nil {
+	other := &List{}
+	if err := other.Add(Peer{Name: "keyboarx", Key: b.Public()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := other.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	if !w.recheck(now) {
+	if !w.Recheck(now) {
 		t.Error("a file of the same size saved again at once: the change was not seen")
 	}
-	if _, ok := w.lookup(a.Public()); ok {
+	if _, ok := w.Lookup(a.Public()); ok {
 		t.Error("a machine replaced by another in the file is still accepted")
 	}
 
 	if err := one.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	w.recheck(now)
+	w.Recheck(now)
 	if err := os.WriteFile(path, []byte("[[peer]]\nname = 'x'\nkey = 'not a key'\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if !w.recheck(now) {
+	if !w.Recheck(now) {
 		t.Error("a broken file was not taken for a change")
 	}
-	if _, ok := w.lookup(a.Public()); ok {
+	if _, ok := w.Lookup(a.Public()); ok {
 		t.Error("a peers file that no longer loads still accepts the machines it listed")
 	}
 	if len(errs) == 0 || !strings.Contains(errs[0], "does not load") || !strings.Contains(errs[0], "no paired machine is accepted") {
 		t.Errorf("no error said for the broken file: %q", errs)
 	}
-	w.lookup(a.Public())
+	w.Lookup(a.Public())
 	if len(errs) != 1 {
 		t.Errorf("the refusal was said again within a minute: %q", errs)
 	}
 	w.said = now.Add(-2 * time.Minute)
-	w.lookup(a.Public())
+	w.Lookup(a.Public())
 	if len(errs) != 2 || !strings.Contains(errs[1], identity.Fingerprint(a.Public())) {
 		t.Errorf("a minute on, a refused machine is not named: %q", errs)
 	}
@@ -100,10 +99,10 @@ func TestPeersWatchFollowsThePeersFile(t *testing.T) {
 	if err := one.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	if !w.recheck(now) {
+	if !w.Recheck(now) {
 		t.Error("the repaired file was not seen")
 	}
-	if _, ok := w.lookup(a.Public()); !ok {
+	if _, ok := w.Lookup(a.Public()); !ok {
 		t.Error("the repaired file does not accept its machine")
 	}
 	if last := errs[len(errs)-1]; !strings.Contains(last, "loads again") {
@@ -113,10 +112,10 @@ func TestPeersWatchFollowsThePeersFile(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if !w.recheck(now) {
+	if !w.Recheck(now) {
 		t.Error("a removed file was not seen")
 	}
-	if _, ok := w.lookup(a.Public()); ok {
+	if _, ok := w.Lookup(a.Public()); ok {
 		t.Error("after the file was removed the machine is still accepted")
 	}
 }
