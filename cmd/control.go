@@ -1,351 +1,20 @@
 package cmd
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 
-	"github.com/spf13/cobra"
-
+	"github.com/keyrelay/keyrelay/control"
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/spell"
-	"github.com/keyrelay/keyrelay/secret"
-	"github.com/keyrelay/keyrelay/sender"
+	"github.com/spf13/cobra"
 )
 
-// The control socket: every running send listens on a unix socket that
-// only its owner can open (a 0700 directory of the user's, the socket
-// 0600), for keyrelay switch and keyrelay status from another shell or a
-// script. Each send has its own, named by its process id (send-PID.sock),
-// so that several sends of one user run side by side; status lists them
-// all, and switch talks to the one that has the destination named (or
-// --pid). One JSON request per connection, one JSON answer.
-
-// controlRequest is what keyrelay switch and status ask.
-type controlRequest struct {
-	Op string `json:"op"`           // "switch" or "status"
-	To string `json:"to,omitempty"` // switch: a destination's name, or "local"
-}
-
-// controlAnswer is what the running send answers.
-type controlAnswer struct {
-	Error string `json:"error,omitempty"`
-	// Code sorts Error for keyrelay switch's exit status: "no_such_destination"
-	// (a usage error), "cannot_switch" or "not_followed".
-	Code   string `json:"code,omitempty"`
-	PID    int    `json:"pid"`
-	Input  string `json:"input"`  // send's --input
-	Target string `json:"target"` // a name, "local", or "all" (mirror)
-	Mode   string `json:"mode"`   // "relaying" or "local" (a grabbing source in local use)
-	Grab   bool   `json:"grab"`   // the source owns the keyboard while relaying (--grab)
-	// CanSwitch: keyrelay switch works here; Switch says what it does,
-	// or why it cannot.
-	CanSwitch bool         `json:"can_switch"`
-	Switch    string       `json:"switch"`
-	Dests     []destStatus `json:"destinations"`
-}
-
-// The codes of a controlAnswer's error.
-const (
-	codeNoSuchDestination = "no_such_destination"
-	codeCannotSwitch      = "cannot_switch"
-	codeNotFollowed       = "not_followed"
-)
-
-// destStatus is one destination in keyrelay status.
-type destStatus struct {
-	Name  string `json:"name"`
-	Addr  string `json:"addr"`
-	State string `json:"state"` // live, silent 1.2s, no answer yet
-	Live  bool   `json:"live"`
-	// Keys is what it gets: "physical" keys, or "characters" (send
-	// --keys characters, keys = "characters").
-	Keys string `json:"keys"`
-}
-
-// controlHandler answers requests: send's side.
-type controlHandler interface {
-	Switch(ctx context.Context, name string) error
-	Status() controlAnswer
-}
-
-// errCannotSwitch is wrapped by a send's answer to a switch it cannot
-// make: its source has no keyboard to give back or take.
-var errCannotSwitch = errors.New("this send cannot switch")
-
-// controlDir is the control sockets' directory: $XDG_RUNTIME_DIR/keyrelay/
-// (a directory only the user can open), else a directory of the user's
-// own in the system's temporary directory.
-func controlDir() string {
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		return filepath.Join(os.TempDir(), fmt.Sprintf("keyrelay-%d", os.Getuid()))
-	}
-	return filepath.Join(dir, "keyrelay")
-}
-
-// controlSeq counts the control sockets this process opened: a test
-// runs several sends in one process, and each needs its own.
-var controlSeq atomic.Int32
-
-// controlPath is a new control socket's path for this process:
-// send-PID.sock, then send-PID.2.sock and on for more sends in it.
-func controlPath() string {
-	pid := os.Getpid()
-	if n := controlSeq.Add(1); n > 1 {
-		return filepath.Join(controlDir(), fmt.Sprintf("send-%d.%d.sock", pid, n))
-	}
-	return filepath.Join(controlDir(), fmt.Sprintf("send-%d.sock", pid))
-}
-
-// controlPID is the process id in a control socket's name, if it is one.
-func controlPID(path string) (int, bool) {
-	name := filepath.Base(path)
-	if !strings.HasPrefix(name, "send-") || !strings.HasSuffix(name, ".sock") {
-		return 0, false
-	}
-	id := strings.TrimSuffix(strings.TrimPrefix(name, "send-"), ".sock")
-	id, _, _ = strings.Cut(id, ".")
-	pid, err := strconv.Atoi(id)
-	return pid, err == nil && pid > 0
-}
-
-// makeControlDir makes the socket's directory (secret.MkdirPrivate: mode
-// 0700, or on Windows an ACL for the user alone), or checks the one there
-// (checkControlDir): send's side.
-func makeControlDir(dir string) error {
-	if err := secret.MkdirPrivate(dir); err != nil {
-		return fmt.Errorf("unable to make the control socket's directory: %w", err)
-	}
-	return checkControlDir(dir)
-}
-
-// checkControlDir checks the control sockets' directory before a socket
-// in it is opened or talked to, by send and by every client (switch,
-// status): a directory (not a link) of this user's that nobody else can
-// open (checkPrivateDir, a function per OS). Without XDG_RUNTIME_DIR its
-// name in the temporary directory is predictable: another user who makes
-// it first could answer for this user's sends, or take their requests.
-func checkControlDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("unable to check the control socket's directory: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory: remove it, so that send can make its control socket's directory there", dir)
-	}
-	return checkPrivateDir(dir, fi)
-}
-
-// listenControl opens the control socket at path for h until ctx is
-// done, and removes the sockets left by sends that died (a SIGKILL leaves
-// its socket behind). Another send answering at path is an error.
-func listenControl(ctx context.Context, path string, h controlHandler) error {
-	if err := makeControlDir(filepath.Dir(path)); err != nil {
-		return err
-	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return fmt.Errorf("another keyrelay send answers on %s: keyrelay switch and status talk to it, not to this one (stop it, or set XDG_RUNTIME_DIR to another directory for this one)", path)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("unable to remove the old control socket: %w", err)
-	}
-	removeDeadSockets(filepath.Dir(path))
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		return fmt.Errorf("unable to open the control socket: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return fmt.Errorf("unable to make the control socket private: %w", err)
-	}
-	context.AfterFunc(ctx, func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go serveControl(c, h)
-		}
-	}()
-	return nil
-}
-
-// removeDeadSockets removes the control sockets in dir of sends whose
-// process is gone. Only a process that no longer exists loses its
-// socket: a send just starting has its socket before it answers.
-func removeDeadSockets(dir string) {
-	paths, _ := filepath.Glob(filepath.Join(dir, "send-*.sock"))
-	for _, p := range paths {
-		if pid, ok := controlPID(p); ok && processGone(pid) {
-			os.Remove(p)
-		}
-	}
-}
-
-// serveControl answers one request on c.
-func serveControl(c net.Conn, h controlHandler) {
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	var req controlRequest
-	line, err := bufio.NewReader(c).ReadBytes('\n')
-	if err == nil {
-		err = json.Unmarshal(line, &req)
-	}
-	var ans controlAnswer
-	switch {
-	case err != nil:
-		ans.Error = "unreadable request: " + err.Error()
-	case req.Op == "switch":
-		// The asker waits 5s for the answer: the switch gives up sooner.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := h.Switch(ctx, req.To)
-		cancel()
-		ans = h.Status()
-		if err != nil {
-			ans.Error = err.Error()
-			switch {
-			case errors.Is(err, sender.ErrNoSuchDestination):
-				ans.Code = codeNoSuchDestination
-			case errors.Is(err, errCannotSwitch):
-				ans.Code = codeCannotSwitch
-			case errors.Is(err, sender.ErrModeNotFollowed):
-				ans.Code = codeNotFollowed
-			}
-		}
-	case req.Op == "status":
-		ans = h.Status()
-	default:
-		ans.Error = fmt.Sprintf("unknown request %q", req.Op)
-	}
-	ans.PID = os.Getpid()
-	json.NewEncoder(c).Encode(ans)
-}
-
-// askControl sends req to the send answering on path and returns its
-// answer.
-func askControl(path string, req controlRequest) (controlAnswer, error) {
-	c, err := net.DialTimeout("unix", path, 2*time.Second)
-	if err != nil {
-		return controlAnswer{}, fmt.Errorf("nothing answers on %s: %w", path, err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	b, _ := json.Marshal(req)
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		return controlAnswer{}, fmt.Errorf("unable to ask the running send on %s: %w", path, err)
-	}
-	var ans controlAnswer
-	if err := json.NewDecoder(c).Decode(&ans); err != nil {
-		return controlAnswer{}, fmt.Errorf("no answer from the running send on %s: %w", path, err)
-	}
-	return ans, nil
-}
-
-// runningSend is a send that answered keyrelay status.
-type runningSendAt struct {
-	path string
-	ans  controlAnswer
-}
-
-// runningSends asks every send of this user that answers on its control
-// socket for its status, in process id order; with pid > 0, that send
-// only. None answering is an error that says how to start one.
-func runningSends(pid int) ([]runningSendAt, error) {
-	dir := controlDir()
-	if err := checkControlDir(dir); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no keyrelay send runs as this user (no control socket answers in %s): start one, then ask again", dir)
-		}
-		return nil, fmt.Errorf("not asking the control sockets in %s: %w", dir, err)
-	}
-	paths, _ := filepath.Glob(filepath.Join(dir, "send-*.sock"))
-	type found struct {
-		pid  int
-		path string
-	}
-	var fs []found
-	for _, p := range paths {
-		if n, ok := controlPID(p); ok {
-			fs = append(fs, found{n, p})
-		}
-	}
-	slices.SortFunc(fs, func(a, b found) int { return a.pid - b.pid })
-	var out []runningSendAt
-	var pids []string
-	for _, f := range fs {
-		ans, err := askControl(f.path, controlRequest{Op: "status"})
-		if err != nil {
-			continue // a send that died, or is just starting
-		}
-		pids = append(pids, strconv.Itoa(f.pid))
-		if pid > 0 && f.pid != pid {
-			continue
-		}
-		out = append(out, runningSendAt{f.path, ans})
-	}
-	switch {
-	case len(out) > 0:
-		return out, nil
-	case pid > 0 && len(pids) > 0:
-		return nil, fmt.Errorf("no keyrelay send with pid %d runs as this user: the ones running have pid %s (keyrelay status lists them)", pid, strings.Join(pids, ", "))
-	case pid > 0:
-		return nil, fmt.Errorf("no keyrelay send with pid %d runs as this user, nor any other (no control socket answers in %s)", pid, dir)
-	}
-	return nil, fmt.Errorf("no keyrelay send runs as this user (no control socket answers in %s): start one, then ask again", dir)
-}
-
-// pickSend is the running send a keyrelay switch to name is for: the
-// only one running, else the only one with a destination of that name
-// (for "local", the only one that can switch). Several fit: --pid says
-// which.
-func pickSend(sends []runningSendAt, name string) (runningSendAt, error) {
-	if len(sends) == 1 {
-		return sends[0], nil
-	}
-	var fit []runningSendAt
-	var pids []string
-	for _, s := range sends {
-		ok := false
-		if strings.EqualFold(name, "local") {
-			ok = s.ans.CanSwitch
-		}
-		for _, d := range s.ans.Dests {
-			ok = ok || strings.EqualFold(d.Name, name)
-		}
-		if ok {
-			fit = append(fit, s)
-			pids = append(pids, strconv.Itoa(s.ans.PID))
-		}
-	}
-	switch len(fit) {
-	case 1:
-		return fit[0], nil
-	case 0:
-		var all []string
-		for _, s := range sends {
-			all = append(all, strconv.Itoa(s.ans.PID))
-		}
-		if strings.EqualFold(name, "local") {
-			return runningSendAt{}, fmt.Errorf("none of the %d keyrelay sends running (pid %s) can switch: 'keyrelay status' says why for each", len(sends), strings.Join(all, ", "))
-		}
-		return runningSendAt{}, config.Usagef("none of the %d keyrelay sends running (pid %s) has a destination %q: 'keyrelay status' lists their destinations", len(sends), strings.Join(all, ", "), name)
-	}
-	return runningSendAt{}, config.Usagef("%d keyrelay sends running can switch to %q (pid %s): say which with --pid", len(fit), name, strings.Join(pids, ", "))
-}
+// keyrelay switch and keyrelay status: the control socket's client
+// (package control) and what it prints.
 
 // NewCmdSwitch builds `keyrelay switch NAME|local`.
 func NewCmdSwitch(stdio IO) *cobra.Command {
@@ -387,9 +56,9 @@ Windows and macOS sources keep the keyboard after 'local' in a send with
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
 			names := []string{"local"}
-			sends, _ := runningSends(pid)
+			sends, _ := control.Sends(pid)
 			for _, s := range sends {
-				for _, d := range s.ans.Dests {
+				for _, d := range s.Answer.Dests {
 					if !slices.Contains(names, d.Name) {
 						names = append(names, d.Name)
 					}
@@ -398,21 +67,24 @@ Windows and macOS sources keep the keyboard after 'local' in a send with
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			sends, err := runningSends(pid)
+			sends, err := control.Sends(pid)
 			if err != nil {
 				return err
 			}
-			s, err := pickSend(sends, args[0])
+			s, err := control.Pick(sends, args[0])
+			if errors.Is(err, control.ErrNoFit) {
+				return config.UsageError{Err: err}
+			}
 			if err != nil {
 				return err
 			}
-			ans, err := askControl(s.path, controlRequest{Op: "switch", To: args[0]})
+			ans, err := control.Ask(s.Path, control.Request{Op: "switch", To: args[0]})
 			if err != nil {
 				return err
 			}
 			switch {
 			case ans.Error == "":
-			case ans.Code == codeNoSuchDestination:
+			case ans.Code == control.CodeNoSuchDestination:
 				var names []string
 				for _, d := range ans.Dests {
 					names = append(names, d.Name)
@@ -434,9 +106,9 @@ Windows and macOS sources keep the keyboard after 'local' in a send with
 // --pid's) when there are any.
 func switchArgsError(n, pid int) error {
 	var names []string
-	sends, _ := runningSends(pid)
+	sends, _ := control.Sends(pid)
 	for _, s := range sends {
-		for _, d := range s.ans.Dests {
+		for _, d := range s.Answer.Dests {
 			if !slices.Contains(names, d.Name) {
 				names = append(names, d.Name)
 			}
@@ -469,12 +141,12 @@ does.`,
 		Example: statusExample,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			sends, err := runningSends(pid)
+			sends, err := control.Sends(pid)
 			if err != nil {
 				return err
 			}
 			for i, s := range sends {
-				ans := s.ans
+				ans := s.Answer
 				if asJSON {
 					if err := json.NewEncoder(stdio.Out).Encode(ans); err != nil {
 						return err

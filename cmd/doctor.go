@@ -120,9 +120,6 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 // with the fix, or -- for what is not checked or not needed. Its error
 // counts the needed checks that failed.
 func runDoctor(ctx context.Context, stdio IO, o *doctor.Options) error {
-	if o.LookAtSends == nil {
-		o.LookAtSends = runningSend
-	}
 	rep, err := doctor.Run(ctx, o)
 	if err != nil {
 		return err
@@ -145,31 +142,4 @@ func runDoctor(ctx context.Context, stdio IO, o *doctor.Options) error {
 		return fmt.Errorf("%d check(s) failed", n)
 	}
 	return nil
-}
-
-// runningSend is doctor's look at the keyrelay sends running as this
-// user: each one's target and each destination's state. None running is
-// no failure: send may not be started yet.
-func runningSend() doctor.Check {
-	sends, err := runningSends(0)
-	if err != nil {
-		return doctor.Check{Name: "running send", Skipped: "none runs as this user now (keyrelay switch and status talk to one)"}
-	}
-	var all []string
-	for _, s := range sends {
-		var ds []string
-		for _, d := range s.ans.Dests {
-			k := ""
-			if d.Keys == "characters" {
-				k = ", characters"
-			}
-			ds = append(ds, fmt.Sprintf("%s %s (%s%s)", d.Name, d.Addr, d.State, k))
-		}
-		line := "target " + s.ans.Target + "; destinations " + strings.Join(ds, ", ")
-		if len(sends) > 1 {
-			line = fmt.Sprintf("pid %d: %s", s.ans.PID, line)
-		}
-		all = append(all, line)
-	}
-	return doctor.Check{Name: "running send", OK: strings.Join(all, "; ")}
 }

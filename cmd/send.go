@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/control"
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/dest"
@@ -645,7 +646,7 @@ func (ss *sendSession) run(ctx context.Context) error {
 	}
 	ctrlCtx, stopCtrl := context.WithCancel(ctx)
 	defer stopCtrl()
-	if err := listenControl(ctrlCtx, controlPath(), &plainControl{s: s, src: src, input: o.Input, names: names, addrs: dests}); err != nil {
+	if err := control.Listen(ctrlCtx, control.Path(), &control.Plain{Sender: s, Source: src, Input: o.Input, Names: names, Addrs: dests}); err != nil {
 		errf("no keyrelay switch or status for this send: %v", err)
 	}
 	if !o.Quiet {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/keyrelay/keyrelay/control"
 	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
@@ -141,10 +142,13 @@ func (ss *sendSession) runGroup(ctx context.Context) error {
 			return err
 		}
 	}
-	h := &groupControl{g: g, runs: runs, src: src, input: o.Input, mirror: !o.switching()}
+	h := &control.Group{Group: g, Source: src, Input: o.Input, Mirror: !o.switching()}
+	for _, r := range runs {
+		h.Dests = append(h.Dests, control.GroupDest{Name: r.name, Addr: r.dest.Addr.String(), Characters: r.chars, Sender: r.s})
+	}
 	ctrlCtx, stopCtrl := context.WithCancel(ctx)
 	defer stopCtrl()
-	if err := listenControl(ctrlCtx, controlPath(), h); err != nil {
+	if err := control.Listen(ctrlCtx, control.Path(), h); err != nil {
 		errf("no keyrelay switch or status for this send: %v", err)
 	}
 	if !o.Quiet {
@@ -267,37 +271,4 @@ func namedSilence(e *sender.SilentError, runs []*groupRun) *sender.SilentError {
 		named.Addrs = append(named.Addrs, a)
 	}
 	return named
-}
-
-// groupControl answers keyrelay switch and status for a routed send.
-// Safe for concurrent use: Group is, and the rest is set before the
-// control socket opens.
-type groupControl struct {
-	g      *sender.Group
-	runs   []*groupRun
-	src    sender.Source
-	input  string
-	mirror bool
-}
-
-func (h *groupControl) Switch(ctx context.Context, name string) error { return h.g.Switch(ctx, name) }
-
-func (h *groupControl) Status() controlAnswer {
-	ans := controlAnswer{Target: h.g.Target(), CanSwitch: true}
-	sourceMode(&ans, h.src, h.input)
-	switch {
-	case h.mirror:
-		ans.Switch = "local sends keys to no destination; a destination's name to every one again (mirror)"
-	default:
-		ans.Switch = "a destination's name sends keys to it alone; local to none"
-	}
-	if grabbingSource(h.src) != nil {
-		ans.Switch += "; the grab follows"
-	}
-	for _, r := range h.runs {
-		d := destStatus{Name: r.name, Addr: r.dest.Addr.String(), Keys: r.keys()}
-		d.State, d.Live = destState(r.s, d.Addr)
-		ans.Dests = append(ans.Dests, d)
-	}
-	return ans
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyrelay/keyrelay/control"
+	"github.com/keyrelay/keyrelay/control/controltest"
 	"github.com/keyrelay/keyrelay/sender"
 )
 
@@ -49,7 +51,7 @@ func TestSwitchWithoutADestination(t *testing.T) {
 	// With a send running, its destinations are named.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := listenControl(ctx, controlPath(), &fakeControl{target: "a", names: []string{"a", "b"}}); err != nil {
+	if err := control.Listen(ctx, control.Path(), controltest.New("a", "a", "b")); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, stderr := runCmd("switch"); code != ExitUsage || !strings.Contains(stderr, "(the running send's destinations: a, b)") {

@@ -56,8 +56,6 @@ type Options struct {
 	// key source's options as validated (nil when they are not valid),
 	// which the source's checks follow.
 	CheckSettings func(role string) (Check, *capture.SourceOptions)
-	// LookAtSends, if set, is the look at the sends running now.
-	LookAtSends func() Check
 
 	// toNames are the destinations' names (NAME=HOST[:PORT], [[send.to]]
 	// tables), "" for an unnamed one, parallel to To after validation.
@@ -393,9 +391,7 @@ func Run(ctx context.Context, o *Options) (*Report, error) {
 	}
 	// The send running now, if any: its target and destinations, as
 	// keyrelay status shows them.
-	if o.LookAtSends != nil {
-		forRole(RoleSend, "running send", o.LookAtSends)
-	}
+	forRole(RoleSend, "running send", runningSend)
 	return &Report{Checks: checks, Choices: notNeededFor(doSend, doRecv, inj, o.Input)}, nil
 }
 

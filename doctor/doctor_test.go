@@ -13,6 +13,7 @@ import (
 // that is not there), not those of other sources, which are not needed.
 func TestReportRolesAndFailures(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", dir) // no send of the developer's running
 	missing := filepath.Join(dir, "event9")
 	o := &Options{Role: RoleSend, Inject: "log", Input: "evdev", Devices: []string{missing}, Listen: "127.0.0.1:0", Insecure: true,
 		IdentityPath: filepath.Join(dir, "identity"), PeersPath: filepath.Join(dir, "peers.toml")}
