@@ -57,7 +57,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"impair", "--to", "127.0.0.1:1", "--loss", "2"}, ExitUsage, "loss 2 out of range"},
 		{[]string{"send", "--to", "127.0.0.1", "--script", "/does/not/exist"}, ExitError, "unable to open script"},
 		{[]string{"version"}, ExitOK, ""},
-		// One-way only when asked for (PROTOCOL.md §8.4).
+		// One-way only when asked for (PROTOCOL.md §8.6).
 		{[]string{"send", "--insecure", "--script", "-", "--to", "255.255.255.255"}, ExitUsage, "--to 255.255.255.255:7575 is a broadcast address, which is one-way and needs --one-way: a one-way session has no handshake"},
 		{[]string{"send", "--insecure", "--script", "-", "--to", "239.1.2.3:9"}, ExitUsage, "is a multicast group, which is one-way and needs --one-way"},
 		{[]string{"send", "--insecure", "--script", "-", "--to", "127.0.0.1", "--feedback=false"}, ExitUsage, "--feedback=false is one-way and needs --one-way"},

@@ -65,7 +65,7 @@ func keyInEnv(t *testing.T, dir string) []byte {
 // running recv and gives the RTT and the clock offset, taken from the
 // ack's wall clock (PROTOCOL.md §9). One past half the default --max-skew
 // is named with the NTP fix, but fails nothing: with the handshake
-// (§8.3) only one-way packets depend on clocks (§8.4), and the probe, a
+// (§8.3) only one-way packets depend on clocks (§8.6), and the probe, a
 // handshaken session, got through.
 func TestDoctorClockOffset(t *testing.T) {
 	isolate(t)

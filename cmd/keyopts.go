@@ -25,7 +25,7 @@ func (k *KeyOptions) register(f *pflag.FlagSet) {
 // load returns the key (nil with --insecure, or without a key file when
 // none is required), telling the user its fingerprint or the risk they
 // took. required: one-way use, whose packets are sealed with it
-// (PROTOCOL.md §8.4); a handshake authenticates by the machines'
+// (PROTOCOL.md §8.6); a handshake authenticates by the machines'
 // identities, and mixes the key in when there is one (Noise psk2).
 func (k *KeyOptions) load(logf func(string, ...any), required bool) ([]byte, error) {
 	if k.Insecure {

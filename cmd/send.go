@@ -125,7 +125,7 @@ handshake, one-way use, every flag): man keyrelay-send.`,
 	f.Var(outageFlag{&opts.Outage, &opts.outageGiven}, "outage", "lossless typing through an outage up to this long: keys typed while a receiver that answered before is silent wait and go out when it answers again (and the end waits for it); past it, older keys may be lost. Never shorter than --timeout: unset, it is --timeout when that is longer")
 	f.DurationVar(&opts.Wait, "wait", 0, "before playing the script or reading a key, wait up to this long for every receiver to answer (its handshake answered; with --insecure, its first ack): a receiver started at the same time, or later, gets every key; none within it: exit 3, nothing typed anywhere. Broadcast and multicast destinations answer nothing and are not waited for (nor is anything with --feedback=false: refused). 0: start at once")
 	f.BoolVar(&opts.Feedback, "feedback", true, "read the receivers' acks: RTT, loss, redundant bursts, lossless typing (false: the plain one-way queue)")
-	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake, so a recording of the session can be typed again into any receiver run with recv --one-way, within its --max-skew (PROTOCOL.md §8.4)")
+	f.BoolVar(&opts.OneWay, "one-way", false, "allow one-way destinations (--feedback=false, broadcast or multicast --to): no handshake; each packet is sealed with the key file and signed by this machine's identity, and only a receiver run with recv --one-way that pairs this machine types it; a recording of the session can be typed again into such a receiver, within its --max-skew (PROTOCOL.md §8.6)")
 	f.BoolVar(&opts.Grab, "grab", false, "own the keyboard while relaying (--input x11, evdev, windows or macos): keys reach the receiver only; --hotkey switches to local use and back")
 	f.BoolVar(&opts.Switch, "switch", false, "send keys to one destination at a time (the first, until a destination's hotkey or 'keyrelay switch NAME|local' picks another) instead of to every destination (mirror); on whenever a [[send.to]] destination has a hotkey. With --grab a destination without one gets ControlRight+Digit1, +Digit2, … by its place")
 	f.StringVar(&opts.Hotkey, "hotkey", capture.DefaultHotkey, "with --grab (refused without it on the command line): the keys (key names joined by +, as in key scripts) that switch between relaying and local use; with --input x11 all but one must be Shift, Control, Alt or Meta keys")
@@ -228,11 +228,13 @@ key: send keeps asking, keeps what is typed meanwhile (up to --outage),
 says why it may be silent, and exits 3 if it never answers.
 
 One-way (--one-way, needed for --feedback=false or a broadcast or multicast
---to): no handshake, so the only replay protection is the wall clock: a
-recording of the session can be typed again, in full, into any receiver
-holding the key (one restarted since, or another) within recv's --max-skew
-of when it was made; receivers refuse one-way senders unless run with
-recv --one-way. One-way use exits 0 and says delivery was not confirmed.
+--to): no handshake; each packet is sealed with the key file (--key-file)
+and signed by this machine's identity, and a receiver types it only when
+run with recv --one-way and paired with this machine (PROTOCOL.md §8.6).
+The only replay protection is the wall clock: a recording of the session
+can be typed again, in full, into such a receiver that has not heard it
+(one restarted since, or another) within recv's --max-skew of when it was
+made. One-way use exits 0 and says delivery was not confirmed.
 
 Exit status: 0 delivered (or one-way), 1 the command failed (an error
 names it), 2 bad flags or arguments, 3 delivery not confirmed (a receiver
@@ -710,11 +712,11 @@ func (ss *sendSession) run(ctx context.Context) error {
 
 // oneWayCost is what a one-way sender gives up, for the errors that ask
 // for --one-way.
-const oneWayCost = "a one-way session has no handshake, so its only replay protection is the wall clock (PROTOCOL.md §8.4): a recording of it can be typed again, in full, into any receiver holding the key (restarted since, or another) within recv's --max-skew of when it was made; give --one-way if that is acceptable here (the receivers must run recv --one-way too)"
+const oneWayCost = "a one-way session has no handshake, so its only replay protection is the wall clock (PROTOCOL.md §8.6): a recording of it can be typed again, in full, into a receiver that runs recv --one-way with the key file and pairs this machine (restarted since, or another) within recv's --max-skew of when it was made; give --one-way if that is acceptable here (the receivers must run recv --one-way too)"
 
 // checkOneWay refuses a broadcast or multicast destination without
 // --one-way: it cannot handshake (one packet reaches many receivers),
-// so it is one-way, and that must be asked for (PROTOCOL.md §8.4).
+// so it is one-way, and that must be asked for (PROTOCOL.md §8.6).
 func checkOneWay(o *SendOptions, dests []net.Addr) error {
 	if o.OneWay {
 		return nil

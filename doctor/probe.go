@@ -83,7 +83,7 @@ func (o *Options) roundTrip(ctx context.Context, target, from string, key []byte
 	// send's sessions with a receiver that answers are handshaken and
 	// check no clock (PROTOCOL.md §8.3); only one-way packets (broadcast
 	// and multicast destinations, send --feedback=false) are held to
-	// recv's --max-skew (§8.4). So a clock far off is said, with its fix,
+	// recv's --max-skew (§8.6). So a clock far off is said, with its fix,
 	// at half of the default --max-skew, but fails nothing.
 	var clockErr error
 	if offset > receiver.DefaultMaxSkew/2 || offset < -receiver.DefaultMaxSkew/2 {
