@@ -3,6 +3,8 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -10,12 +12,14 @@ import (
 	"regexp"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/keyrelay/keyrelay/internal/notebuf"
+	"github.com/keyrelay/keyrelay/wire"
 )
 
 func TestSendFlags(t *testing.T) {
@@ -240,5 +244,46 @@ func TestDebugSaysSoOnce(t *testing.T) {
 		if n := strings.Count(errb.String(), debugNote); code != ExitOK || (n == 1) != debug || n > 1 {
 			t.Errorf("debug %v: exit %d, said %q %d times:\n%s", debug, code, debugNote, n, errb.String())
 		}
+	}
+}
+
+// TestOneWayQueueTooLong: a one-way packet carries the sending machine's
+// public key and signature too (PROTOCOL.md §5, §8.6), so a one-way send
+// takes a queue of at most wire.MaxSafeOneWayEvents: a longer --queue is
+// a bad flag (exit 2), from the command line or the config file, said
+// before the key file is read; the longest one runs.
+func TestOneWayQueueTooLong(t *testing.T) {
+	dir := isolate(t)
+	keyFile := filepath.Join(dir, "k")
+	if code := Run([]string{"keygen", "--out", keyFile}, IO{Out: io.Discard, Err: io.Discard}); code != ExitOK {
+		t.Fatalf("keygen: exit %d", code)
+	}
+	tooLong := strconv.Itoa(wire.MaxSafeOneWayEvents + 1)
+	send := func(args ...string) (int, string) {
+		var errb bytes.Buffer
+		args = append([]string{"send", "--script", "-", "--key-file", keyFile, "--one-way", "--linger", "10ms"}, args...)
+		code := Run(args, IO{In: strings.NewReader("tap KeyA\n"), Out: io.Discard, Err: &errb})
+		return code, errb.String()
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"no feedback", []string{"--to", "127.0.0.1:9", "--feedback=false", "--queue", tooLong}},
+		{"broadcast", []string{"--to", "255.255.255.255:9", "--queue", tooLong}},
+	} {
+		code, said := send(tc.args...)
+		want := fmt.Sprintf("--queue %s: a one-way destination takes at most %d", tooLong, wire.MaxSafeOneWayEvents)
+		if code != ExitUsage || !strings.Contains(said, want) {
+			t.Errorf("%s: exit %d, %q; want %d and %q", tc.name, code, said, ExitUsage, want)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "config.toml"), "[send]\nqueue = "+tooLong+"\n")
+	if code, said := send("--to", "127.0.0.1:9", "--feedback=false"); code != ExitUsage || !strings.Contains(said, "config.toml:2") {
+		t.Errorf("queue from the config file: exit %d, %q; want %d naming its line", code, said, ExitUsage)
+	}
+	os.Remove(filepath.Join(dir, "config.toml"))
+	if code, said := send("--to", "127.0.0.1:9", "--feedback=false", "--queue", strconv.Itoa(wire.MaxSafeOneWayEvents)); code != ExitOK {
+		t.Errorf("the longest one-way queue: exit %d, %q; want 0", code, said)
 	}
 }

@@ -549,6 +549,13 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 	for _, d := range resolved {
 		oneWay = oneWay || d.OneWay
 	}
+	// A one-way packet carries the sending machine's public key and
+	// signature too (PROTOCOL.md §5): a longer queue might not fit in a
+	// datagram.
+	if oneWay && o.Queue > wire.MaxSafeOneWayEvents {
+		want := fmt.Sprintf("a one-way destination takes at most %d, as its packets carry the sending machine's signature too (PROTOCOL.md §5)", wire.MaxSafeOneWayEvents)
+		return config.BadValue("queue", want, fmt.Sprintf("--queue %d: %s", o.Queue, want))
+	}
 	key, err := o.Key.load(logf, oneWay)
 	if err != nil {
 		return err
