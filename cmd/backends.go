@@ -1,16 +1,12 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
-	"github.com/keyrelay/keyrelay/internal/config"
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/internal/spell"
 )
 
 // This file turns the backend lists (inject.Backends) into what the
@@ -19,11 +15,6 @@ import (
 
 // autoShort is --inject auto's line in completion.
 const autoShort = "the first injector that works here"
-
-// injectorNames are --inject's values: auto, then every injector.
-func injectorNames() []string {
-	return append([]string{"auto"}, inject.Names()...)
-}
 
 // autoHelp says what --inject auto picks, from the injectors' ranks (on
 // every operating system: the help is the same everywhere).
@@ -53,165 +44,23 @@ func injectorCompletions() []string {
 	return out
 }
 
-// chooseInjector resolves --inject auto on this machine, logging a
-// fallback's note with why nothing better applied.
-func chooseInjector(choice string, logf func(string, ...any)) (inject.Backend, error) {
-	if choice != "auto" {
-		b, ok := inject.Lookup(choice)
-		if !ok {
-			return b, fmt.Errorf("unknown injector %q (choose one of: %s)", choice, strings.Join(injectorNames(), ", "))
-		}
-		return b, nil
-	}
-	b, unmet, ok := inject.Choose(inject.OSHost())
-	if !ok {
-		return b, fmt.Errorf("--inject auto found no injector that works here (%s): choose one with --inject", strings.Join(unmet, ", "))
-	}
-	if b.Auto.Note != "" && logf != nil {
-		logf("%s: %s", strings.Join(unmet, " and "), b.Auto.Note)
-	}
-	return b, nil
-}
-
-// autoInjector is the name of what --inject auto picks on this machine.
-func autoInjector() string {
-	b, err := chooseInjector("auto", nil)
-	if err != nil {
-		return "auto"
-	}
-	return b.Name
-}
-
-// writesStdout reports whether the injector named name writes to standard
-// output (recv then draws no status there).
-func writesStdout(name string) bool {
-	b, ok := inject.Lookup(name)
-	return ok && b.Caps.Stdout
-}
-
-// withDevice are the injectors that take recv's --device.
-func withDevice() []inject.Backend {
-	var out []inject.Backend
-	for _, b := range inject.Backends {
-		if b.Device != nil {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// injectorDevice is recv's --device default (the first injector's with a
-// device) and help.
-func injectorDevice() (def, help string) {
+// injectorDeviceHelp is recv's --device help.
+func injectorDeviceHelp() string {
 	var helps []string
-	for _, b := range withDevice() {
-		if def == "" {
-			def = b.Device.Default
-		}
+	for _, b := range inject.WithDevice() {
 		helps = append(helps, "with --inject "+b.Name+": "+b.Device.What)
 	}
-	return def, strings.Join(helps, "; ")
-}
-
-// checkInjectorDevice refuses --device (given: neither empty nor its
-// default) with an injector that opens no device of the user's choice.
-func checkInjectorDevice(choice, device string) error {
-	def, _ := injectorDevice()
-	if device == "" || device == def {
-		return nil
-	}
-	if b, ok := inject.Lookup(choice); ok && b.Device != nil {
-		return nil
-	}
-	var what, flags []string
-	for _, b := range withDevice() {
-		what = append(what, b.Device.What)
-		flags = append(flags, "--inject "+b.Name)
-	}
-	return config.Involving(fmt.Errorf("--device %s names %s, which only %s types through: add %s, or drop --device",
-		device, strings.Join(what, " or "), strings.Join(flags, " or "), strings.Join(flags, " or ")), "device", "inject")
-}
-
-// withLayout are the injectors that take recv's --layout.
-func withLayout() []inject.Backend {
-	var out []inject.Backend
-	for _, b := range inject.Backends {
-		if b.NamedLayout != nil {
-			out = append(out, b)
-		}
-	}
-	return out
+	return strings.Join(helps, "; ")
 }
 
 // injectorLayoutHelp is recv's --layout help.
 func injectorLayoutHelp() string {
 	var helps []string
-	for _, b := range withLayout() {
+	for _, b := range inject.WithLayout() {
 		helps = append(helps, "with --inject "+b.Name+": "+b.NamedLayout.What)
 	}
 	return "the XKB layout characters (from a terminal, a script's type) are typed through, as LAYOUT or LAYOUT(VARIANT): de, fr, gb, us(intl); " +
 		strings.Join(helps, "; ") + "; a character it lacks is reported and skipped (needs xkb-data)"
-}
-
-// checkInjectorLayout refuses a --layout that is no layout's name, or
-// given with an injector that types characters some other way or not at
-// all. With --inject auto, newInjector checks the one it picks.
-func checkInjectorLayout(choice, layout string) error {
-	if layout == "" {
-		return nil
-	}
-	if err := xkblayout.CheckName(layout); err != nil {
-		return config.Involving(err, "layout")
-	}
-	if choice == "auto" {
-		return nil
-	}
-	if b, ok := inject.Lookup(choice); !ok || b.NamedLayout != nil {
-		return nil // an unknown --inject is validate's to report
-	}
-	return layoutRefused(choice, layout)
-}
-
-func layoutRefused(choice, layout string) error {
-	var flags []string
-	for _, b := range withLayout() {
-		flags = append(flags, "--inject "+b.Name)
-	}
-	return config.Involving(fmt.Errorf("--layout %s is for injectors whose target's layout cannot be asked (%s); --inject %s types characters on its own or not at all: drop --layout, or use %s",
-		layout, joinOr(flags), choice, joinOr(flags)), "layout", "inject")
-}
-
-// loadLayout reads the layout --layout names for the injector b, from
-// this machine's XKB data; nil when none is named.
-func loadLayout(b inject.Backend, layout string) (*xkblayout.Layout, error) {
-	if layout == "" {
-		return nil, nil
-	}
-	if b.NamedLayout == nil {
-		// --inject auto picked it (validate refused the others).
-		return nil, layoutRefused("auto (which picked "+b.Name+" here)", layout)
-	}
-	var compose io.Reader
-	if f, err := os.Open(xkblayout.ComposeFile); err == nil {
-		defer f.Close()
-		compose = f
-	}
-	l, err := xkblayout.Load(os.DirFS(xkblayout.Dir), layout, compose)
-	if err != nil {
-		if errors.Is(err, xkblayout.ErrUnknown) {
-			return nil, config.Involving(fmt.Errorf("--layout: %w", err), "layout")
-		}
-		return nil, fmt.Errorf("--layout %s: %w", layout, err)
-	}
-	return l, nil
-}
-
-// joinOr joins words as a list in prose: "a, b or c".
-func joinOr(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // sourcesWith names the sources with a capability, as flags: "--input
@@ -223,7 +72,7 @@ func sourcesWith(has func(capture.SourceCaps) bool) string {
 			out = append(out, "--input "+b.Name)
 		}
 	}
-	return joinOr(out)
+	return spell.JoinOr(out)
 }
 
 // sourceHelp is send --help's list of key sources.

@@ -16,8 +16,10 @@ import (
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/charmode"
+	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/internal/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/relay"
 	"github.com/keyrelay/keyrelay/sender"
 )
 
@@ -188,15 +190,14 @@ func (fakeSource) Play(context.Context, func(keys.Key, bool) error) error { retu
 
 // TestNewBackendIsOneEntry: a source and an injector added to the lists,
 // and nothing else, appear in send's and recv's help, their flags'
-// completion, doctor's checks and help, and auto's choice (DESIGN.md,
-// "Backends").
+// completion, doctor's checks and help (DESIGN.md, "Backends"); auto's
+// choice of it: package relay's TestAutoChoosesANewInjector.
 func TestNewBackendIsOneEntry(t *testing.T) {
 	isolate(t)
 	savedInj, savedSrc := inject.Backends, capture.Sources
 	t.Cleanup(func() { inject.Backends, capture.Sources = savedInj, savedSrc })
-	made := false
 	// What the commands said before the fakes: the fakes come last.
-	injNames, srcNames := strings.Join(injectorNames(), "|"), capture.SourceNames(false)
+	injNames, srcNames := strings.Join(relay.InjectorNames(), "|"), capture.SourceNames(false)
 	first := strings.TrimSpace(inject.Ranked("")[0].Name + " " + inject.Ranked("")[0].Auto.Desc)
 	grabbers := sourcesWith(func(c capture.SourceCaps) bool { return c.Grab })
 	inject.Backends = append(slices.Clone(savedInj), inject.Backend{
@@ -205,7 +206,7 @@ func TestNewBackendIsOneEntry(t *testing.T) {
 		Check: &inject.Check{What: "fake keyboard", Run: func(inject.Options) (string, error) { return "the fake keyboard answers", nil }, Fix: "none"},
 		Auto: &inject.Auto{Rank: 1, When: func(h inject.Host) bool { return h.Getenv("KEYRELAY_TEST_FAKEKBD") != "" },
 			Desc: "when $KEYRELAY_TEST_FAKEKBD is set", Unmet: "no KEYRELAY_TEST_FAKEKBD"},
-		New: func(o inject.Options) (inject.Injector, error) { made = true; return &inject.Log{W: o.Out}, nil },
+		New: func(o inject.Options) (inject.Injector, error) { return &inject.Log{W: o.Out}, nil },
 	})
 	capture.Sources = append(slices.Clone(savedSrc), capture.SourceBackend{
 		Name: "fakesrc", Short: "a fake keyboard to read", Help: "reads a fake keyboard that only this test has", Needs: "nothing",
@@ -219,7 +220,7 @@ func TestNewBackendIsOneEntry(t *testing.T) {
 	}{
 		{[]string{"recv", "--help"}, []string{"where keys go: " + strings.ReplaceAll(injNames, "|", ", ") + ", fakekbd", "fakekbd a fake keyboard for tests"}},
 		{[]string{"man", "recv"}, []string{"fakekbd types into a fake keyboard", "works here: fakekbd when $KEYRELAY_TEST_FAKEKBD is set, else " + first}},
-		{[]string{"send", "--help"}, []string{"fakesrc a fake keyboard to read", joinOr(append(srcNames, "fakesrc"))}},
+		{[]string{"send", "--help"}, []string{"fakesrc a fake keyboard to read", spell.JoinOr(append(srcNames, "fakesrc"))}},
 		{[]string{"man", "send"}, []string{"fakesrc reads a fake keyboard"}},
 		{[]string{"man", "doctor"}, []string{"fake keyboard (--inject fakekbd)", "fake source (--input fakesrc)"}},
 		{[]string{"__complete", "recv", "--inject", ""}, []string{"fakekbd\ta fake keyboard for tests"}},
@@ -239,22 +240,6 @@ func TestNewBackendIsOneEntry(t *testing.T) {
 			}
 		}
 	}
-
-	// auto: first when its condition holds, the others' order otherwise.
-	t.Setenv("KEYRELAY_TEST_FAKEKBD", "")
-	if got := autoInjector(); got == "fakekbd" {
-		t.Errorf("auto picked fakekbd without its condition")
-	}
-	t.Setenv("KEYRELAY_TEST_FAKEKBD", "1")
-	if got := autoInjector(); got != "fakekbd" {
-		t.Errorf("auto picked %s, want fakekbd (rank 1, its condition holds)", got)
-	}
-	var out strings.Builder
-	inj, name, err := newInjector("auto", "", "", IO{Out: &out}, nil)
-	if err != nil || name != "fakekbd" || !made {
-		t.Fatalf("newInjector(auto) = %v %q %v, want the fake made", inj, name, err)
-	}
-	inj.Close()
 
 	// send takes the new source as any other: validated, made.
 	o := &SendOptions{To: []string{"127.0.0.1:9"}, Input: "fakesrc", Feedback: true, Hotkey: capture.DefaultHotkey, LogFormat: "text",

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/internal/notebuf"
+	"github.com/keyrelay/keyrelay/relay"
 	"github.com/keyrelay/keyrelay/wire"
 )
 
@@ -241,8 +242,8 @@ func TestDebugSaysSoOnce(t *testing.T) {
 		}
 		var errb bytes.Buffer
 		code := Run(args, IO{In: strings.NewReader("tap KeyA\n"), Out: &bytes.Buffer{}, Err: &errb})
-		if n := strings.Count(errb.String(), debugNote); code != ExitOK || (n == 1) != debug || n > 1 {
-			t.Errorf("debug %v: exit %d, said %q %d times:\n%s", debug, code, debugNote, n, errb.String())
+		if n := strings.Count(errb.String(), relay.DebugNote); code != ExitOK || (n == 1) != debug || n > 1 {
+			t.Errorf("debug %v: exit %d, said %q %d times:\n%s", debug, code, relay.DebugNote, n, errb.String())
 		}
 	}
 }

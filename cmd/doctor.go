@@ -11,6 +11,7 @@ import (
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/peers"
+	"github.com/keyrelay/keyrelay/relay"
 	"github.com/keyrelay/keyrelay/secret"
 	"github.com/spf13/cobra"
 )
@@ -60,7 +61,7 @@ Every check, and what a probe does: man keyrelay-doctor.`,
 	registerIdentityFlag(f, &opts.Identity)
 	registerPeersFlag(f, &opts.Peers)
 	f.StringVar(&opts.Role, "role", doctor.RoleAuto, "what this machine does: send, recv, both, or auto (from the config file's tables and the settings given)")
-	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use ("+strings.Join(injectorNames(), ", ")+")")
+	f.StringVar(&opts.Inject, "inject", "auto", "the injector recv will use ("+strings.Join(relay.InjectorNames(), ", ")+")")
 	f.StringVar(&opts.Input, "input", "terminal", "the key source send will use ("+strings.Join(capture.SourceNames(false), ", ")+"; "+strings.TrimSuffix(sourceAliases(), "; ")+")")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: the /dev/input/event* devices send will read (repeatable; default: every keyboard)")
 	f.StringVar(&opts.Listen, "listen", ":"+DefaultPort, "the address recv will listen on")
@@ -101,7 +102,7 @@ nothing: only one-way packets (send --one-way: broadcast, multicast,
 	commonFlags(c, "role", "inject", "input", "to", "peer", "config")
 	briefly(c, map[string]string{
 		"role":   "what this machine does: send, recv, both, or auto (from the config file and the flags given)",
-		"inject": "the injector recv will use (" + strings.Join(injectorNames(), ", ") + ")",
+		"inject": "the injector recv will use (" + strings.Join(relay.InjectorNames(), ", ") + ")",
 		"input":  "the key source send will use (" + strings.Join(capture.SourceNames(false), ", ") + ")",
 		"to":     "send's destinations, as send takes them (default [send] to, $KEYRELAY_SEND_TO)",
 		"peer":   "a running recv to make a round trip to (HOST[:PORT]), instead of send's destinations",

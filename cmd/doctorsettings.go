@@ -17,7 +17,7 @@ import (
 // Doctor checks send's and recv's settings by reading and validating them
 // as those commands do: a fresh send or recv command reads the config
 // file and the environment itself (configure), and its own validation
-// runs (RecvOptions.validate, SendOptions.validateSettings), so a value
+// runs (RecvOptions.Check, SendOptions.validateSettings), so a value
 // either command refuses fails doctor too, with the same words and the
 // same source (the file's line, the variable). What doctor was told of
 // them on its command line, in [doctor] or in KEYRELAY_DOCTOR_ variables
@@ -65,7 +65,7 @@ func settingsCheck(role string, given map[string][]string, cf *config.File) (doc
 	var source *capture.SourceOptions
 	switch role {
 	case doctor.RoleRecv:
-		c = NewCmdRecv(IO{}, func(_ context.Context, o *RecvOptions) error { return o.validate() })
+		c = NewCmdRecv(IO{}, func(_ context.Context, o *RecvOptions) error { return o.Check() })
 	default:
 		c = NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error {
 			err := o.validateSettings()

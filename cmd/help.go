@@ -164,7 +164,7 @@ func injectorShortHelp() string {
 // flags.
 func layoutInjectors() []string {
 	var out []string
-	for _, b := range withLayout() {
+	for _, b := range inject.WithLayout() {
 		out = append(out, "--inject "+b.Name)
 	}
 	return out

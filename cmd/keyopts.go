@@ -1,55 +1,19 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/keyrelay/keyrelay/internal/config"
+	"github.com/keyrelay/keyrelay/relay"
 	"github.com/keyrelay/keyrelay/secret"
 )
 
-// KeyOptions are the key flags send and recv share.
-type KeyOptions struct {
-	KeyFile  string
-	Insecure bool
-}
-
-func (k *KeyOptions) register(f *pflag.FlagSet) {
+// registerKeyFlags adds the key flags send and recv share.
+func registerKeyFlags(f *pflag.FlagSet, k *relay.KeyOptions) {
 	f.StringVar(&k.KeyFile, "key-file", "", "pre-shared key made by 'keyrelay keygen' (or $"+secret.Env+", or key-file in the config file): an optional second factor of the handshake (both ends need the same one), required for one-way")
 	f.BoolVar(&k.Insecure, "insecure", false, "relay in plaintext, without a key: anyone on the network can read and inject keys (command line only, never from the config file or the environment; recv: with a loopback --listen or an --allow list)")
-}
-
-// load returns the key (nil with --insecure, or without a key file when
-// none is required), telling the user its fingerprint or the risk they
-// took. required: one-way use, whose packets are sealed with it
-// (PROTOCOL.md §8.6); a handshake authenticates by the machines'
-// identities, and mixes the key in when there is one (Noise psk2).
-func (k *KeyOptions) load(logf func(string, ...any), required bool) ([]byte, error) {
-	if k.Insecure {
-		if k.KeyFile != "" {
-			return nil, config.Involving(errors.New("--insecure and --key-file exclude each other"), "insecure", "key-file")
-		}
-		logf("WARNING: --insecure: keystrokes travel in plaintext and anyone who can reach this port can type into the receiver")
-		return nil, nil
-	}
-	// $KEYRELAY_KEY_FILE and the config file have been applied to
-	// k.KeyFile already (configure).
-	path := k.KeyFile
-	if path == "" && !required {
-		return nil, nil
-	}
-	if path == "" {
-		return nil, config.NoKeyError(config.DisplayDefaultPath())
-	}
-	key, err := secret.Load(path)
-	if err != nil {
-		return nil, config.SettingError{Err: err, Setting: "key-file"}
-	}
-	logf("key file fingerprint %s (the other machine must show the same)", secret.Fingerprint(key))
-	return key, nil
 }
 
 // NewCmdKeygen builds `keyrelay keygen`.

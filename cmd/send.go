@@ -23,6 +23,7 @@ import (
 	"github.com/keyrelay/keyrelay/internal/statusboard"
 	"github.com/keyrelay/keyrelay/internal/wake"
 	"github.com/keyrelay/keyrelay/peers"
+	"github.com/keyrelay/keyrelay/relay"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
 	"github.com/keyrelay/keyrelay/wire"
@@ -48,7 +49,7 @@ type SendOptions struct {
 	Devices   []string
 	Keys      string // --keys: physical or characters, for every destination
 	Layout    string // --layout: the sender's XKB layout, for --keys characters
-	Key       KeyOptions
+	Key       relay.KeyOptions
 	Identity  string // --identity
 	Peers     string // --peers
 	Quiet     bool
@@ -115,7 +116,7 @@ handshake, one-way use, every flag): man keyrelay-send.`,
 	f := c.Flags()
 	f.Var(dest.Flag{To: &opts.To, Tables: &opts.toTables}, "to", "receiver address HOST[:PORT] (repeatable, or several separated by commas; host names, IPv4, [IPv6], broadcast; default port "+DefaultPort+"), a paired peer's name (NAME:PORT: its recv on another port), or NAME=HOST[:PORT], named for keyrelay switch and status; [[send.to]] tables in the config file add a hotkey, a key map and local keys")
 	f.Lookup("to").DefValue = "" // none, as a plain string list shows it
-	f.StringVar(&opts.Input, "input", "", "key source: "+joinOr(capture.SourceNames(false))+" ("+sourceAliases()+"default: script with --script, else terminal)")
+	f.StringVar(&opts.Input, "input", "", "key source: "+spell.JoinOr(capture.SourceNames(false))+" ("+sourceAliases()+"default: script with --script, else terminal)")
 	f.StringVar(&opts.Script, "script", "", `key script to play ("-" for standard input); implies --input script`)
 	f.DurationVar(&opts.Interval, "interval", sender.DefaultInterval, "resend the queue this often when no key moves")
 	f.IntVar(&opts.Queue, "queue", sender.DefaultQueueLen, fmt.Sprintf("queue length N (1..%d): how many events each packet carries", wire.MaxSafeEvents))
@@ -132,7 +133,7 @@ handshake, one-way use, every flag): man keyrelay-send.`,
 	f.StringVar(&opts.Keys, "keys", "", `what every destination gets: "physical" keys (the receiver's layout decides the character), or "characters": printable keys as the characters this machine's layout gives them, chords with Control/Alt/Super and keys that print nothing as physical keys (default: each [[send.to]]'s keys, else physical)`)
 	f.StringVar(&opts.Layout, "layout", "", "with characters: this keyboard's XKB layout, LAYOUT or LAYOUT(VARIANT) (de, fr, us(intl)); needed for --input evdev, which cannot ask for it; --input x11 reads the X server's keymap without it")
 	f.StringArrayVar(&opts.Devices, "device", nil, "with --input evdev: read this /dev/input/event* device (repeatable; default: every keyboard, and those plugged in later)")
-	opts.Key.register(f)
+	registerKeyFlags(f, &opts.Key)
 	registerIdentityFlag(f, &opts.Identity)
 	registerPeersFlag(f, &opts.Peers)
 	f.BoolVar(&opts.Debug, "debug", false, "name keys in log and status lines (the keys held, a press the queue dropped): passwords typed included; without, counts only (command line only)")
@@ -244,7 +245,7 @@ application; a script stopped because its receiver was silent past
 	commonFlags(c, "to", "input", "script", "grab", "hotkey", "switch", "keys", "wait", "quiet", "config")
 	briefly(c, map[string]string{
 		"to":     "where keys go: a paired machine's name, NAME:PORT, HOST[:PORT], or NAME=ADDR to name it (repeatable; default port " + DefaultPort + ")",
-		"input":  "key source: " + joinOr(capture.SourceNames(false)) + " (default: terminal, or script with --script)",
+		"input":  "key source: " + spell.JoinOr(capture.SourceNames(false)) + " (default: terminal, or script with --script)",
 		"script": `play this key script ("-": standard input; its format: keyrelay help script)`,
 		"grab":   "own the keyboard while relaying: keys reach the receivers only",
 		"hotkey": "with --grab: the keys that switch between relaying and local use",
@@ -309,7 +310,7 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout t
 				loss = fmt.Sprintf("%.1f%%", 100*p.Loss)
 			}
 			text = append(text, fmt.Sprintf("→ %-22s %-13s rtt %-9s loss %6s  %5.1f pkt/s  %s  waiting %d%s",
-				a, state, rtt, loss, pps, heldText(st.Held, debug), st.Pending, clockNote(p)))
+				a, state, rtt, loss, pps, relay.HeldText(st.Held, debug), st.Pending, clockNote(p)))
 			attr := []any{"receiver", a, "live", ok && p.Live, "handshake_answered", !slices.Contains(unanswered, a)}
 			if p.SRTT > 0 {
 				attr = append(attr, "rtt_ms", float64(p.SRTT.Round(time.Microsecond))/float64(time.Millisecond))
@@ -318,7 +319,7 @@ func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout t
 				attr = append(attr, "loss", math.Round(p.Loss*1000)/1000)
 			}
 			attr = append(attr, "packets_per_s", math.Round(pps*10)/10)
-			attr = append(attr, heldAttrs(st.Held, debug)...)
+			attr = append(attr, relay.HeldAttrs(st.Held, debug)...)
 			attr = append(attr, "waiting", st.Pending)
 			if p.ClockKnown {
 				attr = append(attr, "clock_offset_ms", p.ClockOffset.Milliseconds())
@@ -405,7 +406,7 @@ func (o *SendOptions) validateSettings() error {
 	}
 	b, ok := capture.LookupSource(o.Input)
 	if !ok {
-		choose, all := "choose "+joinOr(capture.SourceNames(false)), capture.SourceNames(true)
+		choose, all := "choose "+spell.JoinOr(capture.SourceNames(false)), capture.SourceNames(true)
 		return config.BadValue("input", "unknown key source ("+choose+")"+spell.Suggest(o.Input, all),
 			fmt.Sprintf("unknown --input %q (%s)%s", o.Input, choose, spell.Suggest(o.Input, all)))
 	}
@@ -524,13 +525,13 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		logf = func(string, ...any) {}
 	}
 	if o.Debug {
-		errf(debugNote) // even with --quiet: what the log holds must be known
+		errf(relay.DebugNote) // even with --quiet: what the log holds must be known
 	}
 	var id *identity.Identity
 	list := &peers.List{}
 	if !o.Key.Insecure {
 		var err error
-		if id, err = loadIdentity(o.identityPath, "send", errf); err != nil {
+		if id, err = relay.LoadIdentity(o.identityPath, errf); err != nil {
 			return err
 		}
 		if list, err = loadPeersAt(o.peersPath); err != nil {
@@ -556,7 +557,7 @@ func runSend(ctx context.Context, stdio IO, o *SendOptions) error {
 		want := fmt.Sprintf("a one-way destination takes at most %d, as its packets carry the sending machine's signature too (PROTOCOL.md §5)", wire.MaxSafeOneWayEvents)
 		return config.BadValue("queue", want, fmt.Sprintf("--queue %d: %s", o.Queue, want))
 	}
-	key, err := o.Key.load(logf, oneWay)
+	key, err := o.Key.Load(logf, oneWay)
 	if err != nil {
 		return err
 	}

@@ -339,6 +339,30 @@ func Names() []string {
 	return out
 }
 
+// WithDevice are the injectors that open a device of the user's choice
+// (recv's --device), in Backends' order.
+func WithDevice() []Backend {
+	var out []Backend
+	for _, b := range Backends {
+		if b.Device != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// WithLayout are the injectors that type characters through a named XKB
+// layout (recv's --layout), in Backends' order.
+func WithLayout() []Backend {
+	var out []Backend
+	for _, b := range Backends {
+		if b.NamedLayout != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // Ranked are the injectors auto considers on goos ("": on any), best
 // first.
 func Ranked(goos string) []Backend {

@@ -17,7 +17,7 @@ type Event = sink.Event
 
 // Injector is one of this package's injectors. Each is a receiver.Injector
 // (Inject is called from one goroutine at a time; an error is reported and
-// counted, not fatal, unless it wraps ErrGone), and cmd/recv.go closes it
+// counted, not fatal, unless it wraps ErrGone), and relay/recv.go closes it
 // after the receiver has released every key it pressed. Some also set the
 // lock state (receiver.LockSetter) or notice their backend going away
 // between keys (receiver.Watched).

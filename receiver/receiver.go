@@ -140,7 +140,7 @@ func (s stdTimer) Stop()                 { s.t.Stop() }
 func (s stdTimer) Close() error          { s.t.Stop(); return nil }
 
 // Injector is what the receiver hands key events to (package inject's
-// injectors are ones; cmd/recv.go wires them). Inject is called from one
+// injectors are ones; relay/recv.go wires them). Inject is called from one
 // goroutine at a time. Its error is counted and logged, not fatal, so one key
 // a backend cannot press does not stop the relay; but an error wrapping
 // sink.ErrGone (the backend itself went away) stops Run, and one wrapping

@@ -3,7 +3,7 @@
 // receiver declares the interfaces it consumes (receiver.Injector,
 // receiver.LockSetter, receiver.Watched) and package inject implements
 // them; neither imports the other, so the receive loop builds and is
-// tested without X, uinput or robotgo, and cmd/recv.go wires the two.
+// tested without X, uinput or robotgo, and relay/recv.go wires the two.
 //
 // The errors are sentinels here rather than in either package because both
 // sides need them: an injector wraps them, the receiver tests for them with

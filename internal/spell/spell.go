@@ -1,8 +1,20 @@
-// Package spell suggests, for a name someone mistyped, the known name they
-// probably meant: the config file's settings, a flag, a peer's name.
+// Package spell words names in messages: for a name someone mistyped,
+// the known name they probably meant (the config file's settings, a flag,
+// a peer's name), and a list of names in prose (JoinOr).
 package spell
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
+
+// JoinOr joins words as a list in prose: "a, b or c".
+func JoinOr(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
 
 // Closest is the name in known nearest to a misspelt one, "" when none is
 // within two edits (more is not a typo). Of equally near names the first

@@ -26,3 +26,15 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinOr: a list of names in prose, as messages name the choices.
+func TestJoinOr(t *testing.T) {
+	for _, tc := range []struct {
+		words []string
+		want  string
+	}{{nil, ""}, {[]string{"a"}, "a"}, {[]string{"a", "b"}, "a or b"}, {[]string{"a", "b", "c"}, "a, b or c"}} {
+		if got := JoinOr(tc.words); got != tc.want {
+			t.Errorf("JoinOr(%q) = %q, want %q", tc.words, got, tc.want)
+		}
+	}
+}
