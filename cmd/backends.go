@@ -6,7 +6,6 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
-	"github.com/keyrelay/keyrelay/internal/spell"
 )
 
 // This file turns the backend lists (inject.Backends) into what the
@@ -61,18 +60,6 @@ func injectorLayoutHelp() string {
 	}
 	return "the XKB layout characters (from a terminal, a script's type) are typed through, as LAYOUT or LAYOUT(VARIANT): de, fr, gb, us(intl); " +
 		strings.Join(helps, "; ") + "; a character it lacks is reported and skipped (needs xkb-data)"
-}
-
-// sourcesWith names the sources with a capability, as flags: "--input
-// x11 or --input evdev".
-func sourcesWith(has func(capture.SourceCaps) bool) string {
-	var out []string
-	for _, b := range capture.Sources {
-		if has(b.Caps) {
-			out = append(out, "--input "+b.Name)
-		}
-	}
-	return spell.JoinOr(out)
 }
 
 // sourceHelp is send --help's list of key sources.

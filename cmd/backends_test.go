@@ -199,7 +199,12 @@ func TestNewBackendIsOneEntry(t *testing.T) {
 	// What the commands said before the fakes: the fakes come last.
 	injNames, srcNames := strings.Join(relay.InjectorNames(), "|"), capture.SourceNames(false)
 	first := strings.TrimSpace(inject.Ranked("")[0].Name + " " + inject.Ranked("")[0].Auto.Desc)
-	grabbers := sourcesWith(func(c capture.SourceCaps) bool { return c.Grab })
+	var grabbers []string // as send's errors name them
+	for _, b := range capture.Sources {
+		if b.Caps.Grab {
+			grabbers = append(grabbers, "--input "+b.Name)
+		}
+	}
 	inject.Backends = append(slices.Clone(savedInj), inject.Backend{
 		Name: "fakekbd", Short: "a fake keyboard for tests", Help: "types into a fake keyboard that only this test sees",
 		Layout: inject.Layout{Key: "the same key", Char: "that character"}, Needs: "nothing",
@@ -244,11 +249,11 @@ func TestNewBackendIsOneEntry(t *testing.T) {
 	// send takes the new source as any other: validated, made.
 	o := &SendOptions{To: []string{"127.0.0.1:9"}, Input: "fakesrc", Feedback: true, Hotkey: capture.DefaultHotkey, LogFormat: "text",
 		Queue: 16, Interval: 100e6, Timeout: 2e9, Outage: 5e9}
-	if err := o.validate(); err != nil {
+	if err := o.Check(); err != nil {
 		t.Errorf("send --input fakesrc: %v", err)
 	}
 	o.Grab = true
-	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--grab needs "+grabbers+" (--input fakesrc has no keyboard to own)") {
+	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "--grab needs "+spell.JoinOr(grabbers)+" (--input fakesrc has no keyboard to own)") {
 		t.Errorf("send --input fakesrc --grab: %v, want --grab refused (it has no grab)", err)
 	}
 }
@@ -461,7 +466,7 @@ func TestKeymapIsTheSourcesCapability(t *testing.T) {
 	withKeymap := fake
 	withKeymap.Keymap = keymap
 	capture.Sources = append(slices.Clone(saved), withKeymap)
-	if err := opts().validate(); err != nil {
+	if err := opts().Check(); err != nil {
 		t.Errorf("send --input fakemap --keys characters, a source with a keymap: %v, want no --layout needed", err)
 	}
 	_, out, errs := run("doctor", "--insecure", "--role", "send", "--input", "fakemap", "--keys", "characters")
@@ -470,7 +475,7 @@ func TestKeymapIsTheSourcesCapability(t *testing.T) {
 	}
 
 	capture.Sources = append(slices.Clone(saved), fake)
-	if err := opts().validate(); err == nil || !strings.Contains(err.Error(), "characters mode with --input fakemap needs this keyboard's layout") {
+	if err := opts().Check(); err == nil || !strings.Contains(err.Error(), "characters mode with --input fakemap needs this keyboard's layout") {
 		t.Errorf("send --input fakemap --keys characters, a source without a keymap: %v, want --layout asked for", err)
 	}
 	_, out, errs = run("doctor", "--insecure", "--role", "send", "--input", "fakemap", "--keys", "characters")

@@ -24,7 +24,7 @@ func TestCommandLineSourceTakesTheConfigsGrab(t *testing.T) {
 		input        string
 		grab         bool
 		devices      int
-		err          string // validateSettings' error, "" for none
+		err          string // CheckSettings' error, "" for none
 	}{
 		{name: "--script over input = x11", config: x11Grab, args: []string{"--script", "-"}, input: "script"},
 		{name: "--input terminal over input = x11", config: x11Grab, args: []string{"--input", "terminal"}, input: "terminal"},
@@ -48,7 +48,7 @@ func TestCommandLineSourceTakesTheConfigsGrab(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			var got *SendOptions
-			cmd := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.validateSettings() })
+			cmd := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.CheckSettings() })
 			cmd.SetArgs(append([]string{"--config", cfg}, c.args...))
 			cmd.SilenceErrors, cmd.SilenceUsage = true, true
 			err := cmd.Execute()

@@ -185,7 +185,7 @@ func TestEveryMistakeNamesItsSource(t *testing.T) {
 func TestToCommaList(t *testing.T) {
 	isolate(t)
 	var got *SendOptions
-	c := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.validate() })
+	c := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.Check() })
 	c.SetArgs([]string{"--to", "a:1,b:2", "--to", "[::1]:9, [fd00::7],", "--to", "c", "--script", "-"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)

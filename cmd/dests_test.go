@@ -34,26 +34,26 @@ local-keys = ["AudioVolumeUp"]
 		t.Fatal(err)
 	}
 	var got *SendOptions
-	c := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.validate() })
+	c := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.Check() })
 	c.SetArgs([]string{"--config", cfg, "--script", "-", "--insecure"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.dests) != 1 || got.dests[0].Name != "mac" || got.dests[0].Addr != "127.0.0.1:7001" {
-		t.Fatalf("destinations %+v, want mac at 127.0.0.1:7001", got.dests)
+	if len(got.Dests()) != 1 || got.Dests()[0].Name != "mac" || got.Dests()[0].Addr != "127.0.0.1:7001" {
+		t.Fatalf("destinations %+v, want mac at 127.0.0.1:7001", got.Dests())
 	}
-	mac := got.dests[0]
+	mac := got.Dests()[0]
 	if mac.Hotkey.String() != "ControlRight+Digit1" || mac.Map[keys.MetaLeft] != keys.ControlLeft || !slices.Equal(mac.Local, []keys.Code{keys.AudioVolumeUp}) {
 		t.Fatalf("mac's table read as %+v", mac)
 	}
 	// The command line wins over the file, as for every setting.
-	c = NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.validate() })
+	c = NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.Check() })
 	c.SetArgs([]string{"--config", cfg, "--to", "pc=127.0.0.1:7002,127.0.0.1:7003", "--script", "-", "--insecure"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	names := []string{}
-	for _, d := range got.dests {
+	for _, d := range got.Dests() {
 		names = append(names, d.Name+"@"+d.Addr)
 	}
 	want := []string{"pc@127.0.0.1:7002", "127.0.0.1:7003@127.0.0.1:7003"}
@@ -123,7 +123,7 @@ func TestSendKeysCharactersSettings(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got *SendOptions
-			c := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.validate() })
+			c := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.Check() })
 			c.SetArgs(append(tc.args, "--insecure"))
 			c.SilenceErrors, c.SilenceUsage = true, true
 			err := c.Execute()
@@ -138,13 +138,13 @@ func TestSendKeysCharactersSettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			var chars []bool
-			for _, d := range got.dests {
+			for _, d := range got.Dests() {
 				chars = append(chars, d.Characters)
 			}
 			// A destination in characters mode is routed through a
 			// Router, which holds the translator.
-			if !slices.Equal(chars, tc.chars) || got.routed() != slices.Contains(tc.chars, true) {
-				t.Errorf("characters per destination %v (routed %v), want %v", chars, got.routed(), tc.chars)
+			if !slices.Equal(chars, tc.chars) || got.Routed() != slices.Contains(tc.chars, true) {
+				t.Errorf("characters per destination %v (routed %v), want %v", chars, got.Routed(), tc.chars)
 			}
 		})
 	}

@@ -17,7 +17,7 @@ import (
 // Doctor checks send's and recv's settings by reading and validating them
 // as those commands do: a fresh send or recv command reads the config
 // file and the environment itself (configure), and its own validation
-// runs (RecvOptions.Check, SendOptions.validateSettings), so a value
+// runs (RecvOptions.Check, SendOptions.CheckSettings), so a value
 // either command refuses fails doctor too, with the same words and the
 // same source (the file's line, the variable). What doctor was told of
 // them on its command line, in [doctor] or in KEYRELAY_DOCTOR_ variables
@@ -68,9 +68,9 @@ func settingsCheck(role string, given map[string][]string, cf *config.File) (doc
 		c = NewCmdRecv(IO{}, func(_ context.Context, o *RecvOptions) error { return o.Check() })
 	default:
 		c = NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error {
-			err := o.validateSettings()
+			err := o.CheckSettings()
 			if err == nil {
-				so := o.sourceOptions()
+				so := o.SourceOptions()
 				source = &so
 			}
 			return err

@@ -52,7 +52,7 @@ func TestSendOutageFollowsTimeout(t *testing.T) {
 				return
 			}
 			var got *SendOptions
-			c := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.validate() })
+			c := NewCmdSend(IO{}, func(_ context.Context, o *SendOptions) error { got = o; return o.Check() })
 			c.SetArgs(args)
 			if err := c.Execute(); err != nil {
 				t.Fatal(err)

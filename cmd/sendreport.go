@@ -1,15 +1,128 @@
 package cmd
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/keyrelay/keyrelay/relay"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/wire"
 )
+
+// sendEnd says how a send ended, from what its Senders left (res) and
+// the error that ended it (err): each one's summary, and the verdict,
+// send's exit status (an undeliveredError: 3).
+func sendEnd(o *SendOptions, res *relay.SendResult, err error) error {
+	if na, ok := errors.AsType[*sender.NoAnswerError](err); ok {
+		// Said of the first Sender that has a destination not answering.
+		for _, r := range res.Sent {
+			if !res.Routed || len(r.Sender.Unanswered()) > 0 || len(r.Sender.Peers()) == 0 {
+				err = noAnswer(na, res.Fingerprint, r.Sender)
+				break
+			}
+		}
+	}
+	silenced, _ := errors.AsType[*sender.SilentError](err)
+	if silenced != nil {
+		err = nil // said below, with what it cost
+	}
+	if !res.Routed {
+		r := res.Sent[0]
+		rep := r.Sender.Report()
+		if err == nil {
+			err = checkDelivery(o, rep, res.Fingerprint, res.Logf)
+		}
+		if silenced != nil {
+			// checkDelivery names what the receiver missed of what was
+			// played; the rest of the script never was.
+			err = undeliveredError{fmt.Errorf("%v (exit status %d); %w", silenced, ExitUndelivered, cmp.Or(err, error(errNothingMissed)))}
+		}
+		if !o.Quiet || err != nil {
+			summarize(o, res.Logger, res.Errf, res.Logf, rep, r.Stats, err == nil)
+		}
+		return err
+	}
+	var errs []error
+	for _, r := range res.Sent {
+		res.Logf("destination %s:", r.Name)
+		rep := r.Sender.Report()
+		var derr error
+		if err == nil {
+			derr = checkDelivery(o, rep, res.Fingerprint, res.Logf)
+		}
+		if !o.Quiet || derr != nil || err != nil || silenced != nil {
+			summarize(o, res.Logger, res.Errf, res.Logf, rep, r.Stats, err == nil && derr == nil && silenced == nil)
+		}
+		if derr != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Name, derr))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if silenced != nil {
+		// Each destination's error names what it missed of what was
+		// played; the rest of the script went to none.
+		if len(errs) == 0 {
+			return undeliveredError{fmt.Errorf("%v to any destination (exit status %d); %w", namedSilence(silenced, res.Sent), ExitUndelivered, errNothingMissed)}
+		}
+		return undeliveredError{fmt.Errorf("%v to any destination; %w", namedSilence(silenced, res.Sent), errors.Join(errs...))}
+	}
+	if len(errs) > 0 {
+		return undeliveredError{errors.Join(errs...)}
+	}
+	return nil
+}
+
+// errNothingMissed completes a stop for a silent receiver whose ledger,
+// oddly, shows nothing missed of what was played.
+var errNothingMissed = errors.New("what was played before was acknowledged")
+
+// undeliveredError is send's error when a receiver did not acknowledge the
+// final state: exit status ExitUndelivered, which scripts test.
+type undeliveredError struct{ err error }
+
+func (e undeliveredError) Error() string { return e.err.Error() }
+func (e undeliveredError) Unwrap() error { return e.err }
+
+// noAnswer is send's error when a receiver did not answer within --wait:
+// exit status ExitUndelivered, and what may keep each one silent.
+func noAnswer(na *sender.NoAnswerError, fp string, s *sender.Sender) error {
+	var why []string
+	waiting := s.Unanswered() // the handshakes not answered, and on what each waits
+	for _, a := range na.Addrs {
+		_, port, _ := net.SplitHostPort(a)
+		w := relay.WhyNoAnswer(port, fp)
+		i := slices.IndexFunc(waiting, func(u sender.LinkState) bool { return u.Addr == a })
+		if i >= 0 && waiting[i].Handshake != "" && waiting[i].Handshake != "no answer" {
+			w = "its handshake: " + waiting[i].Handshake + "; " + w
+		}
+		why = append(why, fmt.Sprintf("%s: %s", a, w))
+	}
+	return undeliveredError{fmt.Errorf("no answer within --wait %v, so the keys were not sent and nothing was typed anywhere (exit status %d); %s", na.Wait, ExitUndelivered, strings.Join(why, "; "))}
+}
+
+// namedSilence is e with each receiver named as its destination is,
+// "NAME (ADDR)", where the name is not the address itself.
+func namedSilence(e *sender.SilentError, sent []relay.Sent) *sender.SilentError {
+	named := &sender.SilentError{Outage: e.Outage}
+	for _, a := range e.Addrs {
+		for _, r := range sent {
+			if r.Addr == a && r.Name != a {
+				a = fmt.Sprintf("%s (%s)", r.Name, a)
+				break
+			}
+		}
+		named.Addrs = append(named.Addrs, a)
+	}
+	return named
+}
 
 // summarize logs send's final summary: the session's figures, then a line
 // per receiver with what it acknowledged of the key events (the sender's
@@ -144,11 +257,11 @@ func checkDelivery(o *SendOptions, rep sender.Report, fp string, logf func(strin
 			// changes this message, never the exit status.
 			missing = append(missing, fmt.Sprintf("%s %s", d.Addr, otherVersionState(d.Peer)))
 		case sender.NoAnswer:
-			missing = append(missing, fmt.Sprintf("%s never answered: %s (no handshake, so no key was sent to it)", d.Addr, whyNoAnswer(port, fp)))
+			missing = append(missing, fmt.Sprintf("%s never answered: %s (no handshake, so no key was sent to it)", d.Addr, relay.WhyNoAnswer(port, fp)))
 		case sender.NoHandshake:
-			missing = append(missing, fmt.Sprintf("%s never completed the handshake (%s): %s (no key was sent to it)", d.Addr, d.Handshake, whyNoAnswer(port, fp)))
+			missing = append(missing, fmt.Sprintf("%s never completed the handshake (%s): %s (no key was sent to it)", d.Addr, d.Handshake, relay.WhyNoAnswer(port, fp)))
 		case sender.Unheard:
-			missing = append(missing, fmt.Sprintf("%s never answered: %s", d.Addr, whyNoAnswer(port, fp)))
+			missing = append(missing, fmt.Sprintf("%s never answered: %s", d.Addr, relay.WhyNoAnswer(port, fp)))
 		case sender.Missed:
 			missing = append(missing, fmt.Sprintf("%s: %s (last heard %v ago): it was down or unreachable longer than --outage %v, or stopped before the end; send those keys again",
 				d.Addr, undeliveredSpan(d.Delivery, rep.Started), time.Since(d.Peer.LastHeard).Round(time.Millisecond), o.Outage))

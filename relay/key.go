@@ -15,12 +15,12 @@ type KeyOptions struct {
 	Insecure bool
 }
 
-// Load returns the key (nil with --insecure, or without a key file when
+// load returns the key (nil with --insecure, or without a key file when
 // none is required), telling the user its fingerprint or the risk they
 // took. required: one-way use, whose packets are sealed with it
 // (PROTOCOL.md §8.6); a handshake authenticates by the machines'
 // identities, and mixes the key in when there is one (Noise psk2).
-func (k *KeyOptions) Load(logf func(string, ...any), required bool) ([]byte, error) {
+func (k *KeyOptions) load(logf func(string, ...any), required bool) ([]byte, error) {
 	if k.Insecure {
 		if k.KeyFile != "" {
 			return nil, config.Involving(errors.New("--insecure and --key-file exclude each other"), "insecure", "key-file")
@@ -45,10 +45,10 @@ func (k *KeyOptions) Load(logf func(string, ...any), required bool) ([]byte, err
 	return key, nil
 }
 
-// LoadIdentity loads this machine's identity from path, making it on
+// loadIdentity loads this machine's identity from path, making it on
 // first use (and saying so on stderr, as 'keyrelay id' does), and says its
 // fingerprint: the other machines' peers files name it.
-func LoadIdentity(path string, logf func(string, ...any)) (*identity.Identity, error) {
+func loadIdentity(path string, logf func(string, ...any)) (*identity.Identity, error) {
 	id, created, err := identity.LoadOrCreate(path)
 	if err != nil {
 		return nil, config.SettingError{Err: err, Setting: "identity"}

@@ -182,14 +182,14 @@ func Recv(ctx context.Context, o *RecvOptions, out, errw io.Writer) error {
 	if o.Quiet {
 		logfAll = quiet
 	}
-	key, err := o.Key.Load(logfAll, o.OneWay)
+	key, err := o.Key.load(logfAll, o.OneWay)
 	if err != nil {
 		return err
 	}
 	var id *identity.Identity
 	var watch *peers.Watch
 	if !o.Key.Insecure {
-		if id, err = LoadIdentity(o.IdentityPath, logfAll); err != nil {
+		if id, err = loadIdentity(o.IdentityPath, logfAll); err != nil {
 			return err
 		}
 		if watch, err = peers.NewWatch(o.PeersPath, logfAll, errf); err != nil {

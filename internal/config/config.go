@@ -563,7 +563,7 @@ func dropWithSource(settings []Setting, setAt func(rank Rank) bool) {
 	if in < 0 {
 		return
 	}
-	// The source as send picks it (SendOptions.validateSettings), and
+	// The source as send picks it (relay.SendOptions.CheckSettings), and
 	// the rank of what picked it.
 	name, rank, by := settings[in].Flag.Value.String(), settings[in].Rank, settings[in].Source
 	if sc >= 0 && settings[sc].Flag.Value.String() != "" && settings[sc].Rank > rank {

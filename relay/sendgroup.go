@@ -1,8 +1,7 @@
-package cmd
+package relay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -15,37 +14,6 @@ import (
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
 )
-
-// routed reports whether send routes keys per destination (a Group): to
-// one target at a time (switching), or through a destination's own key
-// map or local keys. Otherwise every key goes to every destination in one
-// queue, as send has always done.
-func (o *SendOptions) routed() bool {
-	if o.switching() {
-		return true
-	}
-	for _, d := range o.dests {
-		if len(d.Map) > 0 || len(d.Local) > 0 || d.Characters {
-			return true
-		}
-	}
-	return false
-}
-
-// switching reports whether keys go to one destination at a time:
-// --switch, or any destination with a hotkey. Otherwise mirror mode:
-// every key to every destination.
-func (o *SendOptions) switching() bool {
-	if o.Switch {
-		return true
-	}
-	for _, d := range o.dests {
-		if len(d.Hotkey) > 0 {
-			return true
-		}
-	}
-	return false
-}
 
 // groupRun is one destination of a routed send: its own socket and
 // Sender (its own balanced queue and session).
@@ -68,7 +36,7 @@ func (r *groupRun) keys() string {
 // runGroup routes the source's keys to a Sender per destination
 // (sender.Group): switching, a destination's own key map or local keys,
 // or characters mode.
-func (ss *sendSession) runGroup(ctx context.Context) error {
+func (ss *sendSession) runGroup(ctx context.Context) (*SendResult, error) {
 	o, b, src, logf, errf := ss.o, ss.source, ss.src, ss.logf, ss.errf
 	var runs []*groupRun
 	var cfgs []sender.Config
@@ -80,7 +48,7 @@ func (ss *sendSession) runGroup(ctx context.Context) error {
 	for i, d := range ss.resolved {
 		conn, err := transport.Open([]net.Addr{d.Addr})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r := &groupRun{name: o.dests[i].Name, chars: o.dests[i].Characters, dest: d, conn: conn}
 		runs = append(runs, r)
@@ -94,7 +62,7 @@ func (ss *sendSession) runGroup(ctx context.Context) error {
 	if o.characters() {
 		var err error
 		if km, err = o.keymap(b); err != nil {
-			return err
+			return nil, err
 		}
 		router.SetTranslator(charmode.New(km))
 		if l, ok := km.(*xkblayout.Layout); ok {
@@ -105,7 +73,7 @@ func (ss *sendSession) runGroup(ctx context.Context) error {
 	}
 	g, err := sender.NewGroup(cfgs, router)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if t, ok := km.(*charmode.Table); ok {
 		// The source's keymap: follow it, so that characters are the
@@ -136,10 +104,10 @@ func (ss *sendSession) runGroup(ctx context.Context) error {
 	if src == nil {
 		ss.sopts.Label = joinAddrs(all)
 		if !o.Quiet {
-			ss.sopts.Status = ss.stdio.Err
+			ss.sopts.Status = ss.errw
 		}
 		if src, err = b.New(ss.sopts); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	h := &control.Group{Group: g, Source: src, Input: o.Input, Mirror: !o.switching()}
@@ -206,69 +174,15 @@ func (ss *sendSession) runGroup(ctx context.Context) error {
 		close(statusDone)
 	}
 	stats, err := g.Run(ctx, src)
-	if na, ok := errors.AsType[*sender.NoAnswerError](err); ok {
-		for _, r := range runs {
-			if len(r.s.Unanswered()) > 0 || len(r.s.Peers()) == 0 {
-				err = noAnswer(na, fingerprintOf(ss.id), r.s)
-				break
-			}
-		}
-	}
-	silenced, _ := errors.AsType[*sender.SilentError](err)
-	if silenced != nil {
-		err = nil // said below, with what each destination missed
-	}
 	stopStatus()
 	<-statusDone
 	if ss.showStatus {
 		text, _ := status()
 		ss.board.Finish(text)
 	}
-	logger := ss.board.Logger
-	var errs []error
+	var sent []Sent
 	for i, r := range runs {
-		logf("destination %s:", r.name)
-		rep := r.s.Report()
-		var derr error
-		if err == nil {
-			derr = checkDelivery(o, rep, fingerprintOf(ss.id), logf)
-		}
-		if !o.Quiet || derr != nil || err != nil || silenced != nil {
-			summarize(o, logger, errf, logf, rep, stats[i], err == nil && derr == nil && silenced == nil)
-		}
-		if derr != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", r.name, derr))
-		}
+		sent = append(sent, Sent{Name: r.name, Addr: r.dest.Addr.String(), Sender: r.s, Stats: stats[i]})
 	}
-	if err != nil {
-		return err
-	}
-	if silenced != nil {
-		// Each destination's error names what it missed of what was
-		// played; the rest of the script went to none.
-		if len(errs) == 0 {
-			return undeliveredError{fmt.Errorf("%v to any destination (exit status %d); %w", namedSilence(silenced, runs), ExitUndelivered, errNothingMissed)}
-		}
-		return undeliveredError{fmt.Errorf("%v to any destination; %w", namedSilence(silenced, runs), errors.Join(errs...))}
-	}
-	if len(errs) > 0 {
-		return undeliveredError{errors.Join(errs...)}
-	}
-	return nil
-}
-
-// namedSilence is e with each receiver named as its destination is,
-// "NAME (ADDR)", where the name is not the address itself.
-func namedSilence(e *sender.SilentError, runs []*groupRun) *sender.SilentError {
-	named := &sender.SilentError{Outage: e.Outage}
-	for _, a := range e.Addrs {
-		for _, r := range runs {
-			if r.dest.Addr.String() == a && r.name != a {
-				a = fmt.Sprintf("%s (%s)", r.name, a)
-				break
-			}
-		}
-		named.Addrs = append(named.Addrs, a)
-	}
-	return named
+	return ss.result(true, sent...), err
 }
