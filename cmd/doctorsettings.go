@@ -96,8 +96,9 @@ func settingsCheck(role string, given map[string][]string, cf *config.File) (doc
 
 // doctorArgs is the command line doctor gives send or recv: its given
 // settings of the same meaning. Two stand in for what doctor cannot know
-// and send needs: --input script without a script names standard input
-// (the script send will play), and with no destination anywhere, one on
+// and send needs: a source that plays a script (its entry's Caps.Script:
+// --input script) without a script names standard input (the script send
+// will play), and with no destination anywhere, one on
 // loopback (the --to send will be given), so that the other settings are
 // still checked; the destinations themselves are checked by their round
 // trips.
@@ -121,7 +122,11 @@ func doctorArgs(role string, given map[string][]string, cf *config.File) []strin
 		_, ok := cf.Lookup("send", name)
 		return ok
 	}
-	if slices.Contains(given["input"], "script") && !inSend("script") {
+	plays := slices.ContainsFunc(given["input"], func(name string) bool {
+		b, ok := capture.LookupSource(name)
+		return ok && b.Caps.Script
+	})
+	if plays && !inSend("script") {
 		args = append(args, "--script=-")
 	}
 	if len(given["to"]) == 0 && !inSend("to") {
