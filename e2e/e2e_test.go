@@ -116,7 +116,7 @@ var runtimeDirs sync.Map // top-level test name -> its XDG_RUNTIME_DIR
 
 // runtimeEnv is the XDG_RUNTIME_DIR setting for the processes t starts: a
 // directory of t's top-level test's own, so that the control socket of a
-// send (cmd/control.go: one per user, in $XDG_RUNTIME_DIR/keyrelay) is not
+// send (package control: one per user, in $XDG_RUNTIME_DIR/keyrelay) is not
 // another parallel test's, and no send says "another keyrelay send answers
 // on". Subtests share their parent's, as one test's send and its keyrelay
 // status must. An env given after it (a test's own XDG_RUNTIME_DIR) wins.

@@ -355,7 +355,7 @@ func TestConfigDirOthersCanWriteIsRefused(t *testing.T) {
 	ok.stop()
 }
 
-// TestPlantedControlDirectoryIsRefused (the control socket, cmd/control.go;
+// TestPlantedControlDirectoryIsRefused (the control socket, package control;
 // README "keyrelay switch"): without XDG_RUNTIME_DIR a user's control
 // sockets are in /tmp/keyrelay-UID, a name anyone can work out. Another
 // user (here nobody) who makes it first, with a socket answering as a
