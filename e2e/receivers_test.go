@@ -138,8 +138,10 @@ func TestPairNameTakenSaysSo(t *testing.T) {
 		t.Fatalf("peers add: exit %d\n%s", code, stderr)
 	}
 	addr := reservePort(t)
-	a := start(t, "pair", "--listen", addr, "--name", "a", "--identity", file("a.identity"), "--peers", file("a-peers.toml"), "--timeout", "20s")
-	code, _, stderr = run(t, "y\n", "pair", addr, "--name", "b", "--identity", file("b.identity"), "--peers", file("b-peers.toml"), "--timeout", "20s")
+	// Both ends answer from a script (no terminal here): --scripted, and
+	// the listener takes only the loopback's request (--from).
+	a := start(t, "pair", "--listen", addr, "--scripted", "--from", "127.0.0.1", "--name", "a", "--identity", file("a.identity"), "--peers", file("a-peers.toml"), "--timeout", "20s")
+	code, _, stderr = run(t, "y\n", "pair", addr, "--scripted", "--name", "b", "--identity", file("b.identity"), "--peers", file("b-peers.toml"), "--timeout", "20s")
 	if code != 1 || !strings.Contains(stderr, `If the other machine's peers file already has a machine named "b", that name is taken there (it says so): pair again with --as OTHERNAME on that machine, or --name OTHERNAME here`) {
 		t.Errorf("pair as b: exit %d, want 1 naming the taken name and --as\n%s", code, stderr)
 	}
