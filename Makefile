@@ -125,7 +125,7 @@ cross:
 # installs it. Windows: a zip of a folder holding keyrelay.exe, the README
 # and PowerShell's completion (make install-windows). With SHA-256
 # checksums. The archives are reproducible: files sorted, owned by root,
-# dated BUILD_DATE, gzip without a name or time (internal/distzip for the
+# dated BUILD_DATE, gzip without a name or time (internal/tools/distzip for the
 # zip). DIST is where they go (a test makes its own).
 DIST ?= dist
 DIST_TARGETS ?= linux/amd64 linux/arm64 linux/arm/7 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
@@ -138,7 +138,7 @@ dist: build man
 	  stage=$(DIST)/stage-$$name; \
 	  if [ $$os = windows ]; then \
 	    $(MAKE) --no-print-directory -s install-windows BIN_FILE=$$out WINDIR=$$stage/$$name; \
-	    $(GO) run ./internal/distzip -date '$(BUILD_DATE)' -o $(DIST)/$$name.zip -C $$stage $$name; \
+	    $(GO) run ./internal/tools/distzip -date '$(BUILD_DATE)' -o $(DIST)/$$name.zip -C $$stage $$name; \
 	    rm -rf $$stage; echo "dist $(DIST)/$$name.zip"; continue; \
 	  fi; \
 	  $(MAKE) --no-print-directory -s install-files BIN_FILE=$$out DESTDIR=$(abspath $(DIST))/stage-$$name PREFIX=/usr/local SERVICES=$$([ $$os = darwin ] && echo launchd || echo systemd); \
@@ -153,7 +153,7 @@ dist: build man
 	  rm -rf $(DIST)/check; \
 	  if [ $$os = windows ]; then \
 	    $(MAKE) --no-print-directory -s install-windows BIN_FILE=$(DIST)/$$name.exe WINDIR=$(DIST)/check; \
-	    got=$$($(GO) run ./internal/distzip -l $$f | sed 's,^[^/]*/,,' | sort); \
+	    got=$$($(GO) run ./internal/tools/distzip -l $$f | sed 's,^[^/]*/,,' | sort); \
 	  else \
 	    $(MAKE) --no-print-directory -s install-files BIN_FILE=$(DIST)/$$name DESTDIR=$(abspath $(DIST))/check PREFIX=/usr/local SERVICES=$$([ $$os = darwin ] && echo launchd || echo systemd); \
 	    mv $(DIST)/check/usr/local $(DIST)/check.tmp && rm -rf $(DIST)/check && mv $(DIST)/check.tmp $(DIST)/check; \
@@ -261,9 +261,9 @@ readme:
 # Man pages from the command tree (man/keyrelay.1, man/keyrelay-send.1, ...,
 # and man/keyrelay-script.5, the key script format).
 man:
-	$(GO) run ./internal/mangen -dir $(MANOUT)
+	$(GO) run ./cmd/mangen -dir $(MANOUT)
 
-# Every benchmark into bench.out, then internal/report's simulation (plain
+# Every benchmark into bench.out, then internal/tools/report's simulation (plain
 # queue against the defaults), loopback latency and idle CPU: together they
 # write BENCHMARKS.md and benchmarks.png (docs/how-it-works.md: Performance). The
 # desktop-to-desktop benchmark needs Xvfb (make deps) and is skipped without.
@@ -271,7 +271,7 @@ bench:
 	set -o pipefail; { $(GO) test -run '^$$' -bench . -benchmem ./... && \
 	  $(GO) test -tags e2e -run '^$$' -bench HookToDisplay -benchtime 300x ./e2e/ && \
 	  $(GO) test -tags e2e -run '^$$' -bench IdlePair -benchtime 1x ./e2e/; } 2>&1 | tee bench.out
-	KEYRELAY_REPORT=1 KEYRELAY_BENCH_OUT=$(CURDIR)/bench.out $(GO) test -count=1 -timeout 30m -run '^TestWriteReport$$' -v ./internal/report/
+	KEYRELAY_REPORT=1 KEYRELAY_BENCH_OUT=$(CURDIR)/bench.out $(GO) test -count=1 -timeout 30m -run '^TestWriteReport$$' -v ./internal/tools/report/
 	@echo "make bench: wrote BENCHMARKS.md and benchmarks.png"
 
 # keyrelay and Barrier side by side (e2e/peers_test.go): the same
@@ -295,21 +295,21 @@ measure:
 	set -o pipefail; KEYRELAY_MEASURE=1 $(GO) test -count=1 -timeout 30m -run '^TestMeasureHolds$$' -v ./receiver/ | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 # recv's ack interval (receiver.MinAckInterval) against longer ones on a
-# simulated LAN at 5-40 % loss, in virtual time (internal/report's
+# simulated LAN at 5-40 % loss, in virtual time (internal/tools/report's
 # TestMeasureAckInterval): key-down and key-up latency tails, lost keys and
 # packets per second, MEASURE_SEEDS seeds each (2 to 4 minutes for 300 on
 # 2 shared cores).
 MEASURE_SEEDS ?= 300
 measure-acks:
-	set -o pipefail; KEYRELAY_MEASURE=1 MEASURE_SEEDS=$(MEASURE_SEEDS) $(GO) test -count=1 -timeout 30m -run '^TestMeasureAckInterval$$' -v ./internal/report/ | grep -vE '^=== |^ *--- PASS: TestMeasureAckInterval/'
+	set -o pipefail; KEYRELAY_MEASURE=1 MEASURE_SEEDS=$(MEASURE_SEEDS) $(GO) test -count=1 -timeout 30m -run '^TestMeasureAckInterval$$' -v ./internal/tools/report/ | grep -vE '^=== |^ *--- PASS: TestMeasureAckInterval/'
 
 # The keys typed at the start of a session, while the handshake runs, on
 # the report's link (20 ms ± 5 ms one way) at 10, 30, 50 % and bursty loss,
-# in virtual time (internal/report's TestMeasureStart): key-down tails, the
+# in virtual time (internal/tools/report's TestMeasureStart): key-down tails, the
 # first five key-downs, lost keys and packets per second, MEASURE_SEEDS
 # seeds each (25 to 80 s for 300 on 2 shared cores).
 measure-start:
-	set -o pipefail; KEYRELAY_MEASURE=1 MEASURE_SEEDS=$(MEASURE_SEEDS) $(GO) test -count=1 -timeout 30m -run '^TestMeasureStart$$' -v ./internal/report/ | grep -vE '^=== |^ *--- PASS: TestMeasureStart/'
+	set -o pipefail; KEYRELAY_MEASURE=1 MEASURE_SEEDS=$(MEASURE_SEEDS) $(GO) test -count=1 -timeout 30m -run '^TestMeasureStart$$' -v ./internal/tools/report/ | grep -vE '^=== |^ *--- PASS: TestMeasureStart/'
 
 # DESIGN.md's "RECORD's recording client gets only the recording", at
 # length (some 15 minutes; not part of make test, whose e2e runs 12
@@ -346,7 +346,7 @@ lint:
 # robotgo's cgo and pure-Go X11 backends side by side on $$DISPLAY (needs
 # libxtst-dev libx11-dev, and an X server: e.g. Xvfb :9 -noreset & DISPLAY=:9).
 robotgo-bench:
-	$(GO) run -tags robotgobench ./internal/robotgobench -n 3000
+	$(GO) run -tags robotgobench ./internal/tools/robotgobench -n 3000
 
 # A receiver and a sender on loopback relaying the demo script.
 demo: build

@@ -7,7 +7,7 @@ import (
 )
 
 // Input event types and codes the evdev source reads
-// (linux/input-event-codes.h); here, not in internal/evdev, so that the
+// (linux/input-event-codes.h); here, not in internal/linux/evdev, so that the
 // decoder builds and is tested on every system.
 const (
 	evSyn = 0x00

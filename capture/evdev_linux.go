@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/keyrelay/keyrelay/internal/evdev"
+	"github.com/keyrelay/keyrelay/internal/linux/evdev"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

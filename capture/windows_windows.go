@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"sync/atomic"
 
-	"github.com/keyrelay/keyrelay/internal/win32"
+	"github.com/keyrelay/keyrelay/internal/windows/win32"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

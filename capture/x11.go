@@ -16,8 +16,8 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
-	"github.com/keyrelay/keyrelay/internal/xquiet"
-	"github.com/keyrelay/keyrelay/internal/xrecord"
+	"github.com/keyrelay/keyrelay/internal/x11/xquiet"
+	"github.com/keyrelay/keyrelay/internal/x11/xrecord"
 	"github.com/keyrelay/keyrelay/keys"
 )
 
@@ -32,7 +32,7 @@ var ErrNoHook = ErrNoX11
 // Physical keys: an X keycode is its evdev code + 8 (the evdev XKB rules).
 // Auto-repeat is dropped at the source.
 //
-// Without Grab it observes, with the RECORD extension (internal/xrecord):
+// Without Grab it observes, with the RECORD extension (internal/x11/xrecord):
 // every key also acts on the local desktop. With Grab it owns the keyboard
 // while relaying (an active keyboard grab: keys reach the receiver only) and
 // the hotkey switches to local use and back (capture.Switch): in local use

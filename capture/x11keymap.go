@@ -13,8 +13,8 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/keyrelay/keyrelay/internal/charmode"
-	"github.com/keyrelay/keyrelay/internal/keysym"
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/internal/x11/keysym"
+	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

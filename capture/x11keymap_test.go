@@ -10,7 +10,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/keyrelay/keyrelay/internal/charmode"
-	"github.com/keyrelay/keyrelay/internal/xvfbtest"
+	"github.com/keyrelay/keyrelay/internal/testutil/xvfbtest"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/internal/spell"
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/relay"
 	"github.com/keyrelay/keyrelay/sender"

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/notebuf"
+	"github.com/keyrelay/keyrelay/internal/testutil/notebuf"
 	"github.com/keyrelay/keyrelay/relay"
 	"github.com/keyrelay/keyrelay/wire"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/config"
-	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/doctor"
-	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
 	"github.com/keyrelay/keyrelay/wire"
 )
 

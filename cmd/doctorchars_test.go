@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
 )
 
 // TestDoctorChecksCharactersMode checks doctor's line for send's

@@ -7,12 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/keyrelay/keyrelay/internal/config"
-	"github.com/keyrelay/keyrelay/internal/gadget"
+	"github.com/keyrelay/keyrelay/internal/usb/gadget"
 )
 
 // NewCmdGadget builds `keyrelay gadget setup|remove`: the USB keyboard
 // gadget recv --inject hidg types through. A command rather than a shell
-// script: the report descriptor it announces is the one internal/hidkbd
+// script: the report descriptor it announces is the one internal/usb/hidkbd
 // encodes reports for (one source for both), it needs nothing on the
 // board but keyrelay, and its steps are tested.
 func NewCmdGadget(stdio IO) *cobra.Command {

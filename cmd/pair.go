@@ -19,7 +19,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/config"
-	"github.com/keyrelay/keyrelay/internal/udpsock"
+	"github.com/keyrelay/keyrelay/internal/netio/udpsock"
 	"github.com/keyrelay/keyrelay/pair"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/transport"

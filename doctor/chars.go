@@ -9,7 +9,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/internal/spell"
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 )
 
 // charactersCheck is send's characters mode as doctor sees it: which

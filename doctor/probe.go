@@ -14,7 +14,7 @@ import (
 	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/dest"
-	"github.com/keyrelay/keyrelay/internal/udpsock"
+	"github.com/keyrelay/keyrelay/internal/netio/udpsock"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"

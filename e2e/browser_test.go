@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/notebuf"
+	"github.com/keyrelay/keyrelay/internal/testutil/notebuf"
 )
 
 // browserPage is the page: a textarea with the focus; on each key release

@@ -25,7 +25,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/keyrelay/keyrelay/internal/notebuf"
+	"github.com/keyrelay/keyrelay/internal/testutil/notebuf"
 )
 
 // bin is the keyrelay binary under test, keyFile the key every process

@@ -213,7 +213,7 @@ func TestStoppedRecvEndsItsGuard(t *testing.T) {
 }
 
 // guardsOf lists the running guard processes of process pid: those whose
-// environment names pid as the process they guard (internal/guard). A
+// environment names pid as the process they guard (inject/internal/guard). A
 // zombie has no environment left: it is not listed.
 func guardsOf(t *testing.T, pid int) []int {
 	t.Helper()

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/flood"
+	"github.com/keyrelay/keyrelay/internal/testutil/flood"
 )
 
 var fingerprintRE = regexp.MustCompile(`fingerprint ([0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4})`)

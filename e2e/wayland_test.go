@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/wlwire"
+	"github.com/keyrelay/keyrelay/internal/wayland/wlwire"
 )
 
 // needSway skips without headless sway and wev, except in CI, where .ci/run

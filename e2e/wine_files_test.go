@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keyrelay/keyrelay/internal/wintest"
+	"github.com/keyrelay/keyrelay/internal/testutil/wintest"
 )
 
 // wineFiles (PROTOCOL.md §8.1, on Windows): keyrelay.exe made its

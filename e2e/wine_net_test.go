@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/wintest"
+	"github.com/keyrelay/keyrelay/internal/testutil/wintest"
 )
 
 // wineNetwork runs keyrelay.exe under Wine against the Linux keyrelay over
 // loopback UDP, both ways (README "Platforms"): its sockets are
-// internal/udpsock's, whose own tests run first, built for Windows. The two
+// internal/netio/udpsock's, whose own tests run first, built for Windows. The two
 // machines pair as the README says, 'keyrelay peers add' on both with the
 // key the other's 'keyrelay id' prints, and share no key file. watch is
 // winwatch, the window recv --inject windows types into.

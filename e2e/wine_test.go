@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/wintest"
+	"github.com/keyrelay/keyrelay/internal/testutil/wintest"
 )
 
 // TestWine runs the Windows capture and injector (README "Windows") under
-// Wine on Xvfb, through the test programs of internal/wintest, then
+// Wine on Xvfb, through the test programs of internal/testutil/wintest, then
 // keyrelay.exe itself over loopback UDP with the Linux keyrelay
 // (wineNetwork), all in one Wine prefix. winwatch is the window that has
 // the focus and prints the key messages it receives.

@@ -23,7 +23,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
-	"github.com/keyrelay/keyrelay/internal/xvfbtest"
+	"github.com/keyrelay/keyrelay/internal/testutil/xvfbtest"
 )
 
 // needX skips without the X test tools (Xvfb, xev, xdotool, and the extra

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"slices"
 
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 )
 
 // Backends lists recv's injectors (--inject), each described once: recv's

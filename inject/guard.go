@@ -3,10 +3,10 @@ package inject
 import (
 	"errors"
 
-	"github.com/keyrelay/keyrelay/internal/guard"
+	"github.com/keyrelay/keyrelay/inject/internal/guard"
 )
 
-// guards are the injectors' guard processes (internal/guard), by kind:
+// guards are the injectors' guard processes (inject/internal/guard), by kind:
 // what each does when recv ends without releasing what it holds.
 var guards = map[string]guard.Action{
 	"x11":  releaseX11,

@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/guard"
-	"github.com/keyrelay/keyrelay/internal/hidkbd"
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/inject/internal/guard"
+	"github.com/keyrelay/keyrelay/internal/usb/hidkbd"
+	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

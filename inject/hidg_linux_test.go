@@ -57,7 +57,7 @@ func press(c keys.Code) Event   { return Event{Key: keys.Key(c), Down: true} }
 func release(c keys.Code) Event { return Event{Key: keys.Key(c)} }
 
 // TestHidgWritesEachChange: each key event that changes the held set is
-// one report with the whole state (internal/hidkbd); an event that changes
+// one report with the whole state (internal/usb/hidkbd); an event that changes
 // nothing the host sees (an eighth key in rollover) writes nothing; Close
 // tells the host that nothing is held.
 func TestHidgWritesEachChange(t *testing.T) {

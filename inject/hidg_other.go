@@ -5,8 +5,8 @@ package inject
 import (
 	"fmt"
 
-	"github.com/keyrelay/keyrelay/internal/guard"
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/inject/internal/guard"
+	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

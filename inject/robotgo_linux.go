@@ -10,7 +10,7 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xtest"
 
-	"github.com/keyrelay/keyrelay/internal/xquiet"
+	"github.com/keyrelay/keyrelay/internal/x11/xquiet"
 )
 
 // ErrNoDisplay is wrapped by NewRobotgo's error when there is no X display

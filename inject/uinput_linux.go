@@ -6,8 +6,8 @@ import (
 	"os"
 	"sync"
 
-	"github.com/keyrelay/keyrelay/internal/evdev"
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/internal/linux/evdev"
+	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/wlwire"
+	"github.com/keyrelay/keyrelay/internal/wayland/wlwire"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

@@ -3,7 +3,7 @@
 package inject
 
 import (
-	"github.com/keyrelay/keyrelay/internal/win32"
+	"github.com/keyrelay/keyrelay/internal/windows/win32"
 	"github.com/keyrelay/keyrelay/sink"
 )
 

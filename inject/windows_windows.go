@@ -5,7 +5,7 @@ package inject
 import (
 	"fmt"
 
-	"github.com/keyrelay/keyrelay/internal/win32"
+	"github.com/keyrelay/keyrelay/internal/windows/win32"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

@@ -16,10 +16,10 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
-	"github.com/keyrelay/keyrelay/internal/guard"
-	"github.com/keyrelay/keyrelay/internal/keysym"
-	"github.com/keyrelay/keyrelay/internal/xquiet"
-	"github.com/keyrelay/keyrelay/internal/xrecord"
+	"github.com/keyrelay/keyrelay/inject/internal/guard"
+	"github.com/keyrelay/keyrelay/internal/x11/keysym"
+	"github.com/keyrelay/keyrelay/internal/x11/xquiet"
+	"github.com/keyrelay/keyrelay/internal/x11/xrecord"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sink"
 )

@@ -9,8 +9,8 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
-	"github.com/keyrelay/keyrelay/internal/guard"
-	"github.com/keyrelay/keyrelay/internal/xquiet"
+	"github.com/keyrelay/keyrelay/inject/internal/guard"
+	"github.com/keyrelay/keyrelay/internal/x11/xquiet"
 )
 
 // An X server auto-repeats a key an XTEST client pressed for as long as it

@@ -13,7 +13,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
-	"github.com/keyrelay/keyrelay/internal/xrecord"
+	"github.com/keyrelay/keyrelay/internal/x11/xrecord"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
-	"github.com/keyrelay/keyrelay/internal/xquiet"
-	"github.com/keyrelay/keyrelay/internal/xvfbtest"
+	"github.com/keyrelay/keyrelay/internal/testutil/xvfbtest"
+	"github.com/keyrelay/keyrelay/internal/x11/xquiet"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/udpsock"
+	"github.com/keyrelay/keyrelay/internal/netio/udpsock"
 )
 
 // Wrap returns pc with its writes impaired by c; reads pass through. The

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/fake"
-	"github.com/keyrelay/keyrelay/internal/flood"
-	"github.com/keyrelay/keyrelay/internal/relaytest"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/flood"
+	"github.com/keyrelay/keyrelay/internal/testutil/relaytest"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"
@@ -18,7 +18,7 @@ import (
 // injector: one key-down then one key-up per iteration. It reports the
 // median and 99th percentile of all events. The flood variant does the same
 // while another socket sends the receiver hostile datagrams
-// (internal/flood) as fast as it can: the difference is the flood's cost.
+// (internal/testutil/flood) as fast as it can: the difference is the flood's cost.
 func BenchmarkLoopbackLatency(b *testing.B) {
 	b.Run("quiet", func(b *testing.B) { loopbackLatency(b, false) })
 	b.Run("flood", func(b *testing.B) { loopbackLatency(b, true) })

@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
 	"github.com/keyrelay/keyrelay/netsim"
 )
 

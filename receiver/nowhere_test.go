@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
-	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
 	"github.com/keyrelay/keyrelay/sink"
 	"github.com/keyrelay/keyrelay/wire"
 )

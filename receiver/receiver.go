@@ -22,7 +22,7 @@ import (
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/handshake"
 	"github.com/keyrelay/keyrelay/identity"
-	"github.com/keyrelay/keyrelay/internal/dgram"
+	"github.com/keyrelay/keyrelay/internal/netio/dgram"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/sink"
 	"github.com/keyrelay/keyrelay/transport"

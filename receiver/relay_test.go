@@ -14,8 +14,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/keyrelay/keyrelay/eventqueue"
-	"github.com/keyrelay/keyrelay/internal/fake"
-	"github.com/keyrelay/keyrelay/internal/relaytest"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/relaytest"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
 	"github.com/keyrelay/keyrelay/wire"
 )
 

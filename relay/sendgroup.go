@@ -10,7 +10,7 @@ import (
 	"github.com/keyrelay/keyrelay/control"
 	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/internal/dest"
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
 )

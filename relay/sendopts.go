@@ -11,7 +11,7 @@ import (
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/internal/spell"
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/wire"
 )

@@ -8,8 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/fake"
-	"github.com/keyrelay/keyrelay/internal/relaytest"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/relaytest"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"

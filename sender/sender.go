@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/identity"
-	"github.com/keyrelay/keyrelay/internal/dgram"
+	"github.com/keyrelay/keyrelay/internal/netio/dgram"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/transport"
 	"github.com/keyrelay/keyrelay/wire"

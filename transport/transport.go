@@ -11,7 +11,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/keyrelay/keyrelay/internal/udpsock"
+	"github.com/keyrelay/keyrelay/internal/netio/udpsock"
 )
 
 // ErrPortZero is Resolve's error for an address with port 0, which no

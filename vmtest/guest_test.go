@@ -19,8 +19,8 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/inject"
-	"github.com/keyrelay/keyrelay/internal/evdev"
-	"github.com/keyrelay/keyrelay/internal/notebuf"
+	"github.com/keyrelay/keyrelay/internal/linux/evdev"
+	"github.com/keyrelay/keyrelay/internal/testutil/notebuf"
 )
 
 // The guest's timings. Waits are on events, with these as upper bounds;

@@ -14,8 +14,8 @@ import (
 
 	"github.com/bendahl/uinput"
 
-	"github.com/keyrelay/keyrelay/internal/evdev"
-	"github.com/keyrelay/keyrelay/internal/gadget"
+	"github.com/keyrelay/keyrelay/internal/linux/evdev"
+	"github.com/keyrelay/keyrelay/internal/usb/gadget"
 )
 
 // hostKeyboardName is the name the guest's USB host gives the gadget's

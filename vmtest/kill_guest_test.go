@@ -11,7 +11,7 @@ import (
 
 	"github.com/bendahl/uinput"
 
-	"github.com/keyrelay/keyrelay/internal/evdev"
+	"github.com/keyrelay/keyrelay/internal/linux/evdev"
 )
 
 // The times of the checks of a recv killed while it holds a key, and of

@@ -16,7 +16,7 @@ import (
 	"slices"
 	"unicode"
 
-	"github.com/keyrelay/keyrelay/internal/keysym"
+	"github.com/keyrelay/keyrelay/internal/x11/keysym"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/keyrelay/keyrelay/internal/charmode"
-	"github.com/keyrelay/keyrelay/internal/xkblayout"
+	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

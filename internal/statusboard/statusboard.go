@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/keyrelay/keyrelay/internal/wake"
+	"github.com/keyrelay/keyrelay/internal/netio/wake"
 )
 
 // IsTerminal reports whether w is a terminal (not merely a character

@@ -12,7 +12,7 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/keyrelay/keyrelay/internal/udpsock"
+	"github.com/keyrelay/keyrelay/internal/netio/udpsock"
 )
 
 // maxAddrs bounds the addresses remembered: past it the cache starts over

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/identity"
-	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/sender"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/xvfbtest"
+	"github.com/keyrelay/keyrelay/internal/testutil/xvfbtest"
 )
 
 // Tools are the programs a Wine run needs, with the Debian packages that
@@ -70,7 +70,7 @@ func Setup(tb testing.TB) *Env {
 		{"build", "-trimpath", "-o", filepath.Join(dir, "wininject.exe"), "./wininject"},
 		{"build", "-trimpath", "-o", filepath.Join(dir, "winacl.exe"), "./winacl"},
 		{"build", "-trimpath", "-o", filepath.Join(dir, "keyrelay.exe"), "github.com/keyrelay/keyrelay"},
-		{"test", "-c", "-trimpath", "-o", filepath.Join(dir, "udpsock.test.exe"), "github.com/keyrelay/keyrelay/internal/udpsock"},
+		{"test", "-c", "-trimpath", "-o", filepath.Join(dir, "udpsock.test.exe"), "github.com/keyrelay/keyrelay/internal/netio/udpsock"},
 		{"test", "-c", "-trimpath", "-o", filepath.Join(dir, "secret.test.exe"), "github.com/keyrelay/keyrelay/secret"},
 	} {
 		cmd := exec.Command("go", b...)

@@ -4,8 +4,8 @@
 // each dated -date (make dist's BUILD_DATE) in UTC, mode 0644 (0755 for
 // .exe), Deflate-compressed, with no directory entries.
 //
-//	go run ./internal/distzip -date 2026-01-02T03:04:05Z -o out.zip -C stage keyrelay-windows-amd64
-//	go run ./internal/distzip -l out.zip    # the names in it, one a line
+//	go run ./internal/tools/distzip -date 2026-01-02T03:04:05Z -o out.zip -C stage keyrelay-windows-amd64
+//	go run ./internal/tools/distzip -l out.zip    # the names in it, one a line
 //
 // archive/zip, not the zip program: the archive depends on no tool beyond
 // Go, and zip stores the local time zone's time and each file's own.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyrelay/keyrelay/internal/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
 )
 
 // idleCPU measures this process's CPU time while a sender and a receiver

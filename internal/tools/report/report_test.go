@@ -27,8 +27,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/keyrelay/keyrelay/internal/fake"
-	"github.com/keyrelay/keyrelay/internal/relaytest"
+	"github.com/keyrelay/keyrelay/internal/testutil/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/relaytest"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
@@ -202,7 +202,7 @@ func TestWriteReport(t *testing.T) {
 	profiles = append(profiles, profile{"bursty", bursty})
 
 	var md strings.Builder
-	fmt.Fprintf(&md, "# keyrelay benchmarks\n\nWritten by `make bench` (every `go test -bench` benchmark into `bench.out`, then `KEYRELAY_REPORT=1 go test -run TestWriteReport ./internal/report/`, which writes this file and `benchmarks.png`; do not edit by hand) on %s, %s/%s, %d CPUs, %s, %s. The machine is shared: compare ratios within one run, not absolutes across machines.\n\n",
+	fmt.Fprintf(&md, "# keyrelay benchmarks\n\nWritten by `make bench` (every `go test -bench` benchmark into `bench.out`, then `KEYRELAY_REPORT=1 go test -run TestWriteReport ./internal/tools/report/`, which writes this file and `benchmarks.png`; do not edit by hand) on %s, %s/%s, %d CPUs, %s, %s. The machine is shared: compare ratios within one run, not absolutes across machines.\n\n",
 		hostDesc(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format("2006-01-02"))
 	md.WriteString("## Plain queue against keyrelay's defaults\n\n")
 	md.WriteString("*Plain* is the seed's balanced queue alone, what `keyrelay send --feedback=false` does: every packet carries the whole queue and is re-sent every 100 ms, nothing comes back. *Defaults* is `keyrelay send` as shipped: the receiver acks, the sender re-sends a burst every 10 ms until the ack, and never drops an unacknowledged key-down from the queue (lossless typing).\n\n")
@@ -265,17 +265,17 @@ func TestWriteReport(t *testing.T) {
 
 	// make bench-peers's section (e2e/peers_test.go) is its own run's, and
 	// the measurements written by hand are no run's: both kept as they are.
-	if old, err := os.ReadFile("../../BENCHMARKS.md"); err == nil {
+	if old, err := os.ReadFile("../../../BENCHMARKS.md"); err == nil {
 		for _, m := range keptMarkers {
 			if s := keptSection(string(old), m[0], m[1]); s != "" {
 				md.WriteString("\n" + s)
 			}
 		}
 	}
-	if err := os.WriteFile("../../BENCHMARKS.md", []byte(md.String()), 0o644); err != nil {
+	if err := os.WriteFile("../../../BENCHMARKS.md", []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := tailChart(lines, "../../benchmarks.png"); err != nil {
+	if err := tailChart(lines, "../../../benchmarks.png"); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote BENCHMARKS.md and benchmarks.png")

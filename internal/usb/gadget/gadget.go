@@ -1,6 +1,6 @@
 // Package gadget makes and removes the USB keyboard gadget recv --inject
 // hidg types through: a configfs USB gadget (libcomposite) with one HID
-// function, a boot keyboard with LEDs (internal/hidkbd's descriptor),
+// function, a boot keyboard with LEDs (internal/usb/hidkbd's descriptor),
 // bound to a USB device controller. The file system is passed in, so the
 // steps are tested on a recording fake; the VM test runs them on a real
 // kernel (dummy_hcd).
@@ -15,7 +15,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/keyrelay/keyrelay/internal/hidkbd"
+	"github.com/keyrelay/keyrelay/internal/usb/hidkbd"
 )
 
 // Where the kernel puts things, as absolute paths under the FS root.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keyrelay/keyrelay/internal/hidkbd"
+	"github.com/keyrelay/keyrelay/internal/usb/hidkbd"
 )
 
 // fakeFS is configfs as the steps see it: directories, files and links by

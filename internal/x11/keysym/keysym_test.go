@@ -68,7 +68,7 @@ func TestTableIsGenerated(t *testing.T) {
 	}
 	got, _ := os.ReadFile(out)
 	if !bytes.Equal(got, want) {
-		t.Error("table_gen.go is stale: run go generate ./internal/keysym")
+		t.Error("table_gen.go is stale: run go generate ./internal/x11/keysym")
 	}
 }
 

@@ -30,7 +30,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/keyrelay/keyrelay/internal/keysym"
+	"github.com/keyrelay/keyrelay/internal/x11/keysym"
 	"github.com/keyrelay/keyrelay/keys"
 )
 

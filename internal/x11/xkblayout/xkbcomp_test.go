@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keyrelay/keyrelay/internal/keysym"
+	"github.com/keyrelay/keyrelay/internal/x11/keysym"
 )
 
 // TestAgreesWithXkbcomp cross-checks every character of the de, fr and
