@@ -1,6 +1,6 @@
 package inject
 
-//go:generate go run ./internal/rggen -out robotgo_keys_gen.go
+//go:generate go run gen.go -out robotgo_keys_gen.go
 
 import (
 	"sort"

@@ -17,7 +17,7 @@ import (
 	"unicode/utf8"
 )
 
-//go:generate go run ./internal/gen -in testdata/keycodemapdb/keymaps.csv -license testdata/keycodemapdb/LICENSE.BSD -chromium testdata/chromium/dom_codes.tsv -spec testdata/uievents-code/codes.tsv -out table_gen.go
+//go:generate go run gen.go -kind table -in testdata/keycodemapdb/keymaps.csv -license testdata/keycodemapdb/LICENSE.BSD -chromium testdata/chromium/dom_codes.tsv -spec testdata/uievents-code/codes.tsv -out table_gen.go
 
 // Code is a USB HID usage ID on the keyboard/keypad page (0x07), or
 // EvdevBase + a Linux evdev code for a key without one. The zero Code is "no

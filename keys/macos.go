@@ -1,6 +1,6 @@
 package keys
 
-//go:generate go run ./internal/genmacos -in testdata/keycodemapdb/keymaps.csv -chromium testdata/chromium/dom_codes.tsv -spec testdata/uievents-code/codes.tsv -out macos_gen.go
+//go:generate go run gen.go -kind macos -in testdata/keycodemapdb/keymaps.csv -chromium testdata/chromium/dom_codes.tsv -spec testdata/uievents-code/codes.tsv -out macos_gen.go
 
 // FromMacOS returns the key a macOS virtual keycode (kVK_ANSI_A is 0,
 // kVK_Function 0x3F) is relayed as: its USB HID usage, or EvdevBase + the

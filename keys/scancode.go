@@ -1,6 +1,6 @@
 package keys
 
-//go:generate go run ./internal/scangen/gen -in testdata/keycodemapdb/keymaps.csv -license testdata/keycodemapdb/LICENSE.BSD -chromium testdata/chromium/dom_codes.tsv -spec testdata/uievents-code/codes.tsv -out scancode_gen.go
+//go:generate go run gen.go -kind scancode -in testdata/keycodemapdb/keymaps.csv -license testdata/keycodemapdb/LICENSE.BSD -chromium testdata/chromium/dom_codes.tsv -spec testdata/uievents-code/codes.tsv -out scancode_gen.go
 
 // Windows scan codes (set 1) are what the Windows backends speak: a
 // low-level keyboard hook reports a key's scan code and whether it is

@@ -1,5 +1,8 @@
-// Command rggen writes inject/robotgo_keys_gen.go (see package rgtable);
-// go generate runs it from inject/.
+//go:build ignore
+
+// gen writes robotgo_keys_gen.go, robotgo's key name for each key of the
+// keys table (package rgtable makes it from robotgo's x11/keymap.go);
+// robotgo.go's //go:generate line runs it.
 package main
 
 import (
