@@ -104,7 +104,7 @@ type localKeyboard interface {
 }
 
 // SetRouting takes what send's named destinations decide (the
-// sender.RoutingSource interface): which keys act here, the destinations'
+// routing.RoutingSource interface): which keys act here, the destinations'
 // hotkeys and how to make one the target. Call it before Play.
 func (e *Evdev) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int)) {
 	e.localKey, e.targets, e.pick = local, hotkeys, pick

@@ -69,7 +69,7 @@ type MacOS struct {
 }
 
 // SetRouting takes what send's named destinations decide (the
-// sender.RoutingSource interface): which keys act here, the destinations'
+// routing.RoutingSource interface): which keys act here, the destinations'
 // hotkeys and how to make one the target. Call it before Play.
 func (m *MacOS) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int)) {
 	m.localKey, m.targets, m.pick = local, hotkeys, pick

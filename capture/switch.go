@@ -66,7 +66,7 @@ func (h Hotkey) String() string {
 // hotkey's own keys) until it is released and pressed again. OnToggle
 // tells the source to give the keyboard back or take it again.
 //
-// With named destinations (send's sender.Group, a RoutingSource) it also
+// With named destinations (send's routing.Group, a RoutingSource) it also
 // does what the router cannot see: in local use a press that completes a
 // destination's hotkey (Targets) makes it the target (OnTarget) and
 // resumes relaying, its keys reaching no side, as the toggle hotkey does;

@@ -24,10 +24,10 @@ func errNotWindows() error {
 	return fmt.Errorf("%w: --input windows reads a Windows desktop's keyboard; here use --input x11, evdev or terminal", ErrNoWindows)
 }
 
-// SetRouting does nothing here (sender.RoutingSource).
+// SetRouting does nothing here (routing.RoutingSource).
 func (*Windows) SetRouting(func(keys.Code) bool, [][]keys.Code, func(int)) {}
 
-// Retarget does nothing here (sender.RetargetSource).
+// Retarget does nothing here (routing.RetargetSource).
 func (*Windows) Retarget() {}
 
 // CheckWindows reports that the Windows source runs on Windows only.

@@ -65,7 +65,7 @@ type Windows struct {
 }
 
 // SetRouting takes what send's named destinations decide (the
-// sender.RoutingSource interface): which keys act here, the destinations'
+// routing.RoutingSource interface): which keys act here, the destinations'
 // hotkeys and how to make one the target. Call it before Play.
 func (w *Windows) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int)) {
 	w.localKey, w.targets, w.pick = local, hotkeys, pick
@@ -73,7 +73,7 @@ func (w *Windows) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, 
 }
 
 // Retarget tells the source that the router's target changed by a switch
-// it did not make (sender.RetargetSource: keyrelay switch), so that Play
+// it did not make (routing.RetargetSource: keyrelay switch), so that Play
 // asks again which keys act here. It does not block.
 func (w *Windows) Retarget() {
 	select {

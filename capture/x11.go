@@ -78,7 +78,7 @@ type X11 struct {
 }
 
 // SetRouting takes what send's named destinations decide (the
-// sender.RoutingSource interface): which keys act here, the destinations'
+// routing.RoutingSource interface): which keys act here, the destinations'
 // hotkeys and how to make one the target. Call it before Play.
 func (x *X11) SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int)) {
 	x.localKey, x.targets, x.pick = local, hotkeys, pick

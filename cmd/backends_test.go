@@ -20,7 +20,7 @@ import (
 	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/relay"
-	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/routing"
 )
 
 var updateREADME = flag.Bool("update-readme", false, "rewrite the generated backend tables of README.md and docs/ from inject.Backends and capture.Sources (make readme)")
@@ -404,7 +404,7 @@ func TestRecvLayoutCheckedFirst(t *testing.T) {
 }
 
 // TestGrabbingSourcesTakeRouting: every source that owns the keyboard
-// with --grab (x11, evdev, windows, macos) is a sender.RoutingSource, so
+// with --grab (x11, evdev, windows, macos) is a routing.RoutingSource, so
 // that with named destinations (README "Switching") a destination's local
 // keys act here and its hotkey works in local use: a source without
 // SetRouting would swallow local keys silently.
@@ -420,8 +420,8 @@ func TestGrabbingSourcesTakeRouting(t *testing.T) {
 			t.Logf("%s: %v (not made here)", b.Name, err)
 			continue
 		}
-		if _, ok := src.(sender.RoutingSource); !ok {
-			t.Errorf("--input %s grabs but is not a sender.RoutingSource (%T)", b.Name, src)
+		if _, ok := src.(routing.RoutingSource); !ok {
+			t.Errorf("--input %s grabs but is not a routing.RoutingSource (%T)", b.Name, src)
 		}
 	}
 	if n < 4 {
@@ -430,8 +430,8 @@ func TestGrabbingSourcesTakeRouting(t *testing.T) {
 	// The Windows hook keeps a copy of which keys act here: a switch it
 	// did not make must tell it.
 	var win any = &capture.Windows{}
-	if _, ok := win.(sender.RetargetSource); !ok {
-		t.Error("capture.Windows is not a sender.RetargetSource: after keyrelay switch its hook would judge local keys by the old target")
+	if _, ok := win.(routing.RetargetSource); !ok {
+		t.Error("capture.Windows is not a routing.RetargetSource: after keyrelay switch its hook would judge local keys by the old target")
 	}
 }
 

@@ -27,8 +27,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keyrelay/keyrelay/routing"
 	"github.com/keyrelay/keyrelay/secret"
-	"github.com/keyrelay/keyrelay/sender"
 )
 
 // Request is what keyrelay switch and status ask.
@@ -75,8 +75,8 @@ type DestStatus struct {
 
 // Handler is a running send's side: Switch makes name (a destination's,
 // or "local") the target, with an error that wraps
-// sender.ErrNoSuchDestination, ErrCannotSwitch or
-// sender.ErrModeNotFollowed when it cannot (the Answer's Code says which);
+// routing.ErrNoSuchDestination, ErrCannotSwitch or
+// routing.ErrModeNotFollowed when it cannot (the Answer's Code says which);
 // Status is what keyrelay status shows. Called from the socket's
 // goroutines: it must be safe for concurrent use.
 type Handler interface {
@@ -222,11 +222,11 @@ func serve(c net.Conn, h Handler) {
 		if err != nil {
 			ans.Error = err.Error()
 			switch {
-			case errors.Is(err, sender.ErrNoSuchDestination):
+			case errors.Is(err, routing.ErrNoSuchDestination):
 				ans.Code = CodeNoSuchDestination
 			case errors.Is(err, ErrCannotSwitch):
 				ans.Code = CodeCannotSwitch
-			case errors.Is(err, sender.ErrModeNotFollowed):
+			case errors.Is(err, routing.ErrModeNotFollowed):
 				ans.Code = CodeNotFollowed
 			}
 		}

@@ -8,17 +8,18 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/capture"
+	"github.com/keyrelay/keyrelay/routing"
 	"github.com/keyrelay/keyrelay/sender"
 )
 
 // The running send's side of keyrelay switch and status, for both kinds
-// of send: one queue to every destination (Plain), and a sender.Group
+// of send: one queue to every destination (Plain), and a routing.Group
 // routing keys per destination (Group).
 
 // grabbingSource is src as a source that owns the keyboard (--grab) and
 // can be switched from another goroutine, or nil.
-func grabbingSource(src sender.Source) sender.ModeSource {
-	if ms, ok := src.(sender.ModeSource); ok && ms.Grabbing() {
+func grabbingSource(src sender.Source) routing.ModeSource {
+	if ms, ok := src.(routing.ModeSource); ok && ms.Grabbing() {
 		return ms
 	}
 	return nil
@@ -31,7 +32,7 @@ func sourceMode(ans *Answer, src sender.Source, input string) {
 	if g, ok := src.(interface{ Grabbing() bool }); ok {
 		ans.Grab = g.Grabbing()
 	}
-	if sw, ok := src.(sender.SwitchSource); ok && !sw.Relaying() {
+	if sw, ok := src.(routing.SwitchSource); ok && !sw.Relaying() {
 		ans.Mode = "local"
 	}
 }
@@ -40,7 +41,7 @@ func sourceMode(ans *Answer, src sender.Source, input string) {
 // source has no keyboard to give back or take (a script, a terminal: its
 // entry's capabilities say which).
 func whyNoSwitch(src sender.Source, input string) string {
-	if _, ok := src.(sender.ModeSource); ok {
+	if _, ok := src.(routing.ModeSource); ok {
 		return fmt.Sprintf("--input %s without --grab does not own the keyboard: every key acts on this machine and is relayed, so there is nothing to switch (start send with --grab to switch with keyrelay switch or --hotkey)", input)
 	}
 	b, _ := capture.LookupSource(input)
@@ -86,7 +87,7 @@ type Plain struct {
 }
 
 // Switch takes a destination's name or "local", case ignored (as
-// sender.Router.Index).
+// routing.Router.Index).
 func (h *Plain) Switch(ctx context.Context, name string) error {
 	local := strings.EqualFold(name, "local")
 	known := local
@@ -94,13 +95,13 @@ func (h *Plain) Switch(ctx context.Context, name string) error {
 		known = known || strings.EqualFold(n, name)
 	}
 	if !known {
-		return fmt.Errorf("%w %q", sender.ErrNoSuchDestination, name)
+		return fmt.Errorf("%w %q", routing.ErrNoSuchDestination, name)
 	}
 	ms := grabbingSource(h.Source)
 	if ms == nil {
 		return fmt.Errorf("%w: %s", ErrCannotSwitch, whyNoSwitch(h.Source, h.Input))
 	}
-	return sender.SetMode(ctx, ms, !local)
+	return routing.SetMode(ctx, ms, !local)
 }
 
 // Status is the send's source, mode and target, and each destination's
@@ -132,11 +133,11 @@ func (h *Plain) Status() Answer {
 }
 
 // Group answers keyrelay switch and status for a send that routes keys
-// to a Sender per destination (sender.Group). Safe for concurrent use
+// to a Sender per destination (routing.Group). Safe for concurrent use
 // once made: the Group is, and the rest is not changed after the control
 // socket opens.
 type Group struct {
-	Group  *sender.Group
+	Group  *routing.Group
 	Dests  []GroupDest // in the Group's order
 	Source sender.Source
 	Input  string // send's --input
@@ -151,7 +152,7 @@ type GroupDest struct {
 	Sender     *sender.Sender
 }
 
-// Switch switches the Group (sender.Group.Switch).
+// Switch switches the Group (routing.Group.Switch).
 func (h *Group) Switch(ctx context.Context, name string) error { return h.Group.Switch(ctx, name) }
 
 // Status is the send's source, mode and target, and each destination's

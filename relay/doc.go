@@ -4,7 +4,7 @@
 //
 //   - Send (SendOptions): a key source (capture) to its destinations
 //     (internal/dest), through one sender.Sender for every destination or
-//     a sender.Group routing keys per destination, with the control socket
+//     a routing.Group routing keys per destination, with the control socket
 //     (package control) open for keyrelay switch and status. It returns
 //     what each Sender delivered: the summary and the verdict are its
 //     caller's to say.

@@ -28,7 +28,7 @@ import (
 // one's report and figures, for the summary and the verdict, which are
 // its caller's to say, and the logs to say them in.
 type SendResult struct {
-	// Routed: a Sender per destination (a sender.Group), each summed up
+	// Routed: a Sender per destination (a routing.Group), each summed up
 	// under its destination's name; else one Sender for every
 	// destination.
 	Routed bool
@@ -52,7 +52,7 @@ type Sent struct {
 // Send runs a send with the settings o until its source ends or ctx is
 // done: it checks them, makes the key source, resolves the destinations,
 // and relays the source's keys through one Sender to every destination
-// or, when o is Routed, a Sender per destination (a sender.Group), with
+// or, when o is Routed, a Sender per destination (a routing.Group), with
 // the control socket open for keyrelay switch and status, showing its
 // status on errw. It returns what it sent once its Senders have run (nil
 // when they never did) and the error that ended it: one of their Run
@@ -161,7 +161,7 @@ func (ss *sendSession) config(conn *transport.Conn, ds []dest.Resolved) sender.C
 		Identity: ss.id, Insecure: o.Key.Insecure, Wait: o.Wait,
 		// A script plays on for no one once its receiver is gone: it stops
 		// (exit 3) instead; with several destinations, for every one once
-		// any one is silent past --outage (sender.Group.Run says why). A
+		// any one is silent past --outage (routing.Group.Run says why). A
 		// person typing sees the status and decides.
 		StopWhenSilent: ss.source.Caps.Script,
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/internal/dest"
 	"github.com/keyrelay/keyrelay/internal/x11/xkblayout"
+	"github.com/keyrelay/keyrelay/routing"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
 )
@@ -34,7 +35,7 @@ func (r *groupRun) keys() string {
 }
 
 // runGroup routes the source's keys to a Sender per destination
-// (sender.Group): switching, a destination's own key map or local keys,
+// (routing.Group): switching, a destination's own key map or local keys,
 // or characters mode.
 func (ss *sendSession) runGroup(ctx context.Context) (*SendResult, error) {
 	o, b, src, logf, errf := ss.o, ss.source, ss.src, ss.logf, ss.errf
@@ -56,7 +57,7 @@ func (ss *sendSession) runGroup(ctx context.Context) (*SendResult, error) {
 	}
 	// Switching starts at the first destination, until a hotkey or
 	// keyrelay switch picks another; mirror's target is every one.
-	router := sender.NewRouter(dest.Routes(o.dests), !o.switching(), 0)
+	router := routing.NewRouter(dest.Routes(o.dests), !o.switching(), 0)
 	layoutNote := ""
 	var km charmode.Keymap
 	if o.characters() {
@@ -71,7 +72,7 @@ func (ss *sendSession) runGroup(ctx context.Context) (*SendResult, error) {
 			layoutNote = b.Keymap.What
 		}
 	}
-	g, err := sender.NewGroup(cfgs, router)
+	g, err := routing.NewGroup(cfgs, router)
 	if err != nil {
 		return nil, err
 	}

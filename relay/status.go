@@ -10,6 +10,7 @@ import (
 
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/receiver"
+	"github.com/keyrelay/keyrelay/routing"
 	"github.com/keyrelay/keyrelay/sender"
 	"github.com/keyrelay/keyrelay/transport"
 	"github.com/keyrelay/keyrelay/wire"
@@ -114,7 +115,7 @@ const DebugNote = "debug: key names appear in the log, passwords typed included"
 // sendStatus makes the status lines of a sender: one per destination (or
 // per receiver that acked, for a broadcast).
 func sendStatus(s *sender.Sender, dests []net.Addr, src sender.Source, timeout time.Duration, debug bool) func() ([]string, [][]any) {
-	sw, _ := src.(sender.SwitchSource)
+	sw, _ := src.(routing.SwitchSource)
 	lastPackets, last := 0, time.Now()
 	return func() ([]string, [][]any) {
 		st := s.Status()

@@ -49,13 +49,6 @@ type LockSource interface {
 	Locks() keys.Locks
 }
 
-// SwitchSource is a Source that switches between relaying and local use
-// (send --grab and its hotkey); Relaying must be safe to call from another
-// goroutine than Play's.
-type SwitchSource interface {
-	Relaying() bool
-}
-
 // Writer sends datagrams; a net.PacketConn is one.
 type Writer interface {
 	WriteTo(b []byte, addr net.Addr) (int, error)
@@ -223,7 +216,7 @@ type Sender struct {
 	steppedAt time.Time
 	kick      chan struct{} // fire tells Run's loop the core is done
 	// silent is closed once the core named a receiver silent past Outage
-	// (StopWhenSilent), at that step: a Group stops its source for every
+	// (StopWhenSilent), at that step: a routing.Group stops its source for every
 	// destination then, not when this sender's end is over.
 	silent     chan struct{}
 	silentSaid bool
@@ -286,6 +279,19 @@ func NewSessionID() (uint64, error) {
 
 // Session is the session id packets carry.
 func (s *Sender) Session() uint64 { return s.core.Session() }
+
+// Silent is closed once the sender named a receiver silent past Outage
+// (Config.StopWhenSilent), at that step rather than when its end is over,
+// so that a routing.Group stops its source for every destination then.
+func (s *Sender) Silent() <-chan struct{} { return s.silent }
+
+// Silenced is every receiver whose silence past Outage stopped the sender
+// (StopWhenSilent), and that Outage; none before Silent is closed.
+func (s *Sender) Silenced() (addrs []string, outage time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.core.Silenced(), s.core.cfg.Outage
+}
 
 type datagram struct {
 	b    []byte

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/keyrelay/keyrelay/control"
-	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/routing"
 )
 
 // Send answers keyrelay switch and status as a send whose destinations
@@ -42,7 +42,7 @@ func (f *Send) Switch(_ context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if name != "local" && !slices.Contains(f.names(), name) {
-		return fmt.Errorf("%w %q", sender.ErrNoSuchDestination, name)
+		return fmt.Errorf("%w %q", routing.ErrNoSuchDestination, name)
 	}
 	if f.Cannot {
 		return fmt.Errorf("%w: --input script plays a script", control.ErrCannotSwitch)

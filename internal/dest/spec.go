@@ -11,7 +11,7 @@ import (
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/spell"
 	"github.com/keyrelay/keyrelay/keys"
-	"github.com/keyrelay/keyrelay/sender"
+	"github.com/keyrelay/keyrelay/routing"
 	"github.com/keyrelay/keyrelay/transport"
 )
 
@@ -349,11 +349,11 @@ func DefaultHotkeys(dests []Spec, hotkey capture.Hotkey) {
 	}
 }
 
-// Routes are the sender.Router's routes to dests, in their order.
-func Routes(dests []Spec) []sender.Route {
-	out := make([]sender.Route, len(dests))
+// Routes are the routing.Router's routes to dests, in their order.
+func Routes(dests []Spec) []routing.Route {
+	out := make([]routing.Route, len(dests))
 	for i, d := range dests {
-		out[i] = sender.Route{Name: d.Name, Hotkey: []keys.Code(d.Hotkey), Map: d.Map, Local: d.Local, Characters: d.Characters}
+		out[i] = routing.Route{Name: d.Name, Hotkey: []keys.Code(d.Hotkey), Map: d.Map, Local: d.Local, Characters: d.Characters}
 	}
 	return out
 }

@@ -7,7 +7,7 @@
 // the hook is in. It ends after -n events, or when killed.
 //
 // With -local and -targets it plays a send with named destinations
-// (sender.RoutingSource): the keys of -local act here while relaying, and
+// (routing.RoutingSource): the keys of -local act here while relaying, and
 // in local use each hotkey of -targets picks its destination, printed as
 // "target N" (N from 0, in -targets's order).
 package main

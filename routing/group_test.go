@@ -1,4 +1,4 @@
-package sender_test
+package routing_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
+	"github.com/keyrelay/keyrelay/routing"
 	"github.com/keyrelay/keyrelay/sender"
 )
 
@@ -32,9 +33,9 @@ func TestGroupSwitchesUnderLoss(t *testing.T) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				nw := netsim.NewNetwork(netsim.Config{Loss: 0.2, Delay: 5 * time.Millisecond, Jitter: 2 * time.Millisecond, Seed: seed})
-				routes := []sender.Route{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+				routes := []routing.Route{{Name: "a"}, {Name: "b"}, {Name: "c"}}
 				oses, relays, senders := groupRig(t, nw, len(routes))
-				g, err := sender.GroupOf(senders, sender.NewRouter(routes, false, 0))
+				g, err := routing.GroupOf(senders, routing.NewRouter(routes, false, 0))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -160,7 +161,7 @@ func TestGroupSwitchWaitsForTheSourceToFollow(t *testing.T) {
 		nw := netsim.NewNetwork(netsim.Config{Delay: time.Millisecond})
 		var (
 			senders []*sender.Sender
-			routes  []sender.Route
+			routes  []routing.Route
 			relays  []*relaytest.Relay
 		)
 		for i := range 2 {
@@ -176,9 +177,9 @@ func TestGroupSwitchWaitsForTheSourceToFollow(t *testing.T) {
 				Receiver: receiver.Config{Timeout: 2 * time.Second},
 				Sender:   sender.Config{Linger: 100 * time.Millisecond}})
 			relays = append(relays, rl)
-			senders, routes = append(senders, rl.Sender), append(routes, sender.Route{Name: string(rune('a' + i))})
+			senders, routes = append(senders, rl.Sender), append(routes, routing.Route{Name: string(rune('a' + i))})
 		}
-		g, err := sender.GroupOf(senders, sender.NewRouter(routes, false, 0))
+		g, err := routing.GroupOf(senders, routing.NewRouter(routes, false, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,9 +199,9 @@ func TestGroupSwitchWaitsForTheSourceToFollow(t *testing.T) {
 			{"to local use: when the source says", "local", true, context.Background(), delay, nil, "local"},
 			{"already in local use: at once", "local", true, context.Background(), 0, nil, "local"},
 			{"back to relaying: when the source says", "a", true, context.Background(), delay, nil, "a"},
-			{"a source that never follows: after ModeWait", "local", false, context.Background(), sender.ModeWait, sender.ErrModeNotFollowed, "a"},
+			{"a source that never follows: after ModeWait", "local", false, context.Background(), routing.ModeWait, routing.ErrModeNotFollowed, "a"},
 			{"the caller gives up: at once", "local", false, cancelled, 0, context.Canceled, "a"},
-			{"an unknown name: at once", "d", true, context.Background(), 0, sender.ErrNoSuchDestination, "a"},
+			{"an unknown name: at once", "d", true, context.Background(), 0, routing.ErrNoSuchDestination, "a"},
 		}
 		src := &followingSource{on: true, delay: delay}
 		src.steps = func(context.Context) {
@@ -262,7 +263,7 @@ func groupRig(t *testing.T, nw *netsim.Network, n int) ([]*fake.OS, []*relaytest
 }
 
 // routingSource is a fake source that owns the keyboard (a
-// sender.RoutingSource): play runs with what SetRouting gave it.
+// routing.RoutingSource): play runs with what SetRouting gave it.
 type routingSource struct {
 	local   func(keys.Code) bool
 	hotkeys [][]keys.Code
@@ -288,7 +289,7 @@ type retargetSource struct {
 func (s *retargetSource) Retarget() { s.retargets.Add(1) }
 
 // TestGroupTellsACopyOfASwitch: a source that keeps a copy of which keys act
-// here (sender.RetargetSource, the Windows hook) is told of a switch it did
+// here (routing.RetargetSource, the Windows hook) is told of a switch it did
 // not make (keyrelay switch, Group.Switch), so that it asks local again and
 // sees the new target's local keys (DESIGN.md, Named destinations); its own
 // pick needs no telling.
@@ -382,14 +383,14 @@ func TestGroupTellsASourceThatOwnsTheKeyboard(t *testing.T) {
 // localKeyGroup is the Group both routing tests start from, switching
 // between a, whose local key is AudioVolumeUp, and b, whose hotkey is
 // ControlRight+Digit2, with a the target, over groupRig's relays.
-func localKeyGroup(t *testing.T, nw *netsim.Network) ([]*fake.OS, []*relaytest.Relay, *sender.Group, []sender.Route) {
+func localKeyGroup(t *testing.T, nw *netsim.Network) ([]*fake.OS, []*relaytest.Relay, *routing.Group, []routing.Route) {
 	t.Helper()
-	routes := []sender.Route{
+	routes := []routing.Route{
 		{Name: "a", Local: []keys.Code{keys.AudioVolumeUp}},
 		{Name: "b", Hotkey: []keys.Code{keys.ControlRight, keys.Digit2}},
 	}
 	oses, relays, senders := groupRig(t, nw, len(routes))
-	g, err := sender.GroupOf(senders, sender.NewRouter(routes, false, 0))
+	g, err := routing.GroupOf(senders, routing.NewRouter(routes, false, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

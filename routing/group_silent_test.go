@@ -1,4 +1,4 @@
-package sender_test
+package routing_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/keyrelay/keyrelay/keys"
 	"github.com/keyrelay/keyrelay/netsim"
 	"github.com/keyrelay/keyrelay/receiver"
+	"github.com/keyrelay/keyrelay/routing"
 	"github.com/keyrelay/keyrelay/sender"
 )
 
@@ -38,8 +39,8 @@ func TestGroupStopsWhenOneIsSilent(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				nw := netsim.NewNetwork(netsim.Config{Delay: 2 * time.Millisecond, Seed: 1})
 				oses, relays, senders, addrs := silentGroupRig(t, nw, 2, sender.Config{Linger: linger, Outage: outage, StopWhenSilent: stop})
-				routes := []sender.Route{{Name: "a"}, {Name: "b"}}
-				g, err := sender.GroupOf(senders, sender.NewRouter(routes, true, 0))
+				routes := []routing.Route{{Name: "a"}, {Name: "b"}}
+				g, err := routing.GroupOf(senders, routing.NewRouter(routes, true, 0))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package sender
+package routing
 
 import (
 	"context"
@@ -10,7 +10,21 @@ import (
 
 	"github.com/keyrelay/keyrelay/internal/charmode"
 	"github.com/keyrelay/keyrelay/keys"
+	"github.com/keyrelay/keyrelay/sender"
 )
+
+// SwitchSource is a Source that switches between relaying and local use
+// (send --grab and its hotkey); Relaying must be safe to call from another
+// goroutine than Play's.
+type SwitchSource interface {
+	Relaying() bool
+}
+
+// event is a key event the Router gave one destination.
+type event struct {
+	key  keys.Key
+	down bool
+}
 
 // Group runs one Sender per destination, each with its own balanced
 // queue and session, and routes the source's keys to them through a
@@ -22,28 +36,28 @@ import (
 // Run must be called once; Switch, SetKeymap, Target and Senders are safe
 // for concurrent use with it.
 type Group struct {
-	senders []*Sender
+	senders []*sender.Sender
 
 	mu     sync.Mutex // guards router and outs; held while routing and handing over
 	router *Router
-	outs   []chan keyEvent
+	outs   []chan event
 	gone   []chan struct{} // closed as each sender's Run returns
 	closed bool
 	quit   <-chan struct{} // Run's context: a sender that stopped reads no more
 	err    error           // the source's, once it ended
-	src    Source
+	src    sender.Source
 }
 
 // NewGroup makes a Group of one Sender per config (each with one
 // destination), routed by router; routes and configs are in the same
 // order.
-func NewGroup(cfgs []Config, router *Router) (*Group, error) {
+func NewGroup(cfgs []sender.Config, router *Router) (*Group, error) {
 	if len(cfgs) != len(router.Routes()) {
-		return nil, fmt.Errorf("sender: %d destinations and %d routes", len(cfgs), len(router.Routes()))
+		return nil, fmt.Errorf("routing: %d destinations and %d routes", len(cfgs), len(router.Routes()))
 	}
-	var senders []*Sender
+	var senders []*sender.Sender
 	for _, cfg := range cfgs {
-		s, err := New(cfg)
+		s, err := sender.New(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -54,20 +68,20 @@ func NewGroup(cfgs []Config, router *Router) (*Group, error) {
 
 // GroupOf makes a Group of senders already made (a test's, on its own
 // network), one per route, in the routes' order.
-func GroupOf(senders []*Sender, router *Router) (*Group, error) {
+func GroupOf(senders []*sender.Sender, router *Router) (*Group, error) {
 	if len(senders) != len(router.Routes()) {
-		return nil, fmt.Errorf("sender: %d senders and %d routes", len(senders), len(router.Routes()))
+		return nil, fmt.Errorf("routing: %d senders and %d routes", len(senders), len(router.Routes()))
 	}
 	g := &Group{router: router, senders: senders}
 	for range senders {
-		g.outs = append(g.outs, make(chan keyEvent, 64))
+		g.outs = append(g.outs, make(chan event, 64))
 		g.gone = append(g.gone, make(chan struct{}))
 	}
 	return g, nil
 }
 
 // Senders are the group's senders, in the routes' order.
-func (g *Group) Senders() []*Sender { return g.senders }
+func (g *Group) Senders() []*sender.Sender { return g.senders }
 
 // Target is the current target's name, "local", or "all" in mirror mode.
 func (g *Group) Target() string {
@@ -163,7 +177,7 @@ func modeName(relaying bool) string {
 // Play; local is nil when no destination has local keys. local and pick
 // are safe to call from Play's goroutine, but not from within emit.
 type RoutingSource interface {
-	Source
+	sender.Source
 	SetRouting(local func(keys.Code) bool, hotkeys [][]keys.Code, pick func(int))
 }
 
@@ -243,7 +257,7 @@ func (g *Group) hand(rs []Routed) {
 	}
 	for _, r := range rs {
 		select {
-		case g.outs[r.To] <- keyEvent{key: r.Key, down: r.Down}:
+		case g.outs[r.To] <- event{key: r.Key, down: r.Down}:
 		case <-g.gone[r.To]:
 			// Its sender returned (no answer within Config.Wait): the
 			// others go on.
@@ -260,18 +274,18 @@ func (g *Group) hand(rs []Routed) {
 //
 // With Config.StopWhenSilent, once any destination's receiver heard before
 // has been silent for Outage, Run stops the source for all of them and
-// returns a *SilentError naming every such receiver: a script mirrored to
+// returns a *sender.SilentError naming every such receiver: a script mirrored to
 // several machines is written for every one, the silent one has lost keys
 // for good (send's exit status is 3 whatever follows), and playing on
 // would only take the others further through a script it no longer
 // reaches. One queue to several destinations stops the same way
-// (Core.stopSilent).
-func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
+// (sender.Core does the same).
+func (g *Group) Run(ctx context.Context, src sender.Source) ([]sender.Stats, error) {
 	g.mu.Lock()
 	g.src, g.quit = src, ctx.Done()
 	g.mu.Unlock()
 	var wg sync.WaitGroup
-	stats := make([]Stats, len(g.senders))
+	stats := make([]sender.Stats, len(g.senders))
 	errs := make([]error, len(g.senders))
 	playCtx, stopPlay := context.WithCancel(ctx)
 	defer stopPlay()
@@ -322,15 +336,15 @@ func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 	// A destination silent past Outage (Config.StopWhenSilent) stops the
 	// source for every destination, at the step its sender found it:
 	// the rule for a group is any destination, as for one queue to
-	// several (Core.stopSilent). The others then end as after a signal.
+	// several (sender.Core does the same). The others then end as after a signal.
 	for i, s := range g.senders {
 		go func() {
 			select {
-			case <-s.silent:
+			case <-s.Silent():
 				stopPlay()
 			case <-g.gone[i]:
 				select {
-				case <-s.silent: // said as its Run returned
+				case <-s.Silent(): // said as its Run returned
 					stopPlay()
 				default:
 				}
@@ -343,7 +357,7 @@ func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 		err := src.Play(playCtx, func(k keys.Key, down bool) error {
 			g.mu.Lock()
 			defer g.mu.Unlock()
-			if l, ok := src.(LockSource); ok {
+			if l, ok := src.(sender.LockSource); ok {
 				// Read before the key, so that the first key after
 				// relaying (re)starts is translated under the locks
 				// the source read then.
@@ -383,17 +397,15 @@ func (g *Group) Run(ctx context.Context, src Source) ([]Stats, error) {
 // silenced is the group's SilentError once its senders have returned:
 // every receiver whose silence past Outage stopped its sender, in the
 // routes' order; nil if none did.
-func (g *Group) silenced() *SilentError {
-	var e *SilentError
+func (g *Group) silenced() *sender.SilentError {
+	var e *sender.SilentError
 	for _, s := range g.senders {
-		s.mu.Lock()
-		addrs, outage := s.core.Silenced(), s.core.cfg.Outage
-		s.mu.Unlock()
+		addrs, outage := s.Silenced()
 		if len(addrs) == 0 {
 			continue
 		}
 		if e == nil {
-			e = &SilentError{Outage: outage}
+			e = &sender.SilentError{Outage: outage}
 		}
 		e.Addrs = append(e.Addrs, addrs...)
 	}
@@ -405,7 +417,7 @@ func (g *Group) silenced() *SilentError {
 // error; the lock state and the mode are the group source's.
 type routedSource struct {
 	g       *Group
-	in      <-chan keyEvent
+	in      <-chan event
 	started chan struct{} // closed as its sender starts to play it
 }
 
@@ -432,7 +444,7 @@ func (r *routedSource) Play(ctx context.Context, emit func(keys.Key, bool) error
 
 // Locks is the group source's lock state (PROTOCOL.md §3.2).
 func (r *routedSource) Locks() keys.Locks {
-	if l, ok := r.g.src.(LockSource); ok {
+	if l, ok := r.g.src.(sender.LockSource); ok {
 		return l.Locks()
 	}
 	return 0

@@ -1,4 +1,9 @@
-package sender
+// Package routing is the layer between a key source (capture) and the
+// sender core: it decides which destinations get each key event (send's
+// named destinations, the hotkeys and switching, key maps, local keys and
+// characters mode, DESIGN.md) and runs one sender.Sender, with its own
+// balanced queue, per destination.
+package routing
 
 import (
 	"slices"
