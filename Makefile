@@ -292,7 +292,7 @@ bench-peers:
 # §7.2), over more seeds than CI runs (about a minute): no 20 s hold released at 70-90 %
 # loss in 1,000 runs, and when a killed sender's key is released.
 measure:
-	set -o pipefail; KEYRELAY_MEASURE=1 $(GO) test -count=1 -timeout 30m -run '^TestMeasureHolds$$' -v ./receiver/ | grep -vE '^=== (RUN|PAUSE|CONT)'
+	set -o pipefail; KEYRELAY_MEASURE=1 $(GO) test -count=1 -timeout 30m -run '^TestMeasureHolds$$' -v ./internal/testutil/relaytest/ | grep -vE '^=== (RUN|PAUSE|CONT)'
 
 # recv's ack interval (receiver.MinAckInterval) against longer ones on a
 # simulated LAN at 5-40 % loss, in virtual time (internal/tools/report's

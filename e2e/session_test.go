@@ -200,7 +200,7 @@ func describe(ls []line) string {
 // §8.3). At ages 0 s (at once after the session) and 5 s, well within
 // --max-skew (30 s), the only bound a one-way session has (PROTOCOL.md
 // §8.6); longer ages are covered by
-// receiver.TestRecordingIsUselessAtARestartedReceiver with injected clocks.
+// relaytest.TestRecordingIsUselessAtARestartedReceiver with injected clocks.
 func TestReplayIntoRestartedReceiver(t *testing.T) {
 	t.Parallel()
 	// The race detector's runtime waits a second before a process exits

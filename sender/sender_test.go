@@ -10,7 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/eventqueue"
 	"github.com/keyrelay/keyrelay/internal/testutil/fake"
 	"github.com/keyrelay/keyrelay/keys"
@@ -47,13 +46,14 @@ func collect(t *testing.T, conn net.PacketConn, start time.Time) <-chan []arriva
 	return out
 }
 
-func script(t *testing.T, s string) *capture.Script {
-	t.Helper()
-	sc, err := capture.ParseScript("t", strings.NewReader(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
+// down and up are a Trace's steps: key pressed or released wait after
+// the step before.
+func down(wait time.Duration, k keys.Code) fake.Step {
+	return fake.Step{Wait: wait, Key: keys.Key(k), Down: true}
+}
+
+func up(wait time.Duration, k keys.Code) fake.Step {
+	return fake.Step{Wait: wait, Key: keys.Key(k)}
 }
 
 // run plays src from a sender on a perfect in-memory network to two
@@ -91,7 +91,7 @@ func run(t *testing.T, cfg Config, src Source, ctx context.Context) (Stats, erro
 // then the final queue every 50 ms for the linger, to every destination.
 func TestIntervalAndLinger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, err, got := run(t, Config{Linger: 275 * time.Millisecond}, script(t, "sleep 950ms"), context.Background())
+		st, err, got := run(t, Config{Linger: 275 * time.Millisecond}, &fake.Trace{Quiet: 950 * time.Millisecond}, context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestIntervalAndLinger(t *testing.T) {
 // the session clock.
 func TestEventsSendAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, err, got := run(t, Config{Linger: -1}, script(t, "sleep 30ms\ndown KeyA\nsleep 40ms\nup KeyA"), context.Background())
+		_, err, got := run(t, Config{Linger: -1}, &fake.Trace{Steps: []fake.Step{down(30*time.Millisecond, keys.KeyA), up(40*time.Millisecond, keys.KeyA)}}, context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func TestStopReleasesHeldKeys(t *testing.T) {
 		time.AfterFunc(500*time.Millisecond, cancel)
 		// A linger of 275ms keeps its deadline off the 50ms resend ticks, so
 		// the last packet's time does not depend on which fires first.
-		st, err, got := run(t, Config{Linger: 275 * time.Millisecond}, script(t, "down ShiftLeft\ndown KeyA\nsleep 1h"), ctx)
+		st, err, got := run(t, Config{Linger: 275 * time.Millisecond}, &fake.Trace{Steps: []fake.Step{down(0, keys.ShiftLeft), down(0, keys.KeyA)}, Quiet: time.Hour}, ctx)
 		if err != nil {
 			t.Errorf("Run = %v, want nil after a cancel", err)
 		}
@@ -168,7 +168,7 @@ func newest(events []eventqueue.Event, c keys.Key) eventqueue.Kind {
 // seed's step 5), and the stats say so.
 func TestDroppedEventsCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, err, _ := run(t, Config{QueueLen: 2, Linger: -1}, script(t, "down KeyA\ndown KeyB\ndown KeyC\nup KeyA"), context.Background())
+		st, err, _ := run(t, Config{QueueLen: 2, Linger: -1}, &fake.Trace{Steps: []fake.Step{down(0, keys.KeyA), down(0, keys.KeyB), down(0, keys.KeyC), up(0, keys.KeyA)}}, context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +265,7 @@ func TestEarlyTimerFiringsSendNothing(t *testing.T) {
 		for _, at := range []time.Duration{30 * time.Millisecond, 130 * time.Millisecond, 475 * time.Millisecond, 1025 * time.Millisecond} {
 			time.AfterFunc(at, tm.poke)
 		}
-		_, err, got := run(t, Config{Linger: 275 * time.Millisecond, Timer: tm}, script(t, "sleep 950ms"), context.Background())
+		_, err, got := run(t, Config{Linger: 275 * time.Millisecond, Timer: tm}, &fake.Trace{Quiet: 950 * time.Millisecond}, context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

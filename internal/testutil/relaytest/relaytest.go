@@ -1,9 +1,10 @@
 // Package relaytest runs a real receiver and the sender that feeds it, for
 // tests: over a netsim network (in a testing/synctest bubble, virtual
-// time) or over sockets the test gives (real loopback UDP). The doubles it
-// uses are package fake's, which is apart because the sender's and the
-// receiver's in-package tests use them and cannot import this package (it
-// imports theirs). Only tests import it.
+// time) or over sockets the test gives (real loopback UDP). Its own tests
+// are the relay's: a sender and a receiver together, under loss, delay,
+// restarts and attacks (the sender's and the receiver's packages test each
+// end alone, with package fake's doubles, and import neither the other end
+// nor this package). Only tests import it.
 package relaytest
 
 import (

@@ -520,7 +520,7 @@ func senderSection(rs []benchResult) string {
 		{"CPU per key event on the send path (source to socket)", "KeyEvent", "ns/op", "no higher than before the sender core (about 1.9–2.3 µs on this machine)", -1, "%.0f ns"},
 	}
 	var out strings.Builder
-	out.WriteString("\n## The sender's targets\n\nThe sender's performance targets, each from a benchmark of this run (`BenchmarkIdlePair`: e2e, run with `-benchtime 1x`; `BenchmarkLossyLoopback`: receiver; `BenchmarkKeyEvent`: sender; their doc comments say what they measure). The machine is shared: idle CPU varies by about a tenth of a percent between runs.\n\n")
+	out.WriteString("\n## The sender's targets\n\nThe sender's performance targets, each from a benchmark of this run (`BenchmarkIdlePair`: e2e, run with `-benchtime 1x`; `BenchmarkLossyLoopback`: internal/testutil/relaytest; `BenchmarkKeyEvent`: sender; their doc comments say what they measure). The machine is shared: idle CPU varies by about a tenth of a percent between runs.\n\n")
 	out.WriteString("| figure | this run | target | |\n|---|---|---|---|\n")
 	for _, w := range rows {
 		r, ok := find(w.bench)

@@ -1,4 +1,4 @@
-package receiver_test
+package relaytest_test
 
 import (
 	"net"
@@ -77,7 +77,7 @@ func newPath(tb testing.TB) *path {
 		tb.Fatal(err)
 	}
 	p.r = r
-	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Identity: txID, Dests: []sender.Dest{{Addr: rxAddr, PeerKey: rxID.Public()}},
+	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Identity: txID, Dests: []sender.Dest{{Addr: hsRxAddr, PeerKey: rxID.Public()}},
 		Output: func(b []byte, _ int) {
 			p.pkts[p.npk] = append(p.pkts[p.npk][:0], b...)
 			p.at[p.npk] = p.now
@@ -122,7 +122,7 @@ func (p *path) deliver() {
 // acked hands the core every ack in flight.
 func (p *path) acked() {
 	for i := range p.acks.n {
-		p.c.Ack(p.acks.ack(i), rxAddr, p.now)
+		p.c.Ack(p.acks.ack(i), hsRxAddr, p.now)
 	}
 	p.acks.n = 0
 }
@@ -215,7 +215,7 @@ func BenchmarkAckPath(b *testing.B) {
 			}
 			b.StartTimer()
 		}
-		if err := p.c.Ack(p.acks.ack(next), rxAddr, p.now); err != nil {
+		if err := p.c.Ack(p.acks.ack(next), hsRxAddr, p.now); err != nil {
 			b.Fatal(err)
 		}
 		next++
@@ -237,7 +237,7 @@ func newOneWayPath(tb testing.TB) *path {
 		tb.Fatal(err)
 	}
 	p.r = r
-	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Identity: txID, Dests: []sender.Dest{{Addr: rxAddr, OneWay: true}},
+	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Identity: txID, Dests: []sender.Dest{{Addr: hsRxAddr, OneWay: true}},
 		Output: func(b []byte, _ int) {
 			p.pkts[p.npk] = append(p.pkts[p.npk][:0], b...)
 			p.at[p.npk] = p.now

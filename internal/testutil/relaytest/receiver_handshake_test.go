@@ -1,4 +1,4 @@
-package receiver_test
+package relaytest_test
 
 import (
 	"crypto/rand"
@@ -27,26 +27,26 @@ var hsKey = []byte("handshake-test-key-0123456789abc")
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
-// capConn keeps what a receiver writes (acks, handshake answers) and where to.
-type capConn struct {
+// hsConn keeps what a receiver writes (acks, handshake answers) and where to.
+type hsConn struct {
 	net.PacketConn
-	sent []datagram
+	sent []hsDatagram
 }
 
-type datagram struct {
+type hsDatagram struct {
 	b  []byte
 	to string
 }
 
-func (c *capConn) WriteTo(b []byte, to net.Addr) (int, error) {
-	c.sent = append(c.sent, datagram{append([]byte(nil), b...), to.String()})
+func (c *hsConn) WriteTo(b []byte, to net.Addr) (int, error) {
+	c.sent = append(c.sent, hsDatagram{append([]byte(nil), b...), to.String()})
 	return len(b), nil
 }
 
 // rx is one receiver instance and what it typed.
 type rx struct {
 	r    *receiver.Receiver
-	conn *capConn
+	conn *hsConn
 	rec  *fake.Recorder
 }
 
@@ -71,7 +71,7 @@ func newRx(t *testing.T) *rx { return newRxAs(t, rxID) }
 // newRxAs is a receiver run with identity id, pairing the sender.
 func newRxAs(t *testing.T, id *identity.Identity) *rx {
 	t.Helper()
-	x := &rx{conn: &capConn{}, rec: &fake.Recorder{}}
+	x := &rx{conn: &hsConn{}, rec: &fake.Recorder{}}
 	r, err := receiver.New(receiver.Config{Conn: x.conn, Injector: x.rec, PSK: hsKey, Timeout: time.Hour, Identity: id, Peer: pairedTx})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ type link struct {
 	drop    func() bool // loses a datagram, either way (nil: none)
 }
 
-const rxAddr = "10.0.0.1:7575"
+const hsRxAddr = "10.0.0.1:7575"
 
 func newLink(t *testing.T, from string, x *rx) *link { return newLinkTo(t, from, x, rxID) }
 
@@ -106,7 +106,7 @@ func newLinkTo(t *testing.T, from string, x *rx, peer *identity.Identity) *link 
 func newLinkAs(t *testing.T, from string, x *rx, self, peer *identity.Identity) *link {
 	t.Helper()
 	l := &link{rx: x, from: net.UDPAddrFromAddrPort(netip.MustParseAddrPort(from))}
-	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Identity: self, Dests: []sender.Dest{{Addr: rxAddr, PeerKey: peer.Public()}},
+	c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Identity: self, Dests: []sender.Dest{{Addr: hsRxAddr, PeerKey: peer.Public()}},
 		Output: func(b []byte, _ int) {
 			b = append([]byte(nil), b...)
 			l.record = append(l.record, b)
@@ -136,7 +136,7 @@ func (l *link) pump(now time.Time) {
 				// What the receiver sent elsewhere (answers to a replay
 				// from another address) never reaches this sender.
 				if a.to == l.from.String() && (l.drop == nil || !l.drop()) {
-					l.c.Ack(a.b, rxAddr, now)
+					l.c.Ack(a.b, hsRxAddr, now)
 				}
 			}
 		}
@@ -428,7 +428,7 @@ func isSubsequence(a, b []keys.Key) bool {
 // handshaken session could start; a burst of initiations from one address
 // gets at most what the per-source limiter allows.
 func TestInitiationAnsweredWithoutAcks(t *testing.T) {
-	conn := &capConn{}
+	conn := &hsConn{}
 	r, err := receiver.New(receiver.Config{Conn: conn, Injector: &fake.Recorder{}, PSK: hsKey, NoAcks: true, Identity: rxID, Peer: pairedTx})
 	if err != nil {
 		t.Fatal(err)

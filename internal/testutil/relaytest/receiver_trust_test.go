@@ -1,4 +1,4 @@
-package receiver_test
+package relaytest_test
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ type trustRx struct {
 
 func newTrustRx(t *testing.T) *trustRx {
 	t.Helper()
-	x := &trustRx{rx: &rx{conn: &capConn{}, rec: &fake.Recorder{}}, paired: true}
+	x := &trustRx{rx: &rx{conn: &hsConn{}, rec: &fake.Recorder{}}, paired: true}
 	r, err := receiver.New(receiver.Config{Conn: x.conn, Injector: x.rec, PSK: hsKey, Timeout: time.Hour, Identity: rxID,
 		Peer: func(k [32]byte) (string, bool) { return "tx", x.paired && k == txID.Public() },
 		Recheck: func(now time.Time) bool {

@@ -1,4 +1,4 @@
-package receiver_test
+package relaytest_test
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 // newRxPairing is a receiver run with rxID that pairs the machines ids.
 func newRxPairing(t *testing.T, ids ...*identity.Identity) *rx {
 	t.Helper()
-	x := &rx{conn: &capConn{}, rec: &fake.Recorder{}}
+	x := &rx{conn: &hsConn{}, rec: &fake.Recorder{}}
 	r, err := receiver.New(receiver.Config{Conn: x.conn, Injector: x.rec, PSK: hsKey, Timeout: time.Hour, Identity: rxID,
 		Peer: func(k [identity.KeyLen]byte) (string, bool) {
 			for i, id := range ids {

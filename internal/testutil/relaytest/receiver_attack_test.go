@@ -1,4 +1,4 @@
-package receiver_test
+package relaytest_test
 
 import (
 	"bytes"
@@ -160,7 +160,7 @@ func TestForeignResponseChangesNothing(t *testing.T) {
 	pasted := bytes.Clone(resp)
 	copy(pasted[22:26], init[22:26]) // the pending initiation's sender index
 	for name, r := range map[string][]byte{"as made": resp, "index pasted": pasted} {
-		for _, from := range []string{rxAddr, "10.0.0.3:7575"} {
+		for _, from := range []string{hsRxAddr, "10.0.0.3:7575"} {
 			if err := l.c.Ack(r, from, t0.Add(time.Millisecond)); err == nil {
 				t.Errorf("%s from %s: taken", name, from)
 			}
@@ -243,12 +243,12 @@ func TestAckNoncesNeverRepeat(t *testing.T) {
 	// Replayed and forged acks are refused.
 	st := l.c.Stats()
 	for i, a := range acks[len(acks)-3:] {
-		if err := l.c.Ack(a, rxAddr, now.Add(time.Second)); err == nil {
+		if err := l.c.Ack(a, hsRxAddr, now.Add(time.Second)); err == nil {
 			t.Errorf("replayed ack %d taken", i)
 		}
 		f := bytes.Clone(a)
 		f[len(f)-1] ^= 1
-		if err := l.c.Ack(f, rxAddr, now.Add(time.Second)); err == nil {
+		if err := l.c.Ack(f, hsRxAddr, now.Add(time.Second)); err == nil {
 			t.Errorf("forged ack %d taken", i)
 		}
 	}
@@ -268,7 +268,7 @@ func (l *link) pumpKeep(now time.Time, kept *[][]byte) {
 			l.rx.conn.sent = nil
 			for _, a := range back {
 				*kept = append(*kept, a.b)
-				l.c.Ack(a.b, rxAddr, now)
+				l.c.Ack(a.b, hsRxAddr, now)
 			}
 		}
 	}
@@ -281,7 +281,7 @@ func (l *link) pumpKeep(now time.Time, kept *[][]byte) {
 // the receiver types nothing either (its initiations fail mac1).
 func TestUnpairedOrMisaddressedSenderTypesNothing(t *testing.T) {
 	var logs []string
-	x := &rx{conn: &capConn{}, rec: &fake.Recorder{}}
+	x := &rx{conn: &hsConn{}, rec: &fake.Recorder{}}
 	r, err := receiver.New(receiver.Config{Conn: x.conn, Injector: x.rec, PSK: hsKey, Timeout: time.Hour, Identity: rxID,
 		Peer: func([32]byte) (string, bool) { return "", false },
 		Logf: func(f string, a ...any) { logs = append(logs, f) }})
@@ -333,7 +333,7 @@ func TestOwnIdentityOnlyFromThisMachine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs []string
-			x := &rx{conn: &capConn{}, rec: &fake.Recorder{}}
+			x := &rx{conn: &hsConn{}, rec: &fake.Recorder{}}
 			r, err := receiver.New(receiver.Config{Conn: x.conn, Injector: x.rec, PSK: hsKey, Timeout: time.Hour, Identity: rxID,
 				Peer:  func(k [32]byte) (string, bool) { return "self", tc.listed && k == rxID.Public() },
 				Local: func(a netip.Addr) bool { return a == netip.MustParseAddr("192.168.1.7") },

@@ -1,4 +1,4 @@
-package receiver_test
+package relaytest_test
 
 import (
 	"context"
@@ -202,13 +202,13 @@ func TestKilledSenderReleasedAfterItsAllowance(t *testing.T) {
 func TestHandshakeBackoffIsNoLoss(t *testing.T) {
 	const timeout = time.Second
 	run := func(answer int) receiver.SessionStatus {
-		conn := &capConn{}
+		conn := &hsConn{}
 		r, err := receiver.New(receiver.Config{Conn: conn, Injector: &fake.Recorder{}, PSK: hsKey, Timeout: timeout, Identity: rxID, Peer: pairedTx})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out [][]byte
-		c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Identity: txID, Dests: []sender.Dest{{Addr: rxAddr, PeerKey: rxID.Public()}},
+		c, err := sender.NewCore(sender.CoreConfig{PSK: hsKey, Feedback: true, Identity: txID, Dests: []sender.Dest{{Addr: hsRxAddr, PeerKey: rxID.Public()}},
 			Output: func(b []byte, _ int) { out = append(out, append([]byte(nil), b...)) }}, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -232,7 +232,7 @@ func TestHandshakeBackoffIsNoLoss(t *testing.T) {
 				r.Handle(b, from, now)
 				for _, a := range conn.sent {
 					if inits >= answer {
-						c.Ack(a.b, rxAddr, now)
+						c.Ack(a.b, hsRxAddr, now)
 					}
 				}
 				conn.sent = nil
