@@ -42,7 +42,7 @@ func TestRecvFlagDefaults(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	// One-way senders are refused unless asked for (PROTOCOL.md §8.4).
+	// One-way senders are refused unless asked for (PROTOCOL.md §8.6).
 	if got.Listen != ":7575" || got.Inject != "auto" || got.Timeout != time.Second || !got.Balanced || got.OneWay {
 		t.Errorf("defaults %+v", got)
 	}

@@ -522,7 +522,7 @@ func (s *Sender) step(lockSrc LockSource) time.Time {
 // dests are the core's destinations: named by their address where they
 // do not say; a broadcast or multicast address cannot take part in a
 // handshake (one packet reaches many receivers, each with its own keys),
-// so it is one-way (PROTOCOL.md §8.4).
+// so it is one-way (PROTOCOL.md §8.6).
 func dests(in []Dest) []Dest {
 	ds := make([]Dest, len(in))
 	for i, d := range in {
