@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -282,7 +283,7 @@ func Parse(name string, b []byte) (*List, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	lay := layoutOf(b)
-	for _, k := range sortedKeys(data) {
+	for _, k := range slices.Sorted(maps.Keys(data)) {
 		if k != "peer" {
 			at := where(name, lay.topLine(k))
 			if s := spell.Closest(k, []string{"peer"}); s != "" {
@@ -299,7 +300,7 @@ func Parse(name string, b []byte) (*List, error) {
 	lines := map[string]int{} // the line of each name and key taken, to name the first
 	for i, t := range tables {
 		at := func(field string) string { return where(name, lay.fieldLine(i, field)) }
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if !slices.Contains(fields, k) {
 				return nil, fmt.Errorf("%sunknown setting %q in [[peer]]%s: a peer has name, key and addr", at(k), k, didYouMean(k))
 			}
@@ -399,15 +400,6 @@ func describe(v any) string {
 		return "a table"
 	}
 	return "a date"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // where is "NAME:LINE: ", or "NAME: " when the line is not known.

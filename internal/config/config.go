@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -235,7 +236,7 @@ func Load(path string, schema Schema) (*File, error) {
 		}
 		if _, ok := v.(map[string]any); ok && !slices.Contains(sharedSettings, k) {
 			hint := ""
-			if s := spell.Closest(k, sortedKeys(configSections)); s != "" {
+			if s := spell.Closest(k, slices.Sorted(maps.Keys(configSections))); s != "" {
 				hint = "; did you mean [" + s + "]?"
 			}
 			at := cf.where(k, "")
@@ -252,7 +253,7 @@ func Load(path string, schema Schema) (*File, error) {
 	}
 	// Check every value now, by setting it on a fresh command, so a mistake
 	// anywhere in the file is reported whichever command runs.
-	for _, name := range sortedKeys(configSections) {
+	for _, name := range slices.Sorted(maps.Keys(configSections)) {
 		fresh := schema.Flags(name)
 		if err := cf.applyAll(fresh, name, cf.top, "the top level"); err != nil {
 			return nil, err
@@ -287,7 +288,7 @@ func tableOf(where, section string) string {
 }
 
 func (cf *File) applyAll(fs *pflag.FlagSet, section string, values map[string]any, where string) error {
-	for _, k := range sortedKeys(values) {
+	for _, k := range slices.Sorted(maps.Keys(values)) {
 		f := fs.Lookup(k)
 		if f == nil || slices.Contains(notConfigurable, k) {
 			if where == "the top level" {
@@ -382,15 +383,6 @@ func expandPath(p, base string) string {
 		return filepath.Join(base, p)
 	}
 	return p
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // EnvName is the environment variable for a setting: KEYRELAY_SEND_TO,
@@ -576,7 +568,7 @@ func dropWithSource(settings []Setting, setAt func(rank Rank) bool) {
 	if !ok || rank == RankDefault {
 		return // an unknown source is send's to report
 	}
-	for _, n := range sortedKeys(sourceBound) {
+	for _, n := range slices.Sorted(maps.Keys(sourceBound)) {
 		i := at(n)
 		if i < 0 || settings[i].Rank == RankDefault || settings[i].Rank >= rank || sourceBound[n](b.Caps) || !setAt(settings[i].Rank) {
 			continue

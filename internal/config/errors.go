@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -293,7 +294,7 @@ func what(key string) string {
 // KnownEnv is every KEYRELAY_ variable keyrelay reads.
 func (schema Schema) KnownEnv() map[string]bool {
 	known := map[string]bool{Env: true, "KEYRELAY_REPORT": true, secret.Env: true}
-	for _, name := range sortedKeys(configSections) {
+	for _, name := range slices.Sorted(maps.Keys(configSections)) {
 		schema.Flags(name).VisitAll(func(f *pflag.Flag) {
 			known[EnvName(name, f.Name)] = true
 		})
@@ -319,7 +320,7 @@ func (schema Schema) WarnUnknownEnv(w io.Writer, command string) {
 		}
 	}
 	slices.Sort(own)
-	all := sortedKeys(known)
+	all := slices.Sorted(maps.Keys(known))
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(k, "KEYRELAY_") || known[k] {
