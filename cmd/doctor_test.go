@@ -15,10 +15,10 @@ import (
 
 	"github.com/keyrelay/keyrelay/capture"
 	"github.com/keyrelay/keyrelay/doctor"
-	"github.com/keyrelay/keyrelay/identity"
 	"github.com/keyrelay/keyrelay/inject"
 	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/testutil/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/relaytest"
 	"github.com/keyrelay/keyrelay/peers"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"
@@ -30,7 +30,7 @@ import (
 // accept us: what a peer without NTP looks like.
 func skewedRecv(t *testing.T, key []byte, shift time.Duration) string {
 	t.Helper()
-	addr, _, _ := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, MaxSkew: time.Hour}, shift)
+	addr, _, _ := relaytest.Serve(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, MaxSkew: time.Hour}, shift)
 	return addr
 }
 
@@ -383,7 +383,7 @@ func TestDoctorProbesSendTo(t *testing.T) {
 			fill := strings.NewReplacer("LIVE", live, "LPORT", portOf(live), "SILENT", silent.LocalAddr().String(), "SPORT", portOf(silent.LocalAddr().String()), "CONFIG", cfgPath).Replace
 			if name, addr, ok := strings.Cut(tc.peers, " "); ok {
 				var l peers.List
-				if err := l.Add(peers.Peer{Name: name, Key: machineID(t).Public(), Addr: fill(addr)}); err != nil {
+				if err := l.Add(peers.Peer{Name: name, Key: relaytest.MachineID(t).Public(), Addr: fill(addr)}); err != nil {
 					t.Fatal(err)
 				}
 				if err := l.Save(filepath.Join(dir, peers.FileName)); err != nil {
@@ -426,75 +426,11 @@ func TestDoctorProbesSendTo(t *testing.T) {
 	}
 }
 
-// machineID is this machine's identity as doctor finds it (the default
-// file, made if missing) when the test isolated the config directory
-// (isolate), else a new one: a recv on loopback shares it, as send and
-// recv on one machine do.
-func machineID(t *testing.T) *identity.Identity {
-	t.Helper()
-	if p, err := config.DefaultPath(); err == nil && strings.HasPrefix(p, os.TempDir()) {
-		id, _, err := identity.LoadOrCreate(filepath.Join(filepath.Dir(p), identity.FileName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	id, err := identity.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 // recvOn runs a real receiver on listen (PSK key, plaintext if nil) until
 // the returned stop; after stop the test owns the receiver.
 func recvOn(t *testing.T, listen string, key []byte, inj inject.Injector) (addr string, r *receiver.Receiver, stop func()) {
 	t.Helper()
-	return serveRecv(t, listen, receiver.Config{Injector: inj, PSK: key}, 0)
-}
-
-// serveRecv runs a receiver made from cfg on a socket bound to listen,
-// handing it every packet with a clock shift away from ours, until the
-// returned stop (also at cleanup); after stop the test owns the receiver.
-func serveRecv(t *testing.T, listen string, cfg receiver.Config, shift time.Duration) (addr string, r *receiver.Receiver, stop func()) {
-	t.Helper()
-	conn, err := net.ListenPacket("udp", listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Conn = conn
-	if cfg.PSK == nil && cfg.Identity == nil {
-		cfg.Insecure = true // plaintext, as doctor probes without a key
-	}
-	if !cfg.Insecure && cfg.Identity == nil {
-		cfg.Identity = machineID(t)
-	}
-	r, err = receiver.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			r.Handle(buf[:n], from, time.Now().Add(shift))
-		}
-	}()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			conn.Close()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	return conn.LocalAddr().String(), r, stop
+	return relaytest.Serve(t, listen, receiver.Config{Injector: inj, PSK: key}, 0)
 }
 
 // TestDoctorPortInUse: doctor recognises its own running recv on the
@@ -559,7 +495,7 @@ func TestDoctorPortHeldByRecvThatDropsTheProbe(t *testing.T) {
 	isolate(t)
 	key, keyFile := newKeyFile(t, "")
 	home := []netip.Prefix{netip.MustParsePrefix("192.168.1.0/24")}
-	held, _, _ := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, Allow: home}, 0)
+	held, _, _ := relaytest.Serve(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, Allow: home}, 0)
 	for _, tc := range []struct {
 		name  string
 		allow []string

@@ -3,8 +3,6 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,84 +10,20 @@ import (
 	"time"
 
 	"github.com/keyrelay/keyrelay/identity"
-	"github.com/keyrelay/keyrelay/internal/config"
 	"github.com/keyrelay/keyrelay/internal/testutil/fake"
+	"github.com/keyrelay/keyrelay/internal/testutil/relaytest"
 	"github.com/keyrelay/keyrelay/receiver"
 	"github.com/keyrelay/keyrelay/secret"
 	"github.com/keyrelay/keyrelay/sender"
 )
 
-// machineID is this machine's identity as doctor finds it (the default
-// file, made if missing) when the test isolated the config directory
-// (isolate), else a new one: a recv on loopback shares it, as send and
-// recv on one machine do.
-func machineID(t *testing.T) *identity.Identity {
-	t.Helper()
-	if p, err := config.DefaultPath(); err == nil && strings.HasPrefix(p, os.TempDir()) {
-		id, _, err := identity.LoadOrCreate(filepath.Join(filepath.Dir(p), identity.FileName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	id, err := identity.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
-// probeAs is how probePeer reaches a recv made by serveRecv with key
+// probeAs is how probePeer reaches a recv made by relaytest.Serve with key
 // (plaintext if nil) and identity id.
 func probeAs(key []byte, id *identity.Identity) sender.ProbeConfig {
 	if key == nil {
 		return sender.ProbeConfig{Insecure: true}
 	}
 	return sender.ProbeConfig{PSK: key, Identity: id, PeerKey: id.Public()}
-}
-
-// serveRecv runs a receiver made from cfg on a socket bound to listen,
-// handing it every packet with a clock shift away from ours, until the
-// returned stop (also at cleanup); after stop the test owns the receiver.
-func serveRecv(t *testing.T, listen string, cfg receiver.Config, shift time.Duration) (addr string, r *receiver.Receiver, stop func()) {
-	t.Helper()
-	conn, err := net.ListenPacket("udp", listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Conn = conn
-	if cfg.PSK == nil && cfg.Identity == nil {
-		cfg.Insecure = true // plaintext, as probePeer without a key
-	}
-	if !cfg.Insecure && cfg.Identity == nil {
-		cfg.Identity = machineID(t)
-	}
-	r, err = receiver.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			r.Handle(buf[:n], from, time.Now().Add(shift))
-		}
-	}()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			conn.Close()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	return conn.LocalAddr().String(), r, stop
 }
 
 // TestDoctorProbeHoldsNoKey: doctor's probe does not look like a lost
@@ -101,8 +35,8 @@ func TestDoctorProbeHoldsNoKey(t *testing.T) {
 	key, _ := secret.Generate()
 	var inj fake.Recorder
 	var logs []string
-	id := machineID(t)
-	addr, r, stop := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: &inj, PSK: key, Identity: id,
+	id := relaytest.MachineID(t)
+	addr, r, stop := relaytest.Serve(t, "127.0.0.1:0", receiver.Config{Injector: &inj, PSK: key, Identity: id,
 		Logf: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}, 0)
 	if _, _, err := probePeer(context.Background(), addr, probeAs(key, id), time.Second); err != nil {
 		t.Fatal(err)
@@ -129,9 +63,9 @@ func TestDoctorProbeHoldsNoKey(t *testing.T) {
 // lacks this machine is no answer.
 func TestDoctorProbeIsHandshaken(t *testing.T) {
 	key, _ := secret.Generate()
-	id := machineID(t)
+	id := relaytest.MachineID(t)
 	for _, psk := range [][]byte{key, nil} {
-		addr, r, stop := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: psk, Identity: id}, 0)
+		addr, r, stop := relaytest.Serve(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: psk, Identity: id}, 0)
 		if _, _, err := probePeer(context.Background(), addr, sender.ProbeConfig{PSK: psk, Identity: id, PeerKey: id.Public()}, time.Second); err != nil {
 			t.Errorf("key %v: a recv did not answer the probe: %v", psk != nil, err)
 		}
@@ -141,11 +75,11 @@ func TestDoctorProbeIsHandshaken(t *testing.T) {
 		}
 	}
 	stranger, _ := identity.Generate()
-	addr, _, _ := serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, Identity: id}, 0)
+	addr, _, _ := relaytest.Serve(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, Identity: id}, 0)
 	if _, _, err := probePeer(context.Background(), addr, sender.ProbeConfig{PSK: key, Identity: stranger, PeerKey: id.Public()}, 600*time.Millisecond); err == nil || !strings.Contains(err.Error(), "not paired there") {
 		t.Errorf("probe from an unpaired machine: %v", err)
 	}
-	addr, _, _ = serveRecv(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, NoAcks: true, Identity: id}, 0)
+	addr, _, _ = relaytest.Serve(t, "127.0.0.1:0", receiver.Config{Injector: fake.Nop{}, PSK: key, NoAcks: true, Identity: id}, 0)
 	_, _, err := probePeer(context.Background(), addr, probeAs(key, id), 600*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "answered the handshake but acked nothing") || !strings.Contains(err.Error(), "--acks=false") {
 		t.Errorf("probe of a recv --acks=false: %v", err)
