@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -70,13 +69,7 @@ func runtimeDir(t *testing.T) []string {
 func TestPlainScriptSendAnswersStatus(t *testing.T) {
 	r := start(t, "recv", "--inject", "log", "--listen", "127.0.0.1:0")
 	env := runtimeDir(t)
-	cmd := exec.Command(bin, "send", "--to", r.addr, "--script", "-")
-	cmd.Env = append(os.Environ(), append(env, noExitSleep)...)
-	w, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	send := startCmd(t, cmd, "send")
+	send, w := startStreamedEnv(t, env, "--to", r.addr)
 	if _, err := io.WriteString(w, "pace 0s\ntap KeyA\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +95,7 @@ func TestPlainScriptSendAnswersStatus(t *testing.T) {
 	}
 
 	// A second send of the same user, at the same time: both listed.
-	other := exec.Command(bin, "send", "--to", "b="+r.addr, "--script", "-")
-	other.Env = append(os.Environ(), append(env, noExitSleep)...)
-	w2, err := other.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	send2 := startCmd(t, other, "send")
+	send2, w2 := startStreamedEnv(t, env, "--to", "b="+r.addr)
 	io.WriteString(w2, "pace 0s\ntap KeyB\n")
 	r.expect(t, "KeyB down", "KeyB up")
 	if all := statusJSON(t, env); len(all) != 2 || all[0].Target == all[1].Target {

@@ -5,8 +5,6 @@ package e2e
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,13 +72,7 @@ func TestSeveralReceiversOnOnePairedMachine(t *testing.T) {
 
 	// [[send.to]] tables naming both, and keyrelay switch between them.
 	cfg, env := sendConfig(t, fmt.Sprintf("[[send.to]]\nname = \"left\"\naddr = \"vm\"\n\n[[send.to]]\nname = \"right\"\naddr = \"vm:%s\"\n", port2))
-	cmd := exec.Command(bin, append([]string{"send", "--config", cfg, "--switch", "--script", "-"}, kb...)...)
-	cmd.Env = append(os.Environ(), append(env, noExitSleep)...)
-	w, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	send := startCmd(t, cmd, "send")
+	send, w := startStreamedEnv(t, env, append([]string{"--config", cfg, "--switch"}, kb...)...)
 	io.WriteString(w, "pace 0s\ntap KeyC\n")
 	one.expect(t, "KeyC down", "KeyC up")
 	if code, out, stderr := runWithEnv(t, env, "switch", "right"); code != 0 || out != "target: right\n" {

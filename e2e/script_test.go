@@ -57,8 +57,15 @@ const noExitSleep = "GORACE=atexit_sleep_ms=0"
 // test holds open, and returns the pipe's end to write lines to.
 func startStreamed(t *testing.T, args ...string) (*proc, io.WriteCloser) {
 	t.Helper()
+	return startStreamedEnv(t, runtimeEnv(t), args...)
+}
+
+// startStreamedEnv is startStreamed with env (a config's, a control
+// directory's) in place of the test's runtime directory.
+func startStreamedEnv(t *testing.T, env []string, args ...string) (*proc, io.WriteCloser) {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"send", "--script", "-"}, args...)...)
-	cmd.Env = append(append(os.Environ(), runtimeEnv(t)...), noExitSleep)
+	cmd.Env = append(append(os.Environ(), env...), noExitSleep)
 	w, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -47,13 +46,7 @@ map = { KeyQ = "KeyX" }
 local-keys = ["KeyL"]
 `, a.addr, b.addr, c.addr)
 	cfg, env := sendConfig(t, text)
-	cmd := exec.Command(bin, "send", "--config", cfg, "--script", "-")
-	cmd.Env = append(os.Environ(), append(env, noExitSleep)...)
-	w, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	send := startCmd(t, cmd, "send")
+	send, w := startStreamedEnv(t, env, "--config", cfg)
 	say := func(lines ...string) {
 		t.Helper()
 		if _, err := io.WriteString(w, strings.Join(lines, "\n")+"\n"); err != nil {
