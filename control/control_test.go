@@ -199,6 +199,23 @@ func (m *modeFake) ModeChanged() <-chan struct{} {
 	return m.changed
 }
 
+// loopbackSender is a plaintext sender to its own socket on loopback,
+// closed at the test's end, and that socket's address: what a control
+// server needs of a Sender, with nothing listening.
+func loopbackSender(t *testing.T) (*sender.Sender, net.Addr) {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	s, err := sender.New(sender.Config{Conn: conn, Dests: []sender.Dest{{UDP: conn.LocalAddr().(*net.UDPAddr)}}, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, conn.LocalAddr()
+}
+
 // TestPlainSendSwitchesOnlyAGrabbingSource checks keyrelay switch and
 // status for a send with one queue to every destination (one, or
 // mirror): a source that owns the keyboard goes to local
@@ -206,16 +223,7 @@ func (m *modeFake) ModeChanged() <-chan struct{} {
 // in mirror); a script or a source without --grab cannot switch, and
 // says why, while status still answers.
 func TestPlainSendSwitchesOnlyAGrabbingSource(t *testing.T) {
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	s, err := sender.New(sender.Config{Conn: conn, Dests: []sender.Dest{{UDP: conn.LocalAddr().(*net.UDPAddr)}}, Insecure: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := conn.LocalAddr()
+	s, addr := loopbackSender(t)
 	for _, c := range []struct {
 		name    string
 		src     sender.Source
@@ -309,16 +317,8 @@ func TestDestinationNamesIgnoreCase(t *testing.T) {
 		}
 	}
 
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	s, err := sender.New(sender.Config{Conn: conn, Dests: []sender.Dest{{UDP: conn.LocalAddr().(*net.UDPAddr)}}, Insecure: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &control.Plain{Sender: s, Source: &modeFake{grab: true, on: true}, Input: "x11", Names: []string{"pc"}, Addrs: []net.Addr{conn.LocalAddr()}}
+	s, addr := loopbackSender(t)
+	h := &control.Plain{Sender: s, Source: &modeFake{grab: true, on: true}, Input: "x11", Names: []string{"pc"}, Addrs: []net.Addr{addr}}
 	for _, step := range []struct{ to, target string }{{"LOCAL", "local"}, {"PC", "pc"}, {"Local", "local"}, {"Pc", "pc"}} {
 		if err := h.Switch(context.Background(), step.to); err != nil {
 			t.Errorf("switch %s: %v", step.to, err)
