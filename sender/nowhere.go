@@ -76,29 +76,37 @@ func (l *link) keypairGen(k *handshake.Keypair) int {
 	return 0
 }
 
+// nowhereTexts is, for each reason a receiver gives for key events it typed
+// into no application, what send's log and summary say of it and what to
+// do about it.
+var nowhereTexts = map[wire.Why]struct{ why, fix string }{
+	wire.WhyNoFocus: {
+		"no window had the keyboard focus there",
+		"focus the window that should get the keys before sending (click it, or xdotool windowfocus --sync), or run a window manager",
+	},
+	wire.WhyNoUSBHost: {
+		"the USB host took none of the keyboard gadget's reports there (no computer has configured the gadget, or none reads it)",
+		"plug the receiver's USB device port into the computer to type into, with that computer on and awake (recv's log says what the gadget saw)",
+	},
+	wire.WhyNoForeground: {
+		"no window was in the foreground of that Windows desktop (locked, at the sign-in screen or a UAC prompt, or no window active)",
+		"unlock that machine and bring the window that should get the keys to the front before sending",
+	},
+}
+
 // NowhereWhy says why a receiver typed key events into no application,
 // for the log and send's summary.
 func NowhereWhy(w wire.Why) string {
-	switch w {
-	case wire.WhyNoFocus:
-		return "no window had the keyboard focus there"
-	case wire.WhyNoUSBHost:
-		return "the USB host took none of the keyboard gadget's reports there (no computer has configured the gadget, or none reads it)"
-	case wire.WhyNoForeground:
-		return "no window was in the foreground of that Windows desktop (locked, at the sign-in screen or a UAC prompt, or no window active)"
+	if n, ok := nowhereTexts[w]; ok {
+		return n.why
 	}
 	return fmt.Sprintf("a reason this keyrelay does not know (%d: the receiver runs a newer release)", w)
 }
 
 // NowhereFix says what to do about it.
 func NowhereFix(w wire.Why) string {
-	switch w {
-	case wire.WhyNoFocus:
-		return "focus the window that should get the keys before sending (click it, or xdotool windowfocus --sync), or run a window manager"
-	case wire.WhyNoUSBHost:
-		return "plug the receiver's USB device port into the computer to type into, with that computer on and awake (recv's log says what the gadget saw)"
-	case wire.WhyNoForeground:
-		return "unlock that machine and bring the window that should get the keys to the front before sending"
+	if n, ok := nowhereTexts[w]; ok {
+		return n.fix
 	}
 	return "see the receiver's log"
 }
