@@ -149,9 +149,9 @@ func (r *Receiver) forgetOldest() {
 // Next is when Expire must next be called: the earliest of a live
 // session's timeout, a held-back ack's turn (Config.AckInterval after the
 // session's last ack), the publishing of a status change and, while a
-// handshaken session is live, the next Config.Recheck (trust.go). It is zero when
-// nothing is due, so an idle receiver with no live session sleeps until a
-// packet comes. Like kcp's Check: Handle and Expire change it, and the
+// handshaken or one-way session is live, the next Config.Recheck
+// (trust.go). It is zero when nothing is due, so an idle receiver with no
+// live session sleeps until a packet comes. Like kcp's Check: Handle and Expire change it, and the
 // caller arms one timer for it.
 func (r *Receiver) Next() time.Time {
 	var next time.Time
@@ -160,16 +160,20 @@ func (r *Receiver) Next() time.Time {
 			next = t
 		}
 	}
+	recheck := false // a handshaken or one-way session is live
 	for _, s := range r.sessions {
 		if s.live {
 			earliest(s.lastHeard.Add(r.allowance(s)))
+			recheck = recheck || s.mode != plaintext
 		}
 		if s.ackPending {
 			earliest(s.lastAck.Add(r.cfg.AckInterval))
 		}
 	}
-	if t := r.recheckDue(); !t.IsZero() {
-		earliest(t)
+	// A silent session's keypairs are rechecked before its next datagram
+	// is taken (Handle), so only a live one needs the timer.
+	if recheck && r.cfg.Recheck != nil {
+		earliest(r.recheckAt)
 	}
 	return next
 }

@@ -30,21 +30,6 @@ func (r *Receiver) recheck(now time.Time) {
 	}
 }
 
-// recheckDue is the deadline of the next recheck for Next: zero when no
-// handshaken session is live (a silent one's keypairs are rechecked
-// before its next datagram is taken).
-func (r *Receiver) recheckDue() time.Time {
-	if r.cfg.Recheck == nil {
-		return time.Time{}
-	}
-	for _, s := range r.sessions {
-		if s.live && s.mode != plaintext {
-			return r.recheckAt
-		}
-	}
-	return time.Time{}
-}
-
 // revoke ends every session whose sender is no longer paired
 // (Config.Peer; this machine's own identity was checked by its address
 // when the session started and stays): its held keys are released. A
